@@ -1,0 +1,136 @@
+// zaya: the command-line front. It only parses arguments and calls into the library.
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <cblas.h>
+#include <nlohmann/json.hpp>
+#include <omp.h>
+
+#include "bench/step_bench.h"
+#include "core/error.h"
+#include "model/config.h"
+#include "model/debug_dump.h"
+#include "model/model_info.h"
+
+namespace {
+
+void set_threads(int threads) {
+  if (threads <= 0) return;
+  omp_set_num_threads(threads);
+  openblas_set_num_threads(threads);
+}
+
+int not_built(const char* what, const char* issue) {
+  std::fprintf(stderr,
+               "zaya %s: not built yet. This command arrives with the %s work; see README.md "
+               "for what exists today.\n",
+               what, issue);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"zaya: pretraining ZAYA1-style Mixture-of-Experts language models"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "zaya 0.1.0");
+  int threads = 0;
+  app.add_option("--threads", threads, "CPU threads for OpenMP and OpenBLAS (default: all cores)")
+      ->check(CLI::NonNegativeNumber);
+
+  // zaya info
+  auto* info = app.add_subcommand("info", "Parameter counts, FLOPs per token and KV-cache size");
+  std::string info_config;
+  int64_t info_seq = 0;
+  info->add_option("--config", info_config, "zaya JSON config (e.g. configs/zaya1-base.json)")
+      ->required();
+  info->add_option("--seq", info_seq, "sequence length for the attention FLOPs (default: the "
+                                      "config's max_seq_len)");
+
+  // zaya bench step
+  auto* bench = app.add_subcommand("bench", "Benchmarks");
+  bench->require_subcommand(1);
+  auto* step = bench->add_subcommand("step", "Forward+backward tokens/s of the model on random "
+                                             "tokens (random init)");
+  std::string step_config;
+  zaya::StepBenchOptions sopt;
+  bool step_json = false;
+  step->add_option("--config", step_config, "zaya JSON config")->required();
+  step->add_option("--batch", sopt.batch, "sequences per step")->capture_default_str();
+  step->add_option("--seq", sopt.seq, "tokens per sequence")->capture_default_str();
+  step->add_option("--steps", sopt.steps, "timed steps")->capture_default_str();
+  step->add_option("--warmup", sopt.warmup, "untimed warm-up steps")->capture_default_str();
+  step->add_option("--seed", sopt.seed, "init and token seed")->capture_default_str();
+  step->add_option("--save-model", sopt.save_model_dir,
+                   "write the benchmarked model (config.json + model.safetensors) to this "
+                   "directory, e.g. for the PyTorch peer");
+  step->add_flag("--json", step_json, "print one JSON line instead of text");
+
+  // zaya debug-dump
+  auto* dump = app.add_subcommand(
+      "debug-dump", "Write a random non-trivial model and its logits/loss/gradients on random "
+                    "tokens (for checking against an independent implementation)");
+  std::string dump_config, dump_out;
+  zaya::DumpOptions dopt;
+  dump->add_option("--config", dump_config, "zaya JSON config")->required();
+  dump->add_option("--out", dump_out, "output directory")->required();
+  dump->add_option("--seed", dopt.seed, "weights and tokens seed")->capture_default_str();
+  dump->add_option("--batch", dopt.batch, "sequences")->capture_default_str();
+  dump->add_option("--seq", dopt.seq, "tokens per sequence")->capture_default_str();
+
+  // Not built yet: say so plainly.
+  auto* train = app.add_subcommand("train", "Train a model (not built yet)");
+  train->allow_extras();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  set_threads(threads);
+
+  try {
+    if (*info) {
+      const zaya::ModelConfig c = zaya::load_model_config(info_config);
+      std::printf("%s", zaya::format_model_info(c, info_seq > 0 ? info_seq : c.max_seq_len).c_str());
+    } else if (*step) {
+      const zaya::ModelConfig c = zaya::load_model_config(step_config);
+      ZAYA_CHECK(sopt.batch > 0 && sopt.seq > 0 && sopt.steps > 0 && sopt.warmup >= 0,
+                 "--batch, --seq and --steps must be positive, --warmup non-negative");
+      const int nthreads = omp_get_max_threads();
+      if (!step_json)
+        std::printf("bench step: %s, batch %d x seq %d, %d threads\n", step_config.c_str(),
+                    sopt.batch, sopt.seq, nthreads);
+      const auto r = zaya::run_step_bench(c, sopt, !step_json);
+      if (step_json) {
+        std::printf("%s\n", nlohmann::json{{"impl", "zaya"},
+                                           {"tokens_per_s", r.tokens_per_s},
+                                           {"step_ms", r.step_ms},
+                                           {"loss", r.loss},
+                                           {"threads", nthreads},
+                                           {"arena_bytes", r.arena_bytes}}
+                                .dump()
+                                .c_str());
+      } else {
+        std::printf("zaya: %.1f ms/step, %.0f tokens/s (fwd+bwd), loss %.4f, arena %.1f MiB\n",
+                    r.step_ms, r.tokens_per_s, r.loss, double(r.arena_bytes) / (1 << 20));
+      }
+    } else if (*dump) {
+      const zaya::ModelConfig c = zaya::load_model_config(dump_config);
+      zaya::debug_dump(c, dopt, dump_out);
+      std::printf("debug-dump: wrote %s/model and %s/outputs.safetensors\n", dump_out.c_str(),
+                  dump_out.c_str());
+    } else if (*train) {
+      return not_built("train", "training (optimizers, data pipeline)");
+    }
+  } catch (const zaya::Error& e) {
+    std::fprintf(stderr, "zaya: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "zaya: unexpected error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs everything zaya needs from Debian packages. Idempotent: when every package is already
+# installed it touches nothing (no apt-get update), so it is cheap to run before every build.
+set -euo pipefail
+
+PACKAGES=(
+  cmake ninja-build g++ pkg-config clang-format
+  libopenblas0-openmp libopenblas-openmp-dev   # BLAS for the CPU backend (OpenMP threading)
+  nlohmann-json3-dev libcli11-dev              # config parsing, command line
+  libgtest-dev libgmock-dev libbenchmark-dev   # tests and microbenchmarks
+  python3-torch python3-numpy                  # independent PyTorch reference (tests/benchmarks only)
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then SUDO=sudo; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "setup: all ${#PACKAGES[@]} packages present"
+fi
+
+# PyTorch (the benchmark peer) must run on OpenBLAS, not the reference BLAS: make the openmp
+# OpenBLAS the system libblas.so.3 when both are installed.
+alt=/usr/lib/x86_64-linux-gnu/openblas-openmp/libblas.so.3
+if [[ -e $alt ]]; then
+  cur=$(readlink -f /etc/alternatives/libblas.so.3-x86_64-linux-gnu 2>/dev/null || true)
+  if [[ "$cur" != "$alt" ]]; then
+    update-alternatives --set libblas.so.3-x86_64-linux-gnu "$alt" || true
+  fi
+fi

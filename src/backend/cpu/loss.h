@@ -1,0 +1,20 @@
+// Cross-entropy over the vocabulary.
+#pragma once
+
+#include <cstdint>
+
+namespace zaya::cpu {
+
+constexpr int32_t kIgnoreIndex = -100;  // a target that contributes no loss (Hugging Face's value)
+
+// Returns Σ over rows with target ≠ kIgnoreIndex of −log softmax(logits)[target], and sets
+// *count to the number of such rows. Also stores each row's logsumexp in lse[n].
+double cross_entropy_forward(float* lse, const float* logits, const int32_t* targets, int n,
+                             int vocab, int64_t* count);
+
+// Overwrites logits[n, vocab] with d(loss_scale · Σ losses)/dlogits = scale · (softmax − onehot);
+// ignored rows become zero. In place, because the vocabulary-wide buffer is the largest of a step.
+void cross_entropy_backward_inplace(float* logits, const float* lse, const int32_t* targets, int n,
+                                    int vocab, float loss_scale);
+
+}  // namespace zaya::cpu

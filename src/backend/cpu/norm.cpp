@@ -1,0 +1,95 @@
+#include <cstddef>
+#include "backend/cpu/norm.h"
+
+#include <cmath>
+#include <vector>
+
+
+namespace zaya::cpu {
+
+void rmsnorm_forward(float* out, float* rstd, const float* in, const float* w, int n, int c,
+                     float eps) {
+#pragma omp parallel for schedule(static)
+  for (int i = 0; i < n; ++i) {
+    const float* x = in + size_t(i) * c;
+    float* y = out + size_t(i) * c;
+    double ss = 0.0;
+    for (int j = 0; j < c; ++j) ss += double(x[j]) * x[j];
+    const float r = float(1.0 / std::sqrt(ss / c + eps));
+    for (int j = 0; j < c; ++j) y[j] = x[j] * r * w[j];
+    if (rstd) rstd[i] = r;
+  }
+}
+
+void rmsnorm_backward(float* din, float* dw, const float* dout, const float* in, const float* w,
+                      const float* rstd, int n, int c) {
+  if (din) {
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < n; ++i) {
+      const float* x = in + size_t(i) * c;
+      const float* dy = dout + size_t(i) * c;
+      const double r = rstd[i];
+      double dot = 0.0;  // Σ dy·w·x
+      for (int j = 0; j < c; ++j) dot += double(dy[j]) * w[j] * x[j];
+      const double coef = r * r * r * dot / c;
+      float* dx = din + size_t(i) * c;
+      for (int j = 0; j < c; ++j) dx[j] += float(r * dy[j] * w[j] - coef * x[j]);
+    }
+  }
+  if (dw) {
+    // Reduce over rows per column in row order: deterministic whatever the thread count.
+#pragma omp parallel for schedule(static)
+    for (int j = 0; j < c; ++j) {
+      double s = 0.0;
+      for (int i = 0; i < n; ++i) s += double(dout[size_t(i) * c + j]) * in[size_t(i) * c + j] * rstd[i];
+      dw[j] += float(s);
+    }
+  }
+}
+
+void l2norm_forward(float* out, float* inv_norm, const float* in, const float* temp, int n,
+                    int heads, int d) {
+  const double sqrt_d = std::sqrt(double(d));
+#pragma omp parallel for schedule(static)
+  for (int i = 0; i < n * heads; ++i) {
+    const int h = i % heads;
+    const float* x = in + size_t(i) * d;
+    double ss = 0.0;
+    for (int j = 0; j < d; ++j) ss += double(x[j]) * x[j];
+    const double inv = 1.0 / std::sqrt(ss);
+    const float s = float(sqrt_d * inv * (temp ? temp[h] : 1.0f));
+    for (int j = 0; j < d; ++j) out[size_t(i) * d + j] = x[j] * s;
+    inv_norm[i] = float(inv);
+  }
+}
+
+void l2norm_backward(float* din, float* dtemp, const float* dout, const float* in,
+                     const float* temp, const float* inv_norm, int n, int heads, int d) {
+  const double sqrt_d = std::sqrt(double(d));
+  // dtemp partial sums per row, reduced afterwards in row order (deterministic).
+  std::vector<double> tsum(dtemp ? size_t(n) * heads : 0);
+#pragma omp parallel for schedule(static)
+  for (int i = 0; i < n * heads; ++i) {
+    const int h = i % heads;
+    const float* x = in + size_t(i) * d;
+    const float* dy = dout + size_t(i) * d;
+    const double inv = inv_norm[i];
+    double dot = 0.0;  // x̂·dy
+    for (int j = 0; j < d; ++j) dot += double(x[j]) * inv * dy[j];
+    if (dtemp) tsum[i] = sqrt_d * dot;
+    if (din) {
+      const double s = sqrt_d * (temp ? temp[h] : 1.0f);
+      float* dx = din + size_t(i) * d;
+      for (int j = 0; j < d; ++j) dx[j] += float(s * inv * (dy[j] - x[j] * inv * dot));
+    }
+  }
+  if (dtemp) {
+    for (int h = 0; h < heads; ++h) {
+      double s = 0.0;
+      for (int r = 0; r < n; ++r) s += tsum[size_t(r) * heads + h];
+      dtemp[h] += float(s);
+    }
+  }
+}
+
+}  // namespace zaya::cpu

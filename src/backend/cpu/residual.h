@@ -1,0 +1,15 @@
+// ZAYA1's residual scaling: at the start of every stage the two streams, the previous branch output
+// h and the residual r, are merged with learned per-channel affines:
+//   out = (h + hb) ⊙ hs + (r + rb) ⊙ rs          (the r term is absent at stage 0)
+#pragma once
+
+namespace zaya::cpu {
+
+void residual_merge_forward(float* out, const float* h, const float* hb, const float* hs,
+                            const float* r, const float* rb, const float* rs, int n, int c);
+// dh += dout ⊙ hs, dr += dout ⊙ rs; dhs += Σ dout ⊙ (h + hb); dhb += Σ dout ⊙ hs; same for r.
+void residual_merge_backward(float* dh, float* dhb, float* dhs, float* dr, float* drb, float* drs,
+                             const float* dout, const float* h, const float* hb, const float* hs,
+                             const float* r, const float* rb, const float* rs, int n, int c);
+
+}  // namespace zaya::cpu

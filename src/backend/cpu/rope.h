@@ -1,0 +1,16 @@
+// Partial rotary position embedding (NeoX rotate-half) over the first `rot` dims of each head.
+#pragma once
+
+namespace zaya::cpu {
+
+// cos/sin tables [seq, rot/2] for positions 0..seq-1: inv_freq_i = 1 / theta^(2i/rot), computed in
+// fp32 the way Hugging Face does (so the two agree to the last bit of the angle).
+void rope_tables(float* cos_out, float* sin_out, int seq, int rot, float theta);
+
+// In place on x[batch, seq, heads, d]: for i < rot/2, with x1 = x[i], x2 = x[i + rot/2],
+//   x1' = x1 cos − x2 sin,  x2' = x2 cos + x1 sin.   Dims rot..d-1 pass through.
+// The rotation is orthogonal, so backward is the same call with inverse = true on the gradient.
+void rope_apply(float* x, const float* cos_t, const float* sin_t, int batch, int seq, int heads,
+                int d, int rot, bool inverse);
+
+}  // namespace zaya::cpu

@@ -1,0 +1,44 @@
+#include "bench/step_bench.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "core/rng.h"
+#include "model/weights_io.h"
+#include "model/zaya_model.h"
+
+namespace zaya {
+
+StepBenchResult run_step_bench(const ModelConfig& config, const StepBenchOptions& opt,
+                               bool progress) {
+  ZayaModel model(config);
+  model.params().init(opt.seed);
+  if (!opt.save_model_dir.empty()) save_model_dir(opt.save_model_dir, model);
+  const int N = opt.batch * opt.seq;
+  std::vector<int32_t> tokens(N);
+  const Philox rng(opt.seed, hash_name("bench tokens"));
+  for (int t = 0; t < N; ++t)
+    tokens[t] = int32_t(rng.words(uint64_t(t))[0] % uint32_t(config.vocab_size));
+  const auto targets = ZayaModel::shifted_targets(tokens, opt.batch, opt.seq);
+  StepBenchResult r;
+  double total_s = 0;
+  for (int step = 0; step < opt.warmup + opt.steps; ++step) {
+    const auto t0 = std::chrono::steady_clock::now();
+    model.params().zero_grads();
+    r.loss = model.forward(tokens, targets, opt.batch, opt.seq);
+    model.backward();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const bool timed = step >= opt.warmup;
+    if (timed) total_s += s;
+    if (progress)
+      std::fprintf(stderr, "  %s step %d/%d: %.1f ms, %.0f tok/s, loss %.4f\n",
+                   timed ? "timed " : "warmup", timed ? step - opt.warmup + 1 : step + 1,
+                   timed ? opt.steps : opt.warmup, s * 1e3, N / s, r.loss);
+  }
+  r.step_ms = total_s / opt.steps * 1e3;
+  r.tokens_per_s = double(N) * opt.steps / total_s;
+  r.arena_bytes = model.arena_bytes();
+  return r;
+}
+
+}  // namespace zaya

@@ -1,0 +1,30 @@
+// `zaya bench step`: forward+backward throughput of the model on random tokens.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "model/config.h"
+
+namespace zaya {
+
+struct StepBenchOptions {
+  int batch = 4;
+  int seq = 256;
+  int steps = 5;
+  int warmup = 1;
+  uint64_t seed = 1234;
+  std::string save_model_dir;  // if set, the benchmarked (random-init) model is written here
+};
+
+struct StepBenchResult {
+  double tokens_per_s = 0;
+  double step_ms = 0;
+  float loss = 0;
+  size_t arena_bytes = 0;
+};
+
+StepBenchResult run_step_bench(const ModelConfig& config, const StepBenchOptions& opt,
+                               bool progress);
+
+}  // namespace zaya

@@ -1,0 +1,35 @@
+// Arena: the activations of one training step come from here. Allocation is a pointer bump;
+// reset() frees everything at once. If a step needs more than the current block, further blocks are
+// chained (earlier pointers stay valid) and the next reset() merges them into one block, so from the
+// second step on every step runs out of a single allocation.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace zaya {
+
+class Arena {
+ public:
+  Arena() = default;
+  float* floats(size_t n) { return static_cast<float*>(bytes(n * sizeof(float))); }
+  int32_t* ints(size_t n) { return static_cast<int32_t*>(bytes(n * sizeof(int32_t))); }
+  // Zero-filled variant, for gradient accumulators.
+  float* zeros(size_t n);
+  void* bytes(size_t n);
+  void reset();
+  size_t capacity() const;
+  size_t high_water() const { return high_water_; }
+
+ private:
+  std::vector<std::unique_ptr<Storage>> blocks_;
+  size_t used_ = 0;       // bytes used in the last block
+  size_t total_used_ = 0; // bytes used in all blocks this step
+  size_t high_water_ = 0;
+};
+
+}  // namespace zaya

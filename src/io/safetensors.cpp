@@ -1,0 +1,158 @@
+#include "io/safetensors.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace zaya {
+
+using nlohmann::json;
+
+namespace {
+
+float half_to_float(uint16_t h) {
+  const int sign = h >> 15, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  float v;
+  if (exp == 0) v = std::ldexp(float(mant), -24);
+  else if (exp == 31) v = mant ? NAN : INFINITY;
+  else v = std::ldexp(float(mant | 0x400), exp - 25);
+  return sign ? -v : v;
+}
+
+}  // namespace
+
+SafetensorsFile read_safetensors(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  ZAYA_CHECK(in.good(), "cannot open safetensors file '", path, "'");
+  in.seekg(0, std::ios::end);
+  const uint64_t file_size = uint64_t(in.tellg());
+  in.seekg(0);
+  ZAYA_CHECK(file_size >= 8, path, ": not a safetensors file (", file_size,
+             " bytes, shorter than the 8-byte header length)");
+  uint64_t header_len = 0;
+  unsigned char len_bytes[8];
+  in.read(reinterpret_cast<char*>(len_bytes), 8);
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | len_bytes[i];
+  ZAYA_CHECK(header_len <= file_size - 8, path, ": header length ", header_len,
+             " runs past the end of the file (", file_size, " bytes): truncated or not safetensors");
+  std::string header(header_len, '\0');
+  in.read(header.data(), std::streamsize(header_len));
+  json j;
+  try {
+    j = json::parse(header);
+  } catch (const json::parse_error& e) {
+    ZAYA_FAIL(path, ": malformed safetensors JSON header: ", e.what());
+  }
+  ZAYA_CHECK(j.is_object(), path, ": safetensors header is not a JSON object");
+  const uint64_t data_start = 8 + header_len, data_size = file_size - data_start;
+
+  SafetensorsFile out;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (const auto& [name, info] : j.items()) {
+    if (name == "__metadata__") {
+      ZAYA_CHECK(info.is_object(), path, ": __metadata__ must be an object of strings");
+      for (const auto& [k, v] : info.items()) {
+        ZAYA_CHECK(v.is_string(), path, ": __metadata__ value '", k, "' is not a string");
+        out.metadata[k] = v.get<std::string>();
+      }
+      continue;
+    }
+    ZAYA_CHECK(info.is_object() && info.contains("dtype") && info.contains("shape") &&
+                   info.contains("data_offsets"),
+               path, ": tensor '", name, "' needs dtype, shape and data_offsets");
+    const std::string dt = info["dtype"].get<std::string>();
+    Shape shape;
+    for (const auto& d : info["shape"]) {
+      ZAYA_CHECK(d.is_number_unsigned(), path, ": tensor '", name, "' has a bad shape ",
+                 info["shape"].dump());
+      shape.push_back(d.get<int64_t>());
+    }
+    const auto& offs = info["data_offsets"];
+    ZAYA_CHECK(offs.is_array() && offs.size() == 2 && offs[0].is_number_unsigned() &&
+                   offs[1].is_number_unsigned(),
+               path, ": tensor '", name, "' has bad data_offsets ", offs.dump());
+    const uint64_t begin = offs[0].get<uint64_t>(), end = offs[1].get<uint64_t>();
+    ZAYA_CHECK(begin <= end && end <= data_size, path, ": tensor '", name, "' data [", begin, ", ",
+               end, ") lies outside the data section of ", data_size,
+               " bytes (file truncated?)");
+    size_t elem = 0;
+    DType dtype = DType::F32;
+    if (dt == "F32") elem = 4, dtype = DType::F32;
+    else if (dt == "BF16") elem = 2, dtype = DType::BF16;
+    else if (dt == "I32") elem = 4, dtype = DType::I32;
+    else if (dt == "F16") elem = 2, dtype = DType::F32;
+    else if (dt == "F64") elem = 8, dtype = DType::F32;
+    else ZAYA_FAIL(path, ": tensor '", name, "' has unsupported dtype ", dt,
+                   " (supported: F32, BF16, F16, F64, I32)");
+    ZAYA_CHECK(end - begin == uint64_t(shape_numel(shape)) * elem, path, ": tensor '", name,
+               "' has ", end - begin, " bytes but shape ", shape_str(shape), " of ", dt, " needs ",
+               uint64_t(shape_numel(shape)) * elem);
+    ranges.push_back({begin, end});
+    Tensor t(shape, dtype);
+    std::vector<char> raw(end - begin);
+    in.seekg(std::streamoff(data_start + begin));
+    in.read(raw.data(), std::streamsize(raw.size()));
+    ZAYA_CHECK(in.good() || raw.empty(), path, ": short read of tensor '", name, "'");
+    const int64_t n = shape_numel(shape);
+    if (dt == "F16") {
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, raw.data() + 2 * i, 2);
+        t.data<float>()[i] = half_to_float(h);
+      }
+    } else if (dt == "F64") {
+      for (int64_t i = 0; i < n; ++i) {
+        double v;
+        std::memcpy(&v, raw.data() + 8 * i, 8);
+        t.data<float>()[i] = float(v);
+      }
+    } else if (!raw.empty()) {
+      std::memcpy(t.raw(), raw.data(), raw.size());
+    }
+    out.tensors.emplace(name, std::move(t));
+  }
+  std::sort(ranges.begin(), ranges.end());
+  for (size_t i = 1; i < ranges.size(); ++i)
+    ZAYA_CHECK(ranges[i].first >= ranges[i - 1].second, path, ": tensors overlap in the data section");
+  return out;
+}
+
+void write_safetensors(const std::string& path,
+                       const std::vector<std::pair<std::string, Tensor>>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  json header = json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  uint64_t offset = 0;
+  for (const auto& [name, t] : tensors) {
+    ZAYA_CHECK(!header.contains(name), "write_safetensors: duplicate tensor name '", name, "'");
+    header[name] = {{"dtype", dtype_name(t.dtype())},
+                    {"shape", t.shape()},
+                    {"data_offsets", {offset, offset + t.nbytes()}}};
+    offset += t.nbytes();
+  }
+  std::string h = header.dump();
+  while ((8 + h.size()) % 8) h.push_back(' ');  // align the data section to 8 bytes
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    ZAYA_CHECK(out.good(), "cannot write '", tmp, "'");
+    unsigned char len_bytes[8];
+    uint64_t len = h.size();
+    for (int i = 0; i < 8; ++i) len_bytes[i] = uint8_t(len >> (8 * i));
+    out.write(reinterpret_cast<const char*>(len_bytes), 8);
+    out.write(h.data(), std::streamsize(h.size()));
+    for (const auto& [name, t] : tensors)
+      out.write(reinterpret_cast<const char*>(t.raw()), std::streamsize(t.nbytes()));
+    out.flush();
+    ZAYA_CHECK(out.good(), "writing '", tmp, "' failed (disk full?)");
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+}  // namespace zaya

@@ -1,0 +1,55 @@
+// The ZAYA1 MoE block of every odd stage: the MLP router with exponential depth averaging (EDA),
+// top-1 routing over X experts + 1 skip route, and SwiGLU experts. §2 of zaya1-architecture.md.
+#pragma once
+
+#include <vector>
+
+#include "core/arena.h"
+#include "model/config.h"
+
+namespace zaya {
+
+struct MoeWeights {
+  const float *down_w, *down_b;   // [R, E], [R]
+  const float* states_scale;      // [R] γ of EDA; nullptr on the first MoE stage (no EDA)
+  const float* rms_w;             // [R]
+  const float *mlp0_w, *mlp0_b;   // [R, R], [R]
+  const float *mlp2_w, *mlp2_b;   // [R, R], [R]
+  const float* mlp4_w;            // [X+1, R]
+  const float* balancing_biases;  // [X+1], selection only
+  std::vector<const float*> fc1;  // X × [2F, E]
+  std::vector<const float*> fc2;  // X × [E, F]
+};
+
+struct MoeGrads {
+  float *down_w, *down_b, *states_scale, *rms_w, *mlp0_w, *mlp0_b, *mlp2_w, *mlp2_b, *mlp4_w;
+  std::vector<float*> fc1, fc2;
+};
+
+struct MoeActivations {
+  const float* x = nullptr;        // [N, E] normalised stage input (caller-owned)
+  const float* state_in = nullptr; // [N, R] previous MoE stage's router state, or nullptr
+  float* state = nullptr;          // [N, R] post-EDA, pre-norm router state (passed on)
+  float* rstd = nullptr;           // [N]
+  float* hn = nullptr;             // [N, R]
+  float *m1_pre, *m1, *m2_pre, *m2;// [N, R] each
+  float* probs = nullptr;          // [N, X+1]
+  int32_t* route = nullptr;        // [N] chosen route, X = skip
+  int32_t* order = nullptr;        // [N] tokens sorted by route (stable)
+  int32_t* offsets = nullptr;      // [X+2] segment starts of `order`
+  float* xg = nullptr;             // [n_exp, E] gathered expert inputs
+  float* h1 = nullptr;             // [n_exp, 2F]
+  float* sw = nullptr;             // [n_exp, F]
+  float* y = nullptr;              // [n_exp, E] expert outputs before the gate
+};
+
+// out[N, E] = MoE(x); act.state receives this stage's router state for the next MoE stage.
+void moe_forward(float* out, MoeActivations& act, const float* x, const float* state_in,
+                 const MoeWeights& w, const ModelConfig& c, int N, Arena& arena);
+// dx += ∂/∂x; dstate_in += ∂/∂state_in (if state_in was given); dstate is the gradient arriving
+// at this stage's router state from later stages (may be nullptr).
+void moe_backward(float* dx, float* dstate_in, MoeGrads& g, const float* dout, const float* dstate,
+                  const MoeActivations& act, const MoeWeights& w, const ModelConfig& c, int N,
+                  Arena& arena);
+
+}  // namespace zaya

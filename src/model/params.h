@@ -1,0 +1,76 @@
+// The parameter registry: every tensor of a ZAYA1 model with its checkpoint name (the names of
+// Zyphra's ZAYA1-base checkpoint), shape, initialisation and optimizer group, laid out in one flat
+// fp32 buffer in registry order. The flat layout is what ZeRO-1 shards and what checkpoints
+// chunk; the order also places each CCA stage's linear_q, linear_k, val_proj1 and val_proj2 side by
+// side, so the four projections run as one GEMM (see cca.cpp).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/tensor.h"
+#include "model/config.h"
+
+namespace zaya {
+
+enum class OptimGroup { Muon, AdamW, Buffer };  // Buffer: state with no gradient (balancing biases)
+const char* optim_group_name(OptimGroup g);
+
+enum class InitKind { Normal, Uniform, Ones, Zeros, SkipBias };
+
+struct ParamSpec {
+  std::string name;
+  Shape shape;
+  OptimGroup group = OptimGroup::AdamW;
+  InitKind init = InitKind::Zeros;
+  float init_scale = 0.0f;  // std (Normal) or bound (Uniform)
+  int stage = -1;           // stage index, -1 for model-level tensors
+  int expert = -1;          // expert index for expert weights, else -1
+  size_t offset = 0;        // in floats, within the flat buffer
+  int64_t numel = 0;
+  bool trainable() const { return group != OptimGroup::Buffer; }
+};
+
+class ParamRegistry {
+ public:
+  explicit ParamRegistry(const ModelConfig& config);
+  const std::vector<ParamSpec>& specs() const { return specs_; }
+  const ParamSpec& get(const std::string& name) const;  // throws naming the tensor
+  const ParamSpec* find(const std::string& name) const;
+  size_t total_floats() const { return total_; }
+
+ private:
+  void add(std::string name, Shape shape, OptimGroup group, InitKind init, float scale, int stage,
+           int expert = -1);
+  std::vector<ParamSpec> specs_;
+  std::unordered_map<std::string, size_t> index_;
+  size_t total_ = 0;
+};
+
+// Weights and gradients of a model: two flat buffers with the registry's layout.
+class ParamStore {
+ public:
+  explicit ParamStore(const ModelConfig& config);
+  const ParamRegistry& registry() const { return registry_; }
+  float* weights() { return reinterpret_cast<float*>(weights_->data()); }
+  float* grads() { return reinterpret_cast<float*>(grads_->data()); }
+  const float* weights() const { return reinterpret_cast<const float*>(weights_->data()); }
+  const float* grads() const { return reinterpret_cast<const float*>(grads_->data()); }
+  size_t size() const { return registry_.total_floats(); }
+  // Tensor views (shared ownership of the flat buffers).
+  Tensor weight(const std::string& name) const;
+  Tensor grad(const std::string& name) const;
+  float* weight_ptr(const std::string& name) { return weights() + registry_.get(name).offset; }
+  float* grad_ptr(const std::string& name) { return grads() + registry_.get(name).offset; }
+  void zero_grads();
+  // Deterministic init: element k of tensor `name` is a pure function of (seed, name, k).
+  void init(uint64_t seed);
+
+ private:
+  ParamRegistry registry_;
+  std::shared_ptr<Storage> weights_, grads_;
+};
+
+}  // namespace zaya

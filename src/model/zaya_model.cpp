@@ -1,0 +1,281 @@
+#include "model/zaya_model.h"
+
+#include <cstring>
+
+#include "backend/cpu/loss.h"
+#include "backend/cpu/matmul.h"
+#include "backend/cpu/norm.h"
+#include "backend/cpu/residual.h"
+#include "backend/cpu/rope.h"
+#include "core/error.h"
+
+namespace zaya {
+
+ZayaModel::ZayaModel(const ModelConfig& config) : config_(config), params_(config) {
+  config_.validate("ZayaModel");
+  bind_weights();
+}
+
+void ZayaModel::bind_weights() {
+  const ParamRegistry& reg = params_.registry();
+  float* W = params_.weights();
+  float* G = params_.grads();
+  auto off = [&](const std::string& name) { return reg.get(name).offset; };
+  auto opt = [&](const std::string& name, float* base) -> float* {
+    const ParamSpec* s = reg.find(name);
+    return s ? base + s->offset : nullptr;
+  };
+  const int L = int(config_.num_stages);
+  stages_.assign(L, Stage{});
+  grads_.assign(L, StageGrads{});
+  for (int i = 0; i < L; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    Stage& s = stages_[i];
+    StageGrads& g = grads_[i];
+    s.norm_w = W + off(p + "input_norm.weight");
+    g.norm_w = G + off(p + "input_norm.weight");
+    s.hs = W + off(p + "res_scale.hidden_states_scale");
+    g.hs = G + off(p + "res_scale.hidden_states_scale");
+    s.hb = W + off(p + "res_scale.hidden_states_bias");
+    g.hb = G + off(p + "res_scale.hidden_states_bias");
+    s.rs = opt(p + "res_scale.residual_scale", W);
+    g.rs = opt(p + "res_scale.residual_scale", G);
+    s.rb = opt(p + "res_scale.residual_bias", W);
+    g.rb = opt(p + "res_scale.residual_bias", G);
+    if (ModelConfig::is_attention_stage(i)) {
+      const std::string a = p + "self_attn.";
+      // The fused projection relies on the registry placing q, k, v1, v2 back to back.
+      const size_t q = off(a + "qkv.linear_q.weight");
+      ZAYA_CHECK(off(a + "qkv.val_proj2.weight") ==
+                     q + size_t(config_.conv_channels() + config_.kv_dim() / 2) * config_.hidden_size,
+                 "parameter layout: CCA projections of stage ", i, " are not contiguous");
+      s.cca = CcaWeights{W + q,
+                         W + off(a + "qkv.conv_qk.0.weight"),
+                         W + off(a + "qkv.conv_qk.0.bias"),
+                         W + off(a + "qkv.conv_qk.1.weight"),
+                         W + off(a + "qkv.conv_qk.1.bias"),
+                         W + off(a + "qkv.temp"),
+                         W + off(a + "o_proj.weight")};
+      g.cca = CcaGrads{G + q,
+                       G + off(a + "qkv.conv_qk.0.weight"),
+                       G + off(a + "qkv.conv_qk.0.bias"),
+                       G + off(a + "qkv.conv_qk.1.weight"),
+                       G + off(a + "qkv.conv_qk.1.bias"),
+                       G + off(a + "qkv.temp"),
+                       G + off(a + "o_proj.weight")};
+    } else {
+      const std::string r = p + "zaya_block.router.";
+      MoeWeights& mw = s.moe;
+      MoeGrads& mg = g.moe;
+      mw.down_w = W + off(r + "down_proj.weight");
+      mg.down_w = G + off(r + "down_proj.weight");
+      mw.down_b = W + off(r + "down_proj.bias");
+      mg.down_b = G + off(r + "down_proj.bias");
+      mw.states_scale = opt(r + "router_states_scale", W);
+      mg.states_scale = opt(r + "router_states_scale", G);
+      mw.rms_w = W + off(r + "rmsnorm_eda.weight");
+      mg.rms_w = G + off(r + "rmsnorm_eda.weight");
+      mw.mlp0_w = W + off(r + "router_mlp.0.weight");
+      mg.mlp0_w = G + off(r + "router_mlp.0.weight");
+      mw.mlp0_b = W + off(r + "router_mlp.0.bias");
+      mg.mlp0_b = G + off(r + "router_mlp.0.bias");
+      mw.mlp2_w = W + off(r + "router_mlp.2.weight");
+      mg.mlp2_w = G + off(r + "router_mlp.2.weight");
+      mw.mlp2_b = W + off(r + "router_mlp.2.bias");
+      mg.mlp2_b = G + off(r + "router_mlp.2.bias");
+      mw.mlp4_w = W + off(r + "router_mlp.4.weight");
+      mg.mlp4_w = G + off(r + "router_mlp.4.weight");
+      mw.balancing_biases = W + off(r + "balancing_biases");
+      for (int e = 0; e < int(config_.num_experts); ++e) {
+        const std::string x = p + "zaya_block.experts.local_experts." + std::to_string(e) + ".";
+        mw.fc1.push_back(W + off(x + "linear_fc1.weight"));
+        mg.fc1.push_back(G + off(x + "linear_fc1.weight"));
+        mw.fc2.push_back(W + off(x + "linear_fc2.weight"));
+        mg.fc2.push_back(G + off(x + "linear_fc2.weight"));
+      }
+    }
+  }
+}
+
+void ZayaModel::rope_for(int S) {
+  if (rope_seq_ == S) return;
+  const int half = int(config_.rotary_dim()) / 2;
+  rope_cos_.assign(size_t(S) * half, 0.0f);
+  rope_sin_.assign(size_t(S) * half, 0.0f);
+  cpu::rope_tables(rope_cos_.data(), rope_sin_.data(), S, int(config_.rotary_dim()),
+                   float(config_.rope_theta));
+  rope_seq_ = S;
+}
+
+std::vector<int32_t> ZayaModel::shifted_targets(std::span<const int32_t> tokens, int B, int S) {
+  std::vector<int32_t> t(size_t(B) * S, cpu::kIgnoreIndex);
+  for (int b = 0; b < B; ++b)
+    for (int s = 0; s + 1 < S; ++s) t[size_t(b) * S + s] = tokens[size_t(b) * S + s + 1];
+  return t;
+}
+
+float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_t> targets, int B,
+                         int S) {
+  const int N = B * S, E = int(config_.hidden_size), V = int(config_.vocab_size);
+  const int L = int(config_.num_stages);
+  ZAYA_CHECK(B > 0 && S > 0, "forward: batch and sequence length must be positive, got B=", B,
+             " S=", S);
+  ZAYA_CHECK(tokens.size() == size_t(N), "forward: expected ", N, " tokens (B=", B, " × S=", S,
+             "), got ", tokens.size());
+  ZAYA_CHECK(targets.empty() || targets.size() == size_t(N), "forward: expected ", N,
+             " targets, got ", targets.size());
+  ZAYA_CHECK(S <= config_.max_seq_len, "forward: sequence length ", S,
+             " exceeds the config's max_seq_len ", config_.max_seq_len);
+  for (int t = 0; t < N; ++t) {
+    ZAYA_CHECK(tokens[t] >= 0 && tokens[t] < V, "forward: token id ", tokens[t], " at position ", t,
+               " is outside the vocabulary [0, ", V, ")");
+    if (!targets.empty())
+      ZAYA_CHECK(targets[t] == cpu::kIgnoreIndex || (targets[t] >= 0 && targets[t] < V),
+                 "forward: target id ", targets[t], " at position ", t,
+                 " is outside the vocabulary [0, ", V, ") and is not the ignore index -100");
+  }
+  arena_.reset();
+  B_ = B;
+  S_ = S;
+  tokens_.assign(tokens.begin(), tokens.end());
+  targets_.assign(targets.begin(), targets.end());
+  rope_for(S);
+  const RopeTables rope{rope_cos_.data(), rope_sin_.data()};
+  const float* W = params_.weights();
+  const float* emb_w = W + params_.registry().get("model.embed_tokens.weight").offset;
+
+  // Embedding (no sqrt(E) scaling): this is h_{-1}, the first "branch output".
+  emb_ = arena_.floats(size_t(N) * E);
+#pragma omp parallel for schedule(static)
+  for (int t = 0; t < N; ++t)
+    std::memcpy(emb_ + size_t(t) * E, emb_w + size_t(tokens_[t]) * E, sizeof(float) * E);
+
+  acts_.assign(L, StageActivations{});
+  const float* h_prev = emb_;
+  const float* r_prev = nullptr;
+  const float* router_state = nullptr;
+  for (int i = 0; i < L; ++i) {
+    const Stage& st = stages_[i];
+    StageActivations& a = acts_[i];
+    a.r = arena_.floats(size_t(N) * E);
+    cpu::residual_merge_forward(a.r, h_prev, st.hb, st.hs, r_prev, st.rb, st.rs, N, E);
+    a.rstd = arena_.floats(N);
+    a.x = arena_.floats(size_t(N) * E);
+    cpu::rmsnorm_forward(a.x, a.rstd, a.r, st.norm_w, N, E, float(config_.norm_eps));
+    a.h = arena_.floats(size_t(N) * E);
+    if (ModelConfig::is_attention_stage(i)) {
+      cca_forward(a.h, a.cca, a.x, st.cca, rope, config_, B, S, arena_);
+    } else {
+      moe_forward(a.h, a.moe, a.x, router_state, st.moe, config_, N, arena_);
+      router_state = a.moe.state;
+    }
+    h_prev = a.h;
+    r_prev = a.r;
+  }
+
+  // Final merge with model.res_scale, final_norm, tied LM head.
+  const ParamRegistry& reg = params_.registry();
+  final_r_ = arena_.floats(size_t(N) * E);
+  cpu::residual_merge_forward(final_r_, h_prev, W + reg.get("model.res_scale.hidden_states_bias").offset,
+                              W + reg.get("model.res_scale.hidden_states_scale").offset, r_prev,
+                              W + reg.get("model.res_scale.residual_bias").offset,
+                              W + reg.get("model.res_scale.residual_scale").offset, N, E);
+  final_rstd_ = arena_.floats(N);
+  final_y_ = arena_.floats(size_t(N) * E);
+  cpu::rmsnorm_forward(final_y_, final_rstd_, final_r_, W + reg.get("model.final_norm.weight").offset,
+                       N, E, float(config_.norm_eps));
+  logits_ = arena_.floats(size_t(N) * V);
+  cpu::matmul_forward(logits_, final_y_, emb_w, nullptr, N, E, V);
+  logits_valid_ = true;
+
+  have_loss_ = !targets_.empty();
+  if (!have_loss_) return 0.0f;
+  lse_ = arena_.floats(N);
+  const double total = cpu::cross_entropy_forward(lse_, logits_, targets_.data(), N, V, &loss_count_);
+  return loss_count_ ? float(total / double(loss_count_)) : 0.0f;
+}
+
+void ZayaModel::backward() {
+  ZAYA_CHECK(have_loss_ && logits_valid_, "backward() needs a forward() with targets before it");
+  const int N = B_ * S_, E = int(config_.hidden_size), V = int(config_.vocab_size);
+  const int L = int(config_.num_stages), R = int(config_.router_dim);
+  const RopeTables rope{rope_cos_.data(), rope_sin_.data()};
+  const ParamRegistry& reg = params_.registry();
+  const float* W = params_.weights();
+  float* G = params_.grads();
+  auto w = [&](const char* name) { return W + reg.get(name).offset; };
+  auto g = [&](const char* name) { return G + reg.get(name).offset; };
+  const float* emb_w = w("model.embed_tokens.weight");
+  float* emb_g = g("model.embed_tokens.weight");
+
+  // Loss → logits (in place) → final_norm → final merge.
+  const float scale = loss_count_ ? 1.0f / float(loss_count_) : 0.0f;
+  cpu::cross_entropy_backward_inplace(logits_, lse_, targets_.data(), N, V, scale);
+  logits_valid_ = false;
+  float* dy = arena_.zeros(size_t(N) * E);
+  cpu::matmul_backward(dy, emb_g, nullptr, logits_, final_y_, emb_w, N, E, V);
+  float* dr_final = arena_.zeros(size_t(N) * E);
+  cpu::rmsnorm_backward(dr_final, g("model.final_norm.weight"), dy, final_r_,
+                        w("model.final_norm.weight"), final_rstd_, N, E);
+  float* dh = arena_.zeros(size_t(N) * E);  // gradient w.r.t. the last block output
+  float* dr = arena_.zeros(size_t(N) * E);  // gradient w.r.t. the last merged residual
+  cpu::residual_merge_backward(dh, g("model.res_scale.hidden_states_bias"),
+                               g("model.res_scale.hidden_states_scale"), dr,
+                               g("model.res_scale.residual_bias"), g("model.res_scale.residual_scale"),
+                               dr_final, acts_[L - 1].h, w("model.res_scale.hidden_states_bias"),
+                               w("model.res_scale.hidden_states_scale"), acts_[L - 1].r,
+                               w("model.res_scale.residual_bias"), w("model.res_scale.residual_scale"),
+                               N, E);
+
+  float* dstate = nullptr;  // gradient w.r.t. the router state flowing back across MoE stages
+  for (int i = L - 1; i >= 0; --i) {
+    const Stage& st = stages_[i];
+    StageGrads& sg = grads_[i];
+    StageActivations& a = acts_[i];
+    float* dx = arena_.zeros(size_t(N) * E);
+    if (ModelConfig::is_attention_stage(i)) {
+      cca_backward(dx, sg.cca, dh, a.cca, st.cca, rope, config_, B_, S_, arena_);
+    } else {
+      float* dstate_in = a.moe.state_in ? arena_.zeros(size_t(N) * R) : nullptr;
+      moe_backward(dx, dstate_in, sg.moe, dh, dstate, a.moe, st.moe, config_, N, arena_);
+      dstate = dstate_in;
+    }
+    // x_i = RMSNorm(r_i): add its gradient to the one r_i already has from the next merge.
+    cpu::rmsnorm_backward(dr, sg.norm_w, dx, a.r, st.norm_w, a.rstd, N, E);
+    // r_i = (h_{i-1} + hb) ⊙ hs + (r_{i-1} + rb) ⊙ rs.
+    const float* h_prev = i > 0 ? acts_[i - 1].h : emb_;
+    const float* r_prev = i > 0 ? acts_[i - 1].r : nullptr;
+    float* dh_prev = arena_.zeros(size_t(N) * E);
+    float* dr_prev = r_prev ? arena_.zeros(size_t(N) * E) : nullptr;
+    cpu::residual_merge_backward(dh_prev, sg.hb, sg.hs, dr_prev, sg.rb, sg.rs, dr, h_prev, st.hb,
+                                 st.hs, r_prev, st.rb, st.rs, N, E);
+    dh = dh_prev;
+    dr = dr_prev;
+  }
+  // Embedding rows, accumulated in token order (deterministic).
+  for (int t = 0; t < N; ++t) {
+    float* row = emb_g + size_t(tokens_[t]) * E;
+    const float* d = dh + size_t(t) * E;
+    for (int j = 0; j < E; ++j) row[j] += d[j];
+  }
+}
+
+std::span<const float> ZayaModel::logits() const {
+  ZAYA_CHECK(logits_valid_, "logits() is valid only between forward() and backward()");
+  return {logits_, size_t(B_) * S_ * size_t(config_.vocab_size)};
+}
+
+std::span<const int32_t> ZayaModel::routes(int stage) const {
+  ZAYA_CHECK(stage >= 0 && stage < int(acts_.size()) && !ModelConfig::is_attention_stage(stage),
+             "routes(", stage, "): not an MoE stage of the last forward()");
+  return {acts_[stage].moe.route, size_t(B_) * S_};
+}
+
+}  // namespace zaya
+
+namespace zaya {
+std::span<const float> ZayaModel::route_probs(int stage) const {
+  routes(stage);  // validates
+  return {acts_[stage].moe.probs, size_t(B_) * S_ * size_t(config_.num_routes())};
+}
+}  // namespace zaya

@@ -1,0 +1,94 @@
+// The ZAYA1 stack: tied embedding → L stages (CCA at even, MoE at odd indices), each opened by the
+// two-stream residual scaling and an RMSNorm → final residual merge → final RMSNorm → tied LM head →
+// mean next-token cross-entropy. forward() keeps what backward() needs in one arena per step.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/arena.h"
+#include "model/cca.h"
+#include "model/config.h"
+#include "model/moe.h"
+#include "model/params.h"
+
+namespace zaya {
+
+class ZayaModel {
+ public:
+  explicit ZayaModel(const ModelConfig& config);
+
+  const ModelConfig& config() const { return config_; }
+  ParamStore& params() { return params_; }
+  const ParamStore& params() const { return params_; }
+
+  // tokens[B·S] (row-major [B, S]); targets[B·S] with cpu::kIgnoreIndex where no loss is taken.
+  // Returns the mean loss over the non-ignored targets (0 if there are none). With an empty
+  // `targets` no loss is computed (inference: logits only).
+  float forward(std::span<const int32_t> tokens, std::span<const int32_t> targets, int B, int S);
+  // Accumulates d(mean loss)/dθ into params().grads(). Requires a forward() with targets.
+  void backward();
+
+  // Valid after forward() and until backward() (which reuses the buffer for the gradient).
+  std::span<const float> logits() const;
+  // Route chosen by each token at MoE stage `stage` (global stage index, odd), after forward().
+  std::span<const int32_t> routes(int stage) const;
+  // Router probabilities [B·S, X+1] of MoE stage `stage` after forward().
+  std::span<const float> route_probs(int stage) const;
+  int64_t loss_count() const { return loss_count_; }
+  size_t arena_bytes() const { return arena_.capacity(); }
+
+  // Next-token targets as Hugging Face computes the loss: targets[b, s] = tokens[b, s+1] and the
+  // last position of each sequence is ignored.
+  static std::vector<int32_t> shifted_targets(std::span<const int32_t> tokens, int B, int S);
+
+ private:
+  struct Stage {
+    const float *norm_w, *hs, *hb, *rs, *rb;
+    CcaWeights cca{};
+    MoeWeights moe{};
+  };
+  struct StageGrads {
+    float *norm_w, *hs, *hb, *rs, *rb;
+    CcaGrads cca{};
+    MoeGrads moe{};
+  };
+  struct StageActivations {
+    float* r = nullptr;     // merged residual r_i [N, E]
+    float* rstd = nullptr;  // [N]
+    float* x = nullptr;     // RMSNorm(r_i) [N, E]
+    float* h = nullptr;     // block output [N, E]
+    CcaActivations cca;
+    MoeActivations moe;
+  };
+
+  void bind_weights();
+  void rope_for(int S);
+
+  ModelConfig config_;
+  ParamStore params_;
+  std::vector<Stage> stages_;
+  std::vector<StageGrads> grads_;
+  Arena arena_;
+
+  // Per-step state.
+  int B_ = 0, S_ = 0;
+  std::vector<int32_t> tokens_, targets_;
+  std::vector<StageActivations> acts_;
+  float* emb_ = nullptr;      // h_{-1}: embedded tokens [N, E]
+  float* final_r_ = nullptr;  // merged residual after the last stage
+  float* final_rstd_ = nullptr;
+  float* final_y_ = nullptr;  // final_norm output
+  float* logits_ = nullptr;   // [N, V]
+  float* lse_ = nullptr;      // [N]
+  int64_t loss_count_ = 0;
+  bool have_loss_ = false;
+  bool logits_valid_ = false;
+
+  // RoPE tables cache.
+  int rope_seq_ = -1;
+  std::vector<float> rope_cos_, rope_sin_;
+};
+
+}  // namespace zaya
