@@ -1,5 +1,9 @@
 // zaya: the command-line front. It only parses arguments and calls into the library.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <vector>
 #include <exception>
 #include <string>
 
@@ -13,6 +17,8 @@
 #include "model/config.h"
 #include "model/debug_dump.h"
 #include "model/model_info.h"
+#include "model/weights_io.h"
+#include "model/zaya_model.h"
 
 namespace {
 
@@ -80,6 +86,14 @@ int main(int argc, char** argv) {
   dump->add_option("--batch", dopt.batch, "sequences")->capture_default_str();
   dump->add_option("--seq", dopt.seq, "tokens per sequence")->capture_default_str();
 
+  // zaya forward
+  auto* fwd = app.add_subcommand(
+      "forward", "Run a model directory on a token sequence; print the mean next-token loss");
+  std::string fwd_model, fwd_tokens;
+  fwd->add_option("--model", fwd_model, "model directory (config.json + model.safetensors)")
+      ->required();
+  fwd->add_option("--tokens", fwd_tokens, "comma-separated token ids, e.g. 2,17,99")->required();
+
   // Not built yet: say so plainly.
   auto* train = app.add_subcommand("train", "Train a model (not built yet)");
   train->allow_extras();
@@ -122,6 +136,28 @@ int main(int argc, char** argv) {
       zaya::debug_dump(c, dopt, dump_out);
       std::printf("debug-dump: wrote %s/model and %s/outputs.safetensors\n", dump_out.c_str(),
                   dump_out.c_str());
+    } else if (*fwd) {
+      std::vector<int32_t> tokens;
+      size_t pos = 0;
+      while (pos <= fwd_tokens.size()) {
+        const size_t comma = std::min(fwd_tokens.find(',', pos), fwd_tokens.size());
+        const std::string item = fwd_tokens.substr(pos, comma - pos);
+        char* end = nullptr;
+        const long v = std::strtol(item.c_str(), &end, 10);
+        ZAYA_CHECK(!item.empty() && end && *end == '\0', "--tokens: '", item,
+                   "' is not an integer token id (expected e.g. --tokens 2,17,99)");
+        tokens.push_back(int32_t(v));
+        pos = comma + 1;
+      }
+      auto model = zaya::load_model_dir(fwd_model);
+      const int S = int(tokens.size());
+      const auto targets = zaya::ZayaModel::shifted_targets(tokens, 1, S);
+      const float loss = model->forward(tokens, targets, 1, S);
+      std::printf("%s\n", nlohmann::json{{"tokens", S},
+                                         {"loss", loss},
+                                         {"perplexity", std::exp(double(loss))}}
+                              .dump()
+                              .c_str());
     } else if (*train) {
       return not_built("train", "training (optimizers, data pipeline)");
     }

@@ -126,11 +126,11 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
              " targets, got ", targets.size());
   ZAYA_CHECK(S <= config_.max_seq_len, "forward: sequence length ", S,
              " exceeds the config's max_seq_len ", config_.max_seq_len);
-  for (int t = 0; t < N; ++t) {
+  for (int t = 0; t < N; ++t)
     ZAYA_CHECK(tokens[t] >= 0 && tokens[t] < V, "forward: token id ", tokens[t], " at position ", t,
                " is outside the vocabulary [0, ", V, ")");
-    if (!targets.empty())
-      ZAYA_CHECK(targets[t] == cpu::kIgnoreIndex || (targets[t] >= 0 && targets[t] < V),
+  for (int t = 0; t < int(targets.size()); ++t) {
+    ZAYA_CHECK(targets[t] == cpu::kIgnoreIndex || (targets[t] >= 0 && targets[t] < V),
                  "forward: target id ", targets[t], " at position ", t,
                  " is outside the vocabulary [0, ", V, ") and is not the ignore index -100");
   }
