@@ -3,14 +3,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <vector>
 #include <exception>
 #include <string>
+#include <vector>
 
-#include <CLI/CLI.hpp>
 #include <cblas.h>
-#include <nlohmann/json.hpp>
 #include <omp.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "bench/step_bench.h"
 #include "core/error.h"
@@ -52,14 +52,16 @@ int main(int argc, char** argv) {
   int64_t info_seq = 0;
   info->add_option("--config", info_config, "zaya JSON config (e.g. configs/zaya1-base.json)")
       ->required();
-  info->add_option("--seq", info_seq, "sequence length for the attention FLOPs (default: the "
-                                      "config's max_seq_len)");
+  info->add_option("--seq", info_seq,
+                   "sequence length for the attention FLOPs (default: the "
+                   "config's max_seq_len)");
 
   // zaya bench step
   auto* bench = app.add_subcommand("bench", "Benchmarks");
   bench->require_subcommand(1);
-  auto* step = bench->add_subcommand("step", "Forward+backward tokens/s of the model on random "
-                                             "tokens (random init)");
+  auto* step = bench->add_subcommand("step",
+                                     "Forward+backward tokens/s of the model on random "
+                                     "tokens (random init)");
   std::string step_config;
   zaya::StepBenchOptions sopt;
   bool step_json = false;
@@ -75,9 +77,10 @@ int main(int argc, char** argv) {
   step->add_flag("--json", step_json, "print one JSON line instead of text");
 
   // zaya debug-dump
-  auto* dump = app.add_subcommand(
-      "debug-dump", "Write a random non-trivial model and its logits/loss/gradients on random "
-                    "tokens (for checking against an independent implementation)");
+  auto* dump =
+      app.add_subcommand("debug-dump",
+                         "Write a random non-trivial model and its logits/loss/gradients on random "
+                         "tokens (for checking against an independent implementation)");
   std::string dump_config, dump_out;
   zaya::DumpOptions dopt;
   dump->add_option("--config", dump_config, "zaya JSON config")->required();
@@ -108,7 +111,8 @@ int main(int argc, char** argv) {
   try {
     if (*info) {
       const zaya::ModelConfig c = zaya::load_model_config(info_config);
-      std::printf("%s", zaya::format_model_info(c, info_seq > 0 ? info_seq : c.max_seq_len).c_str());
+      std::printf("%s",
+                  zaya::format_model_info(c, info_seq > 0 ? info_seq : c.max_seq_len).c_str());
     } else if (*step) {
       const zaya::ModelConfig c = zaya::load_model_config(step_config);
       ZAYA_CHECK(sopt.batch > 0 && sopt.seq > 0 && sopt.steps > 0 && sopt.warmup >= 0,
@@ -153,11 +157,11 @@ int main(int argc, char** argv) {
       const int S = int(tokens.size());
       const auto targets = zaya::ZayaModel::shifted_targets(tokens, 1, S);
       const float loss = model->forward(tokens, targets, 1, S);
-      std::printf("%s\n", nlohmann::json{{"tokens", S},
-                                         {"loss", loss},
-                                         {"perplexity", std::exp(double(loss))}}
-                              .dump()
-                              .c_str());
+      std::printf(
+          "%s\n",
+          nlohmann::json{{"tokens", S}, {"loss", loss}, {"perplexity", std::exp(double(loss))}}
+              .dump()
+              .c_str());
     } else if (*train) {
       return not_built("train", "training (optimizers, data pipeline)");
     }

@@ -8,7 +8,8 @@ namespace zaya {
 void* Arena::bytes(size_t n) {
   n = (n + 63) / 64 * 64;  // keep every allocation 64-byte aligned
   if (blocks_.empty() || used_ + n > blocks_.back()->bytes()) {
-    const size_t size = std::max<size_t>(n, blocks_.empty() ? (size_t(64) << 20) : blocks_.back()->bytes());
+    const size_t size =
+        std::max<size_t>(n, blocks_.empty() ? (size_t(64) << 20) : blocks_.back()->bytes());
     blocks_.push_back(std::make_unique<Storage>(size));
     used_ = 0;
   }

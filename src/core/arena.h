@@ -1,7 +1,7 @@
 // Arena: the activations of one training step come from here. Allocation is a pointer bump;
 // reset() frees everything at once. If a step needs more than the current block, further blocks are
-// chained (earlier pointers stay valid) and the next reset() merges them into one block, so from the
-// second step on every step runs out of a single allocation.
+// chained (earlier pointers stay valid) and the next reset() merges them into one block, so from
+// the second step on every step runs out of a single allocation.
 #pragma once
 
 #include <cstddef>
@@ -27,8 +27,8 @@ class Arena {
 
  private:
   std::vector<std::unique_ptr<Storage>> blocks_;
-  size_t used_ = 0;       // bytes used in the last block
-  size_t total_used_ = 0; // bytes used in all blocks this step
+  size_t used_ = 0;        // bytes used in the last block
+  size_t total_used_ = 0;  // bytes used in all blocks this step
   size_t high_water_ = 0;
 };
 

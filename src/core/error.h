@@ -25,8 +25,8 @@ std::string str_cat(const Args&... args) {
 }  // namespace zaya
 
 // ZAYA_CHECK(cond, "what was expected", values...): throws zaya::Error naming file:line.
-#define ZAYA_CHECK(cond, ...)                                                     \
-  do {                                                                            \
+#define ZAYA_CHECK(cond, ...)                                                           \
+  do {                                                                                  \
     if (!(cond)) ::zaya::throw_error(__FILE__, __LINE__, ::zaya::str_cat(__VA_ARGS__)); \
   } while (0)
 

@@ -19,9 +19,9 @@ std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> c, std::array<uint32_
 }
 
 std::array<uint32_t, 4> Philox::words(uint64_t index) const {
-  return philox4x32({uint32_t(index), uint32_t(index >> 32), uint32_t(stream_),
-                     uint32_t(stream_ >> 32)},
-                    {uint32_t(seed_), uint32_t(seed_ >> 32)});
+  return philox4x32(
+      {uint32_t(index), uint32_t(index >> 32), uint32_t(stream_), uint32_t(stream_ >> 32)},
+      {uint32_t(seed_), uint32_t(seed_ >> 32)});
 }
 
 static float to_open_unit(uint32_t w) {
@@ -29,7 +29,9 @@ static float to_open_unit(uint32_t w) {
   return (float(w >> 8) + 0.5f) * (1.0f / 16777216.0f);
 }
 
-float Philox::uniform(uint64_t index) const { return to_open_unit(words(index)[0]); }
+float Philox::uniform(uint64_t index) const {
+  return to_open_unit(words(index)[0]);
+}
 
 float Philox::normal(uint64_t index) const {
   const auto w = words(index);

@@ -10,18 +10,24 @@ namespace zaya {
 
 size_t dtype_size(DType t) {
   switch (t) {
-    case DType::F32: return 4;
-    case DType::BF16: return 2;
-    case DType::I32: return 4;
+    case DType::F32:
+      return 4;
+    case DType::BF16:
+      return 2;
+    case DType::I32:
+      return 4;
   }
   return 0;
 }
 
 const char* dtype_name(DType t) {
   switch (t) {
-    case DType::F32: return "F32";
-    case DType::BF16: return "BF16";
-    case DType::I32: return "I32";
+    case DType::F32:
+      return "F32";
+    case DType::BF16:
+      return "BF16";
+    case DType::I32:
+      return "I32";
   }
   return "?";
 }
@@ -60,12 +66,15 @@ Storage::Storage(size_t bytes) : bytes_(bytes) {
   std::memset(data_, 0, rounded ? rounded : 64);
 }
 
-Storage::~Storage() { std::free(data_); }
+Storage::~Storage() {
+  std::free(data_);
+}
 
 Tensor::Tensor(Shape shape, DType dtype, Device device)
     : shape_(std::move(shape)), dtype_(dtype), device_(device) {
   ZAYA_CHECK(device == Device::CPU, "Tensor: only CPU storage is implemented in this build");
-  for (int64_t d : shape_) ZAYA_CHECK(d >= 0, "Tensor: negative dimension in shape ", shape_str(shape_));
+  for (int64_t d : shape_)
+    ZAYA_CHECK(d >= 0, "Tensor: negative dimension in shape ", shape_str(shape_));
   storage_ = std::make_shared<Storage>(nbytes());
 }
 

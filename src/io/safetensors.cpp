@@ -19,9 +19,12 @@ namespace {
 float half_to_float(uint16_t h) {
   const int sign = h >> 15, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
   float v;
-  if (exp == 0) v = std::ldexp(float(mant), -24);
-  else if (exp == 31) v = mant ? NAN : INFINITY;
-  else v = std::ldexp(float(mant | 0x400), exp - 25);
+  if (exp == 0)
+    v = std::ldexp(float(mant), -24);
+  else if (exp == 31)
+    v = mant ? NAN : INFINITY;
+  else
+    v = std::ldexp(float(mant | 0x400), exp - 25);
   return sign ? -v : v;
 }
 
@@ -40,7 +43,8 @@ SafetensorsFile read_safetensors(const std::string& path) {
   in.read(reinterpret_cast<char*>(len_bytes), 8);
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | len_bytes[i];
   ZAYA_CHECK(header_len <= file_size - 8, path, ": header length ", header_len,
-             " runs past the end of the file (", file_size, " bytes): truncated or not safetensors");
+             " runs past the end of the file (", file_size,
+             " bytes): truncated or not safetensors");
   std::string header(header_len, '\0');
   in.read(header.data(), std::streamsize(header_len));
   json j;
@@ -79,17 +83,22 @@ SafetensorsFile read_safetensors(const std::string& path) {
                path, ": tensor '", name, "' has bad data_offsets ", offs.dump());
     const uint64_t begin = offs[0].get<uint64_t>(), end = offs[1].get<uint64_t>();
     ZAYA_CHECK(begin <= end && end <= data_size, path, ": tensor '", name, "' data [", begin, ", ",
-               end, ") lies outside the data section of ", data_size,
-               " bytes (file truncated?)");
+               end, ") lies outside the data section of ", data_size, " bytes (file truncated?)");
     size_t elem = 0;
     DType dtype = DType::F32;
-    if (dt == "F32") elem = 4, dtype = DType::F32;
-    else if (dt == "BF16") elem = 2, dtype = DType::BF16;
-    else if (dt == "I32") elem = 4, dtype = DType::I32;
-    else if (dt == "F16") elem = 2, dtype = DType::F32;
-    else if (dt == "F64") elem = 8, dtype = DType::F32;
-    else ZAYA_FAIL(path, ": tensor '", name, "' has unsupported dtype ", dt,
-                   " (supported: F32, BF16, F16, F64, I32)");
+    if (dt == "F32")
+      elem = 4, dtype = DType::F32;
+    else if (dt == "BF16")
+      elem = 2, dtype = DType::BF16;
+    else if (dt == "I32")
+      elem = 4, dtype = DType::I32;
+    else if (dt == "F16")
+      elem = 2, dtype = DType::F32;
+    else if (dt == "F64")
+      elem = 8, dtype = DType::F32;
+    else
+      ZAYA_FAIL(path, ": tensor '", name, "' has unsupported dtype ", dt,
+                " (supported: F32, BF16, F16, F64, I32)");
     ZAYA_CHECK(end - begin == uint64_t(shape_numel(shape)) * elem, path, ": tensor '", name,
                "' has ", end - begin, " bytes but shape ", shape_str(shape), " of ", dt, " needs ",
                uint64_t(shape_numel(shape)) * elem);
@@ -119,7 +128,8 @@ SafetensorsFile read_safetensors(const std::string& path) {
   }
   std::sort(ranges.begin(), ranges.end());
   for (size_t i = 1; i < ranges.size(); ++i)
-    ZAYA_CHECK(ranges[i].first >= ranges[i - 1].second, path, ": tensors overlap in the data section");
+    ZAYA_CHECK(ranges[i].first >= ranges[i - 1].second, path,
+               ": tensors overlap in the data section");
   return out;
 }
 

@@ -15,8 +15,15 @@ namespace {
 struct Dims {
   int E, d, nq, nk, g, Dq, Dk, C, P, rot;  // P: width of the fused projection
   explicit Dims(const ModelConfig& c)
-      : E(int(c.hidden_size)), d(int(c.head_dim)), nq(int(c.num_q_heads)),
-        nk(int(c.num_kv_heads)), g(nq / nk), Dq(nq * d), Dk(nk * d), C(Dq + Dk), P(C + Dk),
+      : E(int(c.hidden_size)),
+        d(int(c.head_dim)),
+        nq(int(c.num_q_heads)),
+        nk(int(c.num_kv_heads)),
+        g(nq / nk),
+        Dq(nq * d),
+        Dk(nk * d),
+        C(Dq + Dk),
+        P(C + Dk),
         rot(int(c.rotary_dim())) {}
 };
 }  // namespace
@@ -113,8 +120,8 @@ void cca_backward(float* dx, CcaGrads& g, const float* dout, const CcaActivation
   float* dq = arena.zeros(size_t(N) * D.Dq);
   float* dk = arena.zeros(size_t(N) * D.Dk);
   float* dv = arena.zeros(size_t(N) * D.Dk);
-  cpu::attention_backward(dq, dk, dv, datt, act.att, act.lse, act.q, act.k, act.v, B, S, D.nq,
-                          D.nk, D.d, float(1.0 / std::sqrt(double(D.d))));
+  cpu::attention_backward(dq, dk, dv, datt, act.att, act.lse, act.q, act.k, act.v, B, S, D.nq, D.nk,
+                          D.d, float(1.0 / std::sqrt(double(D.d))));
 
   // 6. RoPE is a rotation: its backward rotates the gradient back.
   float* dqkn = arena.floats(size_t(N) * D.C);

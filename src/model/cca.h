@@ -9,13 +9,13 @@
 namespace zaya {
 
 struct CcaWeights {
-  const float* qkvv;    // [Dq + Dk + Dk/2 + Dk/2, E]: linear_q, linear_k, val_proj1, val_proj2
-  const float* conv0_w; // [C, 1, 2] depthwise
-  const float* conv0_b; // [C]
-  const float* conv1_w; // [C, d, 2] grouped, one group per head
-  const float* conv1_b; // [C]
-  const float* temp;    // [n_k]
-  const float* o_proj;  // [E, Dq]
+  const float* qkvv;     // [Dq + Dk + Dk/2 + Dk/2, E]: linear_q, linear_k, val_proj1, val_proj2
+  const float* conv0_w;  // [C, 1, 2] depthwise
+  const float* conv0_b;  // [C]
+  const float* conv1_w;  // [C, d, 2] grouped, one group per head
+  const float* conv1_b;  // [C]
+  const float* temp;     // [n_k]
+  const float* o_proj;   // [E, Dq]
 };
 
 struct CcaGrads {
@@ -24,18 +24,18 @@ struct CcaGrads {
 
 // What forward keeps for backward (all in the step's arena).
 struct CcaActivations {
-  const float* x = nullptr;  // [N, E] the stage's normalised input (owned by the caller)
-  float* proj = nullptr;     // [N, C + Dk]: q0 ‖ k0 ‖ v_cur ‖ v_prev_raw
-  float* u = nullptr;        // [N, C] the packed q0 ‖ k0 fed to the convs
-  float* a = nullptr;        // [B, S+1, C] depthwise conv output
-  float* qk1 = nullptr;      // [N, n_q + n_k, d] after q-k-mean, before L2 norm
-  float* inv_norm = nullptr; // [N, n_q + n_k]
-  float* head_temp = nullptr;// [n_q + n_k]: 1 for query heads, temp for key heads
-  float* q = nullptr;        // [N, n_q, d] normalised + RoPE
-  float* k = nullptr;        // [N, n_k, d] normalised × temp + RoPE
-  float* v = nullptr;        // [N, n_k, d]
-  float* att = nullptr;      // [N, n_q, d] attention output
-  float* lse = nullptr;      // [B, n_q, S]
+  const float* x = nullptr;    // [N, E] the stage's normalised input (owned by the caller)
+  float* proj = nullptr;       // [N, C + Dk]: q0 ‖ k0 ‖ v_cur ‖ v_prev_raw
+  float* u = nullptr;          // [N, C] the packed q0 ‖ k0 fed to the convs
+  float* a = nullptr;          // [B, S+1, C] depthwise conv output
+  float* qk1 = nullptr;        // [N, n_q + n_k, d] after q-k-mean, before L2 norm
+  float* inv_norm = nullptr;   // [N, n_q + n_k]
+  float* head_temp = nullptr;  // [n_q + n_k]: 1 for query heads, temp for key heads
+  float* q = nullptr;          // [N, n_q, d] normalised + RoPE
+  float* k = nullptr;          // [N, n_k, d] normalised × temp + RoPE
+  float* v = nullptr;          // [N, n_k, d]
+  float* att = nullptr;        // [N, n_q, d] attention output
+  float* lse = nullptr;        // [B, n_q, S]
 };
 
 // Precomputed RoPE tables for one sequence length.

@@ -13,18 +13,18 @@ using nlohmann::json;
 
 namespace {
 
-const std::set<std::string> kRequired = {
-    "vocab_size", "hidden_size",   "num_stages", "num_q_heads", "num_kv_heads",
-    "head_dim",   "num_experts",   "expert_hidden", "router_dim", "rope_theta",
-    "partial_rotary_factor", "max_seq_len"};
-const std::set<std::string> kOptional = {"norm_eps", "router_norm_eps", "init_std",
-                                         "bos_token_id", "eos_token_id", "pad_token_id"};
+const std::set<std::string> kRequired = {"vocab_size",  "hidden_size",           "num_stages",
+                                         "num_q_heads", "num_kv_heads",          "head_dim",
+                                         "num_experts", "expert_hidden",         "router_dim",
+                                         "rope_theta",  "partial_rotary_factor", "max_seq_len"};
+const std::set<std::string> kOptional = {"norm_eps",     "router_norm_eps", "init_std",
+                                         "bos_token_id", "eos_token_id",    "pad_token_id"};
 
 int64_t get_int(const json& j, const char* key, const std::string& where, int64_t fallback) {
   if (!j.contains(key)) return fallback;
   const json& v = j.at(key);
-  ZAYA_CHECK(v.is_number_integer(), where, ": field 'model.", key,
-             "' must be an integer, got ", v.dump());
+  ZAYA_CHECK(v.is_number_integer(), where, ": field 'model.", key, "' must be an integer, got ",
+             v.dump());
   return v.get<int64_t>();
 }
 
@@ -93,11 +93,13 @@ void ModelConfig::validate(const std::string& where) const {
   ZAYA_CHECK(kv_dim() % 2 == 0, where, ": num_kv_heads * head_dim must be even (the value shift ",
              "splits it into current and previous halves), got ", kv_dim());
   ZAYA_CHECK(partial_rotary_factor >= 0 && partial_rotary_factor <= 1, where,
-             ": field 'model.partial_rotary_factor' must lie in [0, 1], got ", partial_rotary_factor);
+             ": field 'model.partial_rotary_factor' must lie in [0, 1], got ",
+             partial_rotary_factor);
   ZAYA_CHECK(rotary_dim() % 2 == 0, where, ": head_dim * partial_rotary_factor must be an even ",
              "number of dims, got ", rotary_dim());
   ZAYA_CHECK(rope_theta > 0, where, ": field 'model.rope_theta' must be > 0, got ", rope_theta);
-  ZAYA_CHECK(norm_eps > 0 && router_norm_eps > 0, where, ": norm_eps and router_norm_eps must be > 0");
+  ZAYA_CHECK(norm_eps > 0 && router_norm_eps > 0, where,
+             ": norm_eps and router_norm_eps must be > 0");
   ZAYA_CHECK(init_std > 0, where, ": field 'model.init_std' must be > 0, got ", init_std);
 }
 

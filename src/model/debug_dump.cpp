@@ -28,10 +28,14 @@ void perturb(ZayaModel& model, uint64_t seed) {
     const bool embedding = s.name == "model.embed_tokens.weight";
     for (int64_t k = 0; k < s.numel; ++k) {
       const float n = rng.normal(uint64_t(k));
-      if (embedding) p[k] = n;
-      else if (router_w) p[k] = n / std::sqrt(float(s.shape.back())) * 2.0f;
-      else if (s.init == InitKind::Ones) p[k] = 1.0f + 0.2f * n;
-      else if (s.init == InitKind::Zeros) p[k] = 0.05f * n;
+      if (embedding)
+        p[k] = n;
+      else if (router_w)
+        p[k] = n / std::sqrt(float(s.shape.back())) * 2.0f;
+      else if (s.init == InitKind::Ones)
+        p[k] = 1.0f + 0.2f * n;
+      else if (s.init == InitKind::Zeros)
+        p[k] = 0.05f * n;
     }
   }
 }

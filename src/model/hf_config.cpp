@@ -15,12 +15,14 @@ json hf_config_from_model(const ModelConfig& c) {
              "derives head_dim = hidden_size / num_attention_heads with num_attention_heads = 2 × ",
              "num_q_heads, so it needs hidden_size (", c.hidden_size, ") = 2 × num_q_heads × ",
              "head_dim (", 2 * c.num_q_heads * c.head_dim, ")");
-  json layers = json::array(), q_heads = json::array(), groups = json::array(),
-       ffn = json::array(), mlp = json::array();
+  json layers = json::array(), q_heads = json::array(), groups = json::array(), ffn = json::array(),
+       mlp = json::array();
   for (int64_t i = 0; i < c.num_stages; ++i) {
     const bool attn = ModelConfig::is_attention_stage(i);
-    if (attn) layers.push_back("a");
-    else layers.push_back(c.num_experts);
+    if (attn)
+      layers.push_back("a");
+    else
+      layers.push_back(c.num_experts);
     q_heads.push_back(attn ? c.num_q_heads : 0);
     groups.push_back(attn ? c.num_kv_heads : 0);
     ffn.push_back(attn ? 0 : 2 * c.expert_hidden);
@@ -68,7 +70,8 @@ json hf_config_from_model(const ModelConfig& c) {
 
 ModelConfig model_config_from_hf(const json& j, const std::string& where) {
   ZAYA_CHECK(j.is_object(), where, ": config.json must be a JSON object");
-  ZAYA_CHECK(j.value("model_type", "") == "zaya", where, ": field 'model_type' must be \"zaya\", got ",
+  ZAYA_CHECK(j.value("model_type", "") == "zaya", where,
+             ": field 'model_type' must be \"zaya\", got ",
              j.contains("model_type") ? j["model_type"].dump() : "nothing");
   auto need = [&](const char* key) -> const json& {
     ZAYA_CHECK(j.contains(key), where, ": missing field '", key, "'");
@@ -79,7 +82,8 @@ ModelConfig model_config_from_hf(const json& j, const std::string& where) {
   const int64_t n_heads = need("num_attention_heads").get<int64_t>();
   c.vocab_size = need("vocab_size").get<int64_t>();
   const json& layers = need("zaya_layers");
-  ZAYA_CHECK(layers.is_array() && !layers.empty(), where, ": 'zaya_layers' must be a non-empty list");
+  ZAYA_CHECK(layers.is_array() && !layers.empty(), where,
+             ": 'zaya_layers' must be a non-empty list");
   c.num_stages = int64_t(layers.size());
   ZAYA_CHECK(n_heads > 0 && c.hidden_size % n_heads == 0, where, ": 'hidden_size' must be a ",
              "multiple of 'num_attention_heads'");
@@ -114,8 +118,10 @@ ModelConfig model_config_from_hf(const json& j, const std::string& where) {
     ZAYA_CHECK(attn == ModelConfig::is_attention_stage(int64_t(i)), where, ": 'zaya_layers' entry ",
                i, " is ", layers[i].dump(), "; zaya expects attention ('a') at even and an expert ",
                "count at odd stages");
-    if (attn) ZAYA_CHECK(layers[i] == "a", where, ": 'zaya_layers' entry ", i, " must be \"a\"");
-    else c.num_experts = layers[i].get<int64_t>();
+    if (attn)
+      ZAYA_CHECK(layers[i] == "a", where, ": 'zaya_layers' entry ", i, " must be \"a\"");
+    else
+      c.num_experts = layers[i].get<int64_t>();
   }
   c.num_q_heads = per_stage("cca_num_q_heads", nullptr, true);
   c.num_kv_heads = per_stage("num_query_groups_list", "num_query_groups", true);
@@ -136,7 +142,7 @@ ModelConfig model_config_from_hf(const json& j, const std::string& where) {
   c.pad_token_id = j.value("pad_token_id", int64_t(0));
   // Flags that change the math must have ZAYA1-base's values.
   const std::pair<const char*, bool> flags[] = {
-      {"tie_word_embeddings", true}, {"zaya_use_eda", true},   {"zaya_use_mod", true},
+      {"tie_word_embeddings", true}, {"zaya_use_eda", true},    {"zaya_use_mod", true},
       {"add_bias_linear", false},    {"attention_bias", false}, {"lm_head_bias", false},
       {"clamp_temp", false}};
   for (const auto& [key, expected] : flags)

@@ -29,21 +29,23 @@ ModelInfo compute_model_info(const ModelConfig& c, int64_t seq) {
   }
   m.embedding_params = c.vocab_size * c.hidden_size;
   m.non_embedding_params = m.total_params - m.embedding_params;
-  m.active_non_embedding = m.non_embedding_params - m.expert_params / c.num_experts * (c.num_experts - 1);
+  m.active_non_embedding =
+      m.non_embedding_params - m.expert_params / c.num_experts * (c.num_experts - 1);
   const double head = double(c.vocab_size) * double(c.hidden_size);
   const double attn = double(c.num_attention_stages()) * double(c.q_dim()) * double(seq);
   m.forward_flops_per_token = 2.0 * (double(m.active_non_embedding) + head) + 2.0 * attn;
   m.train_flops_per_token = 3.0 * m.forward_flops_per_token;
   m.kv_cache_values_per_token = c.num_attention_stages() * 2 * c.kv_dim();
-  m.conv_state_values_per_seq =
-      c.num_attention_stages() * (2 * c.conv_channels() + c.hidden_size);
+  m.conv_state_values_per_seq = c.num_attention_stages() * (2 * c.conv_channels() + c.hidden_size);
   return m;
 }
 
 static std::string flops_str(double f) {
   char b[64];
-  if (f >= 1e9) std::snprintf(b, sizeof(b), "%.3f GFLOP", f / 1e9);
-  else std::snprintf(b, sizeof(b), "%.3f MFLOP", f / 1e6);
+  if (f >= 1e9)
+    std::snprintf(b, sizeof(b), "%.3f GFLOP", f / 1e9);
+  else
+    std::snprintf(b, sizeof(b), "%.3f MFLOP", f / 1e6);
   return b;
 }
 
@@ -61,8 +63,8 @@ std::string format_model_info(const ModelConfig& c, int64_t seq) {
     return std::string(b);
   };
   os << "model: " << c.num_stages << " stages (" << c.num_attention_stages() << " CCA + "
-     << c.num_moe_stages() << " MoE), hidden " << c.hidden_size << ", " << c.num_q_heads
-     << " q / " << c.num_kv_heads << " kv heads of " << c.head_dim << ", " << c.num_experts
+     << c.num_moe_stages() << " MoE), hidden " << c.hidden_size << ", " << c.num_q_heads << " q / "
+     << c.num_kv_heads << " kv heads of " << c.head_dim << ", " << c.num_experts
      << " experts + skip (width " << c.expert_hidden << "), router " << c.router_dim << ", vocab "
      << c.vocab_size << "\n";
   os << "parameters:\n";

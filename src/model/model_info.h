@@ -9,12 +9,12 @@
 namespace zaya {
 
 struct ModelInfo {
-  int64_t total_params = 0;         // every trained tensor (balancing biases are counted apart)
-  int64_t embedding_params = 0;     // V·E (tied: also the LM head)
+  int64_t total_params = 0;      // every trained tensor (balancing biases are counted apart)
+  int64_t embedding_params = 0;  // V·E (tied: also the LM head)
   int64_t non_embedding_params = 0;
-  int64_t expert_params = 0;        // all experts of all MoE stages
-  int64_t active_non_embedding = 0; // one expert per MoE stage instead of all of them
-  int64_t buffer_params = 0;        // balancing biases (no gradient)
+  int64_t expert_params = 0;         // all experts of all MoE stages
+  int64_t active_non_embedding = 0;  // one expert per MoE stage instead of all of them
+  int64_t buffer_params = 0;         // balancing biases (no gradient)
   // Training FLOPs per token at sequence length seq (llm.c convention, forward + backward):
   // 6·(active non-embedding + LM head) + 6·n_attn·(n_q·d)·seq for attention scores/values.
   double train_flops_per_token = 0;

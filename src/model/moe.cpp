@@ -21,7 +21,8 @@ void moe_forward(float* out, MoeActivations& act, const float* x, const float* s
   if (w.states_scale && state_in) {
 #pragma omp parallel for schedule(static)
     for (int t = 0; t < N; ++t)
-      for (int j = 0; j < R; ++j) act.state[size_t(t) * R + j] += w.states_scale[j] * state_in[size_t(t) * R + j];
+      for (int j = 0; j < R; ++j)
+        act.state[size_t(t) * R + j] += w.states_scale[j] * state_in[size_t(t) * R + j];
   }
   // 3-5: RMSNorm (eps 1e-6), GELU MLP, softmax over X+1 routes.
   act.rstd = arena.floats(N);
@@ -147,13 +148,15 @@ void moe_backward(float* dx, float* dstate_in, MoeGrads& g, const float* dout, c
 #pragma omp parallel for schedule(static)
     for (int j = 0; j < R; ++j) {
       double s = 0.0;
-      for (int t = 0; t < N; ++t) s += double(dst[size_t(t) * R + j]) * act.state_in[size_t(t) * R + j];
+      for (int t = 0; t < N; ++t)
+        s += double(dst[size_t(t) * R + j]) * act.state_in[size_t(t) * R + j];
       g.states_scale[j] += float(s);
     }
     if (dstate_in) {
 #pragma omp parallel for schedule(static)
       for (int t = 0; t < N; ++t)
-        for (int j = 0; j < R; ++j) dstate_in[size_t(t) * R + j] += w.states_scale[j] * dst[size_t(t) * R + j];
+        for (int j = 0; j < R; ++j)
+          dstate_in[size_t(t) * R + j] += w.states_scale[j] * dst[size_t(t) * R + j];
     }
   }
   cpu::matmul_backward(dx, g.down_w, g.down_b, dst, act.x, w.down_w, N, E, R);

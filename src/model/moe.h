@@ -27,20 +27,20 @@ struct MoeGrads {
 };
 
 struct MoeActivations {
-  const float* x = nullptr;        // [N, E] normalised stage input (caller-owned)
-  const float* state_in = nullptr; // [N, R] previous MoE stage's router state, or nullptr
-  float* state = nullptr;          // [N, R] post-EDA, pre-norm router state (passed on)
-  float* rstd = nullptr;           // [N]
-  float* hn = nullptr;             // [N, R]
-  float *m1_pre, *m1, *m2_pre, *m2;// [N, R] each
-  float* probs = nullptr;          // [N, X+1]
-  int32_t* route = nullptr;        // [N] chosen route, X = skip
-  int32_t* order = nullptr;        // [N] tokens sorted by route (stable)
-  int32_t* offsets = nullptr;      // [X+2] segment starts of `order`
-  float* xg = nullptr;             // [n_exp, E] gathered expert inputs
-  float* h1 = nullptr;             // [n_exp, 2F]
-  float* sw = nullptr;             // [n_exp, F]
-  float* y = nullptr;              // [n_exp, E] expert outputs before the gate
+  const float* x = nullptr;          // [N, E] normalised stage input (caller-owned)
+  const float* state_in = nullptr;   // [N, R] previous MoE stage's router state, or nullptr
+  float* state = nullptr;            // [N, R] post-EDA, pre-norm router state (passed on)
+  float* rstd = nullptr;             // [N]
+  float* hn = nullptr;               // [N, R]
+  float *m1_pre, *m1, *m2_pre, *m2;  // [N, R] each
+  float* probs = nullptr;            // [N, X+1]
+  int32_t* route = nullptr;          // [N] chosen route, X = skip
+  int32_t* order = nullptr;          // [N] tokens sorted by route (stable)
+  int32_t* offsets = nullptr;        // [X+2] segment starts of `order`
+  float* xg = nullptr;               // [n_exp, E] gathered expert inputs
+  float* h1 = nullptr;               // [n_exp, 2F]
+  float* sw = nullptr;               // [n_exp, F]
+  float* y = nullptr;                // [n_exp, E] expert outputs before the gate
 };
 
 // out[N, E] = MoE(x); act.state receives this stage's router state for the next MoE stage.

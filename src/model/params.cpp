@@ -10,15 +10,18 @@ namespace zaya {
 
 const char* optim_group_name(OptimGroup g) {
   switch (g) {
-    case OptimGroup::Muon: return "muon";
-    case OptimGroup::AdamW: return "adamw";
-    case OptimGroup::Buffer: return "buffer";
+    case OptimGroup::Muon:
+      return "muon";
+    case OptimGroup::AdamW:
+      return "adamw";
+    case OptimGroup::Buffer:
+      return "buffer";
   }
   return "?";
 }
 
-void ParamRegistry::add(std::string name, Shape shape, OptimGroup group, InitKind init,
-                        float scale, int stage, int expert) {
+void ParamRegistry::add(std::string name, Shape shape, OptimGroup group, InitKind init, float scale,
+                        int stage, int expert) {
   ParamSpec s;
   s.numel = shape_numel(shape);
   s.name = std::move(name);
@@ -119,7 +122,9 @@ Tensor ParamStore::grad(const std::string& name) const {
   return Tensor(grads_, s.offset * sizeof(float), s.shape, DType::F32);
 }
 
-void ParamStore::zero_grads() { std::memset(grads_->data(), 0, size() * sizeof(float)); }
+void ParamStore::zero_grads() {
+  std::memset(grads_->data(), 0, size() * sizeof(float));
+}
 
 void ParamStore::init(uint64_t seed) {
   float* w = weights();
@@ -134,8 +139,12 @@ void ParamStore::init(uint64_t seed) {
         for (int64_t k = 0; k < s.numel; ++k)
           p[k] = s.init_scale * (2.0f * rng.uniform(uint64_t(k)) - 1.0f);
         break;
-      case InitKind::Ones: std::fill(p, p + s.numel, 1.0f); break;
-      case InitKind::Zeros: std::fill(p, p + s.numel, 0.0f); break;
+      case InitKind::Ones:
+        std::fill(p, p + s.numel, 1.0f);
+        break;
+      case InitKind::Zeros:
+        std::fill(p, p + s.numel, 0.0f);
+        break;
       case InitKind::SkipBias:  // experts 0, skip route −1 (Zyphra's init)
         std::fill(p, p + s.numel, 0.0f);
         p[s.numel - 1] = -1.0f;

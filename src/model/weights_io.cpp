@@ -49,8 +49,7 @@ void load_weights(ZayaModel& model, const std::string& path) {
       // Tied head: accept a stored copy only if it equals the embedding.
       const Tensor f = t.dtype() == DType::F32 ? t : t.to_dtype(DType::F32);
       const Tensor emb = ps.weight("model.embed_tokens.weight");
-      ZAYA_CHECK(f.shape() == emb.shape() &&
-                     std::memcmp(f.raw(), emb.raw(), emb.nbytes()) == 0,
+      ZAYA_CHECK(f.shape() == emb.shape() && std::memcmp(f.raw(), emb.raw(), emb.nbytes()) == 0,
                  path, ": 'lm_head.weight' differs from 'model.embed_tokens.weight', but ZAYA1 ",
                  "ties them");
       continue;

@@ -46,9 +46,10 @@ void ZayaModel::bind_weights() {
       const std::string a = p + "self_attn.";
       // The fused projection relies on the registry placing q, k, v1, v2 back to back.
       const size_t q = off(a + "qkv.linear_q.weight");
-      ZAYA_CHECK(off(a + "qkv.val_proj2.weight") ==
-                     q + size_t(config_.conv_channels() + config_.kv_dim() / 2) * config_.hidden_size,
-                 "parameter layout: CCA projections of stage ", i, " are not contiguous");
+      ZAYA_CHECK(
+          off(a + "qkv.val_proj2.weight") ==
+              q + size_t(config_.conv_channels() + config_.kv_dim() / 2) * config_.hidden_size,
+          "parameter layout: CCA projections of stage ", i, " are not contiguous");
       s.cca = CcaWeights{W + q,
                          W + off(a + "qkv.conv_qk.0.weight"),
                          W + off(a + "qkv.conv_qk.0.bias"),
@@ -131,8 +132,8 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
                " is outside the vocabulary [0, ", V, ")");
   for (int t = 0; t < int(targets.size()); ++t) {
     ZAYA_CHECK(targets[t] == cpu::kIgnoreIndex || (targets[t] >= 0 && targets[t] < V),
-                 "forward: target id ", targets[t], " at position ", t,
-                 " is outside the vocabulary [0, ", V, ") and is not the ignore index -100");
+               "forward: target id ", targets[t], " at position ", t,
+               " is outside the vocabulary [0, ", V, ") and is not the ignore index -100");
   }
   arena_.reset();
   B_ = B;
@@ -176,14 +177,16 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
   // Final merge with model.res_scale, final_norm, tied LM head.
   const ParamRegistry& reg = params_.registry();
   final_r_ = arena_.floats(size_t(N) * E);
-  cpu::residual_merge_forward(final_r_, h_prev, W + reg.get("model.res_scale.hidden_states_bias").offset,
+  cpu::residual_merge_forward(final_r_, h_prev,
+                              W + reg.get("model.res_scale.hidden_states_bias").offset,
                               W + reg.get("model.res_scale.hidden_states_scale").offset, r_prev,
                               W + reg.get("model.res_scale.residual_bias").offset,
                               W + reg.get("model.res_scale.residual_scale").offset, N, E);
   final_rstd_ = arena_.floats(N);
   final_y_ = arena_.floats(size_t(N) * E);
-  cpu::rmsnorm_forward(final_y_, final_rstd_, final_r_, W + reg.get("model.final_norm.weight").offset,
-                       N, E, float(config_.norm_eps));
+  cpu::rmsnorm_forward(final_y_, final_rstd_, final_r_,
+                       W + reg.get("model.final_norm.weight").offset, N, E,
+                       float(config_.norm_eps));
   logits_ = arena_.floats(size_t(N) * V);
   cpu::matmul_forward(logits_, final_y_, emb_w, nullptr, N, E, V);
   logits_valid_ = true;
@@ -191,7 +194,8 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
   have_loss_ = !targets_.empty();
   if (!have_loss_) return 0.0f;
   lse_ = arena_.floats(N);
-  const double total = cpu::cross_entropy_forward(lse_, logits_, targets_.data(), N, V, &loss_count_);
+  const double total =
+      cpu::cross_entropy_forward(lse_, logits_, targets_.data(), N, V, &loss_count_);
   return loss_count_ ? float(total / double(loss_count_)) : 0.0f;
 }
 
@@ -219,13 +223,12 @@ void ZayaModel::backward() {
                         w("model.final_norm.weight"), final_rstd_, N, E);
   float* dh = arena_.zeros(size_t(N) * E);  // gradient w.r.t. the last block output
   float* dr = arena_.zeros(size_t(N) * E);  // gradient w.r.t. the last merged residual
-  cpu::residual_merge_backward(dh, g("model.res_scale.hidden_states_bias"),
-                               g("model.res_scale.hidden_states_scale"), dr,
-                               g("model.res_scale.residual_bias"), g("model.res_scale.residual_scale"),
-                               dr_final, acts_[L - 1].h, w("model.res_scale.hidden_states_bias"),
-                               w("model.res_scale.hidden_states_scale"), acts_[L - 1].r,
-                               w("model.res_scale.residual_bias"), w("model.res_scale.residual_scale"),
-                               N, E);
+  cpu::residual_merge_backward(
+      dh, g("model.res_scale.hidden_states_bias"), g("model.res_scale.hidden_states_scale"), dr,
+      g("model.res_scale.residual_bias"), g("model.res_scale.residual_scale"), dr_final,
+      acts_[L - 1].h, w("model.res_scale.hidden_states_bias"),
+      w("model.res_scale.hidden_states_scale"), acts_[L - 1].r, w("model.res_scale.residual_bias"),
+      w("model.res_scale.residual_scale"), N, E);
 
   float* dstate = nullptr;  // gradient w.r.t. the router state flowing back across MoE stages
   for (int i = L - 1; i >= 0; --i) {

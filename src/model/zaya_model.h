@@ -1,6 +1,6 @@
 // The ZAYA1 stack: tied embedding → L stages (CCA at even, MoE at odd indices), each opened by the
-// two-stream residual scaling and an RMSNorm → final residual merge → final RMSNorm → tied LM head →
-// mean next-token cross-entropy. forward() keeps what backward() needs in one arena per step.
+// two-stream residual scaling and an RMSNorm → final residual merge → final RMSNorm → tied LM head
+// → mean next-token cross-entropy. forward() keeps what backward() needs in one arena per step.
 #pragma once
 
 #include <cstdint>

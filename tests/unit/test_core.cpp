@@ -59,8 +59,8 @@ TEST(Philox, KnownAnswerFromTheRandom123Paper) {
   EXPECT_EQ(z[1], 0xe169c58du);
   EXPECT_EQ(z[2], 0xbc57ac4cu);
   EXPECT_EQ(z[3], 0x9b00dbd8u);
-  const auto f = philox4x32({0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu},
-                            {0xffffffffu, 0xffffffffu});
+  const auto f =
+      philox4x32({0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu}, {0xffffffffu, 0xffffffffu});
   EXPECT_EQ(f[0], 0x408f276du);
   EXPECT_EQ(f[1], 0x41c83b0eu);
   EXPECT_EQ(f[2], 0xa20bc7c6u);

@@ -19,7 +19,8 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path temp_dir(const std::string& name) {
-  const fs::path p = fs::temp_directory_path() / ("zaya_test_" + name + "_" + std::to_string(::getpid()));
+  const fs::path p =
+      fs::temp_directory_path() / ("zaya_test_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(p);
   fs::create_directories(p);
   return p;
@@ -58,8 +59,9 @@ TEST(Config, ErrorsNameTheFileAndField) {
   j = tiny_json();
   j["model"].erase("num_experts");
   write_file(p, j.dump());
-  EXPECT_NE(error_of([&] { load_model_config(p); }).find("missing required field 'model.num_experts'"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { load_model_config(p); }).find("missing required field 'model.num_experts'"),
+      std::string::npos);
 
   j = tiny_json();
   j["model"]["num_kv_heads"] = 3;
@@ -127,7 +129,8 @@ TEST(Safetensors, RoundTripAndDamage) {
   EXPECT_NE(e.find("tensor 'c'"), std::string::npos) << e;
   // Not safetensors at all.
   write_file(p, "hello");
-  EXPECT_NE(error_of([&] { read_safetensors(p); }).find("not a safetensors file"), std::string::npos);
+  EXPECT_NE(error_of([&] { read_safetensors(p); }).find("not a safetensors file"),
+            std::string::npos);
   write_file(p, std::string("\xff\xff\xff\xff\x00\x00\x00\x00", 8) + "{}");
   EXPECT_NE(error_of([&] { read_safetensors(p); }).find("runs past the end"), std::string::npos);
   fs::remove_all(dir);
@@ -141,18 +144,22 @@ TEST(ModelDir, SaveLoadIsBitwiseAndBadWeightsNameTheTensor) {
   save_model_dir(dir / "m", m);
   auto loaded = load_model_dir(dir / "m");
   ASSERT_EQ(loaded->params().size(), m.params().size());
-  EXPECT_EQ(std::memcmp(loaded->params().weights(), m.params().weights(), m.params().size() * 4), 0);
+  EXPECT_EQ(std::memcmp(loaded->params().weights(), m.params().weights(), m.params().size() * 4),
+            0);
 
   // A tensor of the wrong shape / a missing tensor / an unexpected one: named in the error.
   const std::string name = "model.layers.2.self_attn.qkv.temp";
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (const auto& s : m.params().registry().specs())
-    tensors.emplace_back(s.name, s.name == name ? Tensor({3}, DType::F32) : m.params().weight(s.name));
+    tensors.emplace_back(s.name,
+                         s.name == name ? Tensor({3}, DType::F32) : m.params().weight(s.name));
   write_safetensors(dir / "m" / "model.safetensors", tensors);
   std::string e = error_of([&] { load_model_dir(dir / "m"); });
-  EXPECT_NE(e.find("tensor '" + name + "' has shape [3], the config needs [2]"), std::string::npos) << e;
-  tensors.erase(std::remove_if(tensors.begin(), tensors.end(), [&](auto& t) { return t.first == name; }),
-                tensors.end());
+  EXPECT_NE(e.find("tensor '" + name + "' has shape [3], the config needs [2]"), std::string::npos)
+      << e;
+  tensors.erase(
+      std::remove_if(tensors.begin(), tensors.end(), [&](auto& t) { return t.first == name; }),
+      tensors.end());
   write_safetensors(dir / "m" / "model.safetensors", tensors);
   e = error_of([&] { load_model_dir(dir / "m"); });
   EXPECT_NE(e.find("missing tensor '" + name + "'"), std::string::npos) << e;

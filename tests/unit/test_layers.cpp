@@ -7,9 +7,9 @@
 #include <random>
 #include <vector>
 
+#include "backend/cpu/rope.h"
 #include "model/cca.h"
 #include "model/moe.h"
-#include "backend/cpu/rope.h"
 
 namespace zaya {
 namespace {
@@ -90,7 +90,8 @@ TEST_P(CcaLayer, GradientsMatchFiniteDifferences) {
   std::vector<float> x = randn(size_t(N) * E, g), qkvv = randn(size_t(P) * E, g, 0.4f),
                      c0w = randn(size_t(C) * 2, g, 0.7f), c0b = randn(C, g, 0.3f),
                      c1w = randn(size_t(C) * d * 2, g, 0.3f), c1b = randn(C, g, 0.3f),
-                     temp = randn(c.num_kv_heads, g, 0.5f), o = randn(size_t(E) * c.q_dim(), g, 0.3f);
+                     temp = randn(c.num_kv_heads, g, 0.5f),
+                     o = randn(size_t(E) * c.q_dim(), g, 0.3f);
   for (auto& t : temp) t += 1.0f;
   const std::vector<float> R = randn(size_t(N) * E, g);
   const int half = int(c.rotary_dim()) / 2;
@@ -99,8 +100,8 @@ TEST_P(CcaLayer, GradientsMatchFiniteDifferences) {
   const RopeTables rope{cs.data(), sn.data()};
   Arena arena;
   auto weights = [&] {
-    return CcaWeights{qkvv.data(), c0w.data(), c0b.data(), c1w.data(), c1b.data(), temp.data(),
-                      o.data()};
+    return CcaWeights{qkvv.data(), c0w.data(),  c0b.data(), c1w.data(),
+                      c1b.data(),  temp.data(), o.data()};
   };
   auto loss = [&](bool*) {
     arena.reset();
@@ -151,8 +152,8 @@ TEST_P(MoeLayer, GradientsMatchFiniteDifferences) {
   }
   const std::vector<float> Rout = randn(size_t(N) * E, g), Rstate = randn(size_t(N) * R, g);
   auto weights = [&] {
-    MoeWeights w{down_w.data(), down_b.data(), gamma.data(), rms.data(), m0w.data(), m0b.data(),
-                 m2w.data(),    m2b.data(),    m4w.data(),   bias.data(), {}, {}};
+    MoeWeights w{down_w.data(), down_b.data(), gamma.data(), rms.data(),  m0w.data(), m0b.data(),
+                 m2w.data(),    m2b.data(),    m4w.data(),   bias.data(), {},         {}};
     for (int e = 0; e < X; ++e) {
       w.fc1.push_back(fc1[e].data());
       w.fc2.push_back(fc2[e].data());
@@ -196,11 +197,16 @@ TEST_P(MoeLayer, GradientsMatchFiniteDifferences) {
   }
   moe_backward(gx.data(), gs.data(), grads, Rout.data(), Rstate.data(), act, weights(), c, N,
                arena);
-  std::vector<Checked> checks = {{"x", &x, &gx},           {"state_in", &state_in, &gs},
-                                 {"down_w", &down_w, &gdw}, {"down_b", &down_b, &gdb},
-                                 {"gamma", &gamma, &gg},    {"rms_w", &rms, &grms},
-                                 {"mlp0_w", &m0w, &g0w},    {"mlp0_b", &m0b, &g0b},
-                                 {"mlp2_w", &m2w, &g2w},    {"mlp2_b", &m2b, &g2b},
+  std::vector<Checked> checks = {{"x", &x, &gx},
+                                 {"state_in", &state_in, &gs},
+                                 {"down_w", &down_w, &gdw},
+                                 {"down_b", &down_b, &gdb},
+                                 {"gamma", &gamma, &gg},
+                                 {"rms_w", &rms, &grms},
+                                 {"mlp0_w", &m0w, &g0w},
+                                 {"mlp0_b", &m0b, &g0b},
+                                 {"mlp2_w", &m2w, &g2w},
+                                 {"mlp2_b", &m2b, &g2b},
                                  {"mlp4_w", &m4w, &g4w}};
   for (int e = 0; e < X; ++e) {
     checks.push_back({"fc1", &fc1[e], &gfc1[e]});
@@ -219,14 +225,14 @@ TEST(MoeLayer, SkipRouteOutputsGateTimesInput) {
   const ModelConfig c = layer_config();
   const int N = 4, E = int(c.hidden_size), R = int(c.router_dim), NR = int(c.num_routes());
   std::mt19937 g(3);
-  std::vector<float> x = randn(size_t(N) * E, g), dw = randn(size_t(R) * E, g),
-                     db(R, 0.0f), rms(R, 1.0f), m0w = randn(size_t(R) * R, g), m0b(R, 0.0f),
-                     m2w = randn(size_t(R) * R, g), m2b(R, 0.0f),
-                     m4w = randn(size_t(NR) * R, g), bias(NR, 0.0f);
+  std::vector<float> x = randn(size_t(N) * E, g), dw = randn(size_t(R) * E, g), db(R, 0.0f),
+                     rms(R, 1.0f), m0w = randn(size_t(R) * R, g), m0b(R, 0.0f),
+                     m2w = randn(size_t(R) * R, g), m2b(R, 0.0f), m4w = randn(size_t(NR) * R, g),
+                     bias(NR, 0.0f);
   bias[NR - 1] = 10.0f;  // force the skip route for every token
   std::vector<float> dummy(size_t(2 * c.expert_hidden) * E, 0.0f);
-  MoeWeights w{dw.data(), db.data(), nullptr, rms.data(), m0w.data(), m0b.data(), m2w.data(),
-               m2b.data(), m4w.data(), bias.data(), {}, {}};
+  MoeWeights w{dw.data(),  db.data(),  nullptr,    rms.data(),  m0w.data(), m0b.data(),
+               m2w.data(), m2b.data(), m4w.data(), bias.data(), {},         {}};
   for (int e = 0; e < c.num_experts; ++e) {
     w.fc1.push_back(dummy.data());
     w.fc2.push_back(dummy.data());

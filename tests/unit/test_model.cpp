@@ -16,7 +16,9 @@
 namespace zaya {
 namespace {
 
-ModelConfig tiny() { return load_model_config(ZAYA_SOURCE_DIR "/configs/tiny.json"); }
+ModelConfig tiny() {
+  return load_model_config(ZAYA_SOURCE_DIR "/configs/tiny.json");
+}
 
 TEST(ParamRegistry, Zaya1BaseCountsMatchThePublishedModel) {
   const ModelConfig c = load_model_config(ZAYA_SOURCE_DIR "/configs/zaya1-base.json");
@@ -49,8 +51,7 @@ TEST(ParamRegistry, SixStageModelHoldsTheZyphraTensorList) {
   EXPECT_EQ(reg.get("model.layers.0.self_attn.qkv.conv_qk.0.weight").group, OptimGroup::AdamW);
   EXPECT_EQ(reg.get("model.layers.0.self_attn.qkv.temp").group, OptimGroup::AdamW);
   EXPECT_EQ(reg.get("model.embed_tokens.weight").group, OptimGroup::AdamW);
-  EXPECT_EQ(reg.get("model.layers.1.zaya_block.router.balancing_biases").group,
-            OptimGroup::Buffer);
+  EXPECT_EQ(reg.get("model.layers.1.zaya_block.router.balancing_biases").group, OptimGroup::Buffer);
 }
 
 TEST(ParamStore, InitIsAPureFunctionOfSeedAndName) {
@@ -73,11 +74,16 @@ void randomise(ZayaModel& m, uint64_t seed) {
   for (const auto& s : m.params().registry().specs()) {
     float* p = m.params().weights() + s.offset;
     for (int64_t k = 0; k < s.numel; ++k) {
-      if (s.name == "model.embed_tokens.weight") p[k] = n(g);
-      else if (s.init == InitKind::Ones) p[k] = 1.0f + 0.2f * n(g);
-      else if (s.init == InitKind::Zeros) p[k] = 0.05f * n(g);
-      else if (s.init == InitKind::SkipBias) p[k] = 0.0f;
-      else if (s.init == InitKind::Normal) p[k] = n(g) * 0.5f / std::sqrt(float(s.shape.back()));
+      if (s.name == "model.embed_tokens.weight")
+        p[k] = n(g);
+      else if (s.init == InitKind::Ones)
+        p[k] = 1.0f + 0.2f * n(g);
+      else if (s.init == InitKind::Zeros)
+        p[k] = 0.05f * n(g);
+      else if (s.init == InitKind::SkipBias)
+        p[k] = 0.0f;
+      else if (s.init == InitKind::Normal)
+        p[k] = n(g) * 0.5f / std::sqrt(float(s.shape.back()));
     }
   }
 }

@@ -1,5 +1,5 @@
-#include <cstddef>
 #include "backend/cpu/activation.h"
+#include <cstddef>
 
 #include <cmath>
 
@@ -8,7 +8,9 @@ namespace zaya::cpu {
 namespace {
 constexpr float kInvSqrt2 = 0.70710678118654752f;
 constexpr float kInvSqrt2Pi = 0.39894228040143268f;
-inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+inline float sigmoid(float x) {
+  return 1.0f / (1.0f + std::exp(-x));
+}
 }  // namespace
 
 void gelu_forward(float* out, const float* in, long n) {

@@ -1,5 +1,5 @@
-#include <cstddef>
 #include "backend/cpu/attention.h"
+#include <cstddef>
 
 #include <algorithm>
 #include <cmath>
@@ -70,8 +70,8 @@ void attention_forward(float* out, float* lse, const float* q, const float* k, c
               for (int c = 0; c < d; ++c) a[c] *= correction;
             }
             // acc += P · V_block
-            gemm(false, false, bq, d, bk, 1.0f, s.data(), bk, V.row(k0), V.stride, 1.0f,
-                 acc.data(), d);
+            gemm(false, false, bq, d, bk, 1.0f, s.data(), bk, V.row(k0), V.stride, 1.0f, acc.data(),
+                 d);
           }
           for (int i = 0; i < bq; ++i) {
             float* o = out + ((size_t(b) * seq + q0 + i) * nq + h) * d;
@@ -86,8 +86,8 @@ void attention_forward(float* out, float* lse, const float* q, const float* k, c
 }
 
 void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out,
-                        const float* lse, const float* q, const float* k, const float* v,
-                        int batch, int seq, int nq, int nk, int d, float scale) {
+                        const float* lse, const float* q, const float* k, const float* v, int batch,
+                        int seq, int nq, int nk, int d, float scale) {
   const int group = nq / nk;
   const int blocks = (seq + kBlock - 1) / kBlock;
   // D_i = dO_i · O_i, the softmax-backward row term.

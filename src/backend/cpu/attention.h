@@ -13,7 +13,7 @@ void attention_forward(float* out, float* lse, const float* q, const float* k, c
 // dk/dv per key block) so that every gradient element is written by one thread in a fixed
 // order: bitwise-deterministic and free of atomics.
 void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out,
-                        const float* lse, const float* q, const float* k, const float* v,
-                        int batch, int seq, int nq, int nk, int d, float scale);
+                        const float* lse, const float* q, const float* k, const float* v, int batch,
+                        int seq, int nq, int nk, int d, float scale);
 
 }  // namespace zaya::cpu

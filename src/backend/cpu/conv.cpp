@@ -1,5 +1,5 @@
-#include <cstddef>
 #include "backend/cpu/conv.h"
+#include <cstddef>
 
 #include <vector>
 
@@ -80,7 +80,7 @@ void grouped_conv_forward(float* z, const float* a, const float* w, const float*
   split_taps(w0, w1, w, C, G);
   for (int b = 0; b < batch; ++b) {
     const float* a0 = a + size_t(b) * (seq + 1) * C;  // rows a[t], t = 0..seq-1
-    const float* a1 = a0 + C;                          // rows a[t+1]
+    const float* a1 = a0 + C;                         // rows a[t+1]
     float* zb = z + size_t(b) * seq * C;
     for (int g = 0; g < groups; ++g) {
       const size_t off = size_t(g) * G;
@@ -111,13 +111,16 @@ void grouped_conv_backward(float* da, float* dw, float* dbias, const float* dz, 
     for (int g = 0; g < groups; ++g) {
       const size_t off = size_t(g) * G;
       if (da) {
-        gemm(false, false, seq, G, G, 1.0f, dzb + off, C, w0.data() + off * G, G, 1.0f, da0 + off, C);
+        gemm(false, false, seq, G, G, 1.0f, dzb + off, C, w0.data() + off * G, G, 1.0f, da0 + off,
+             C);
         gemm(false, false, seq, G, G, 1.0f, dzb + off, C, w1.data() + off * G, G, 1.0f,
              da0 + C + off, C);
       }
       if (dw) {
-        gemm(true, false, G, G, seq, 1.0f, dzb + off, C, a0 + off, C, 1.0f, dw0.data() + off * G, G);
-        gemm(true, false, G, G, seq, 1.0f, dzb + off, C, a1 + off, C, 1.0f, dw1.data() + off * G, G);
+        gemm(true, false, G, G, seq, 1.0f, dzb + off, C, a0 + off, C, 1.0f, dw0.data() + off * G,
+             G);
+        gemm(true, false, G, G, seq, 1.0f, dzb + off, C, a1 + off, C, 1.0f, dw1.data() + off * G,
+             G);
       }
     }
   }

@@ -1,5 +1,5 @@
-#include <cstddef>
 #include "backend/cpu/loss.h"
+#include <cstddef>
 
 #include <cmath>
 #include <vector>

@@ -1,5 +1,5 @@
-#include <cstddef>
 #include "backend/cpu/matmul.h"
+#include <cstddef>
 
 #include <cblas.h>
 
@@ -54,8 +54,8 @@ void grouped_matmul_backward(float* din, float* const* dweights, const float* do
     const int rows = offsets[g + 1] - offsets[g];
     if (rows == 0) continue;
     matmul_backward(din ? din + size_t(offsets[g]) * k : nullptr, dweights ? dweights[g] : nullptr,
-                    nullptr, dout + size_t(offsets[g]) * m, in + size_t(offsets[g]) * k,
-                    weights[g], rows, k, m);
+                    nullptr, dout + size_t(offsets[g]) * m, in + size_t(offsets[g]) * k, weights[g],
+                    rows, k, m);
   }
 }
 

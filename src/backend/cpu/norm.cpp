@@ -1,9 +1,8 @@
-#include <cstddef>
 #include "backend/cpu/norm.h"
+#include <cstddef>
 
 #include <cmath>
 #include <vector>
-
 
 namespace zaya::cpu {
 
@@ -41,7 +40,8 @@ void rmsnorm_backward(float* din, float* dw, const float* dout, const float* in,
 #pragma omp parallel for schedule(static)
     for (int j = 0; j < c; ++j) {
       double s = 0.0;
-      for (int i = 0; i < n; ++i) s += double(dout[size_t(i) * c + j]) * in[size_t(i) * c + j] * rstd[i];
+      for (int i = 0; i < n; ++i)
+        s += double(dout[size_t(i) * c + j]) * in[size_t(i) * c + j] * rstd[i];
       dw[j] += float(s);
     }
   }

@@ -1,5 +1,5 @@
-#include <cstddef>
 #include "backend/cpu/residual.h"
+#include <cstddef>
 
 namespace zaya::cpu {
 

@@ -1,5 +1,5 @@
-#include <cstddef>
 #include "backend/cpu/rope.h"
+#include <cstddef>
 
 #include <cmath>
 
