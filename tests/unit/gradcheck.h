@@ -62,6 +62,16 @@ struct GradCheckOptions {
   uint32_t seed = 12345;  // for the subset
 };
 
+// For ops linear in the checked argument (matmul, conv, rope, residual merge): the central
+// difference is exact up to fp32 rounding, so a large step and tight tolerances.
+inline GradCheckOptions LinearOptions() {
+  GradCheckOptions opt;
+  opt.eps = 0.1f;
+  opt.tol.rtol = 1e-3;
+  opt.tol.atol_scale = 1e-4;
+  return opt;
+}
+
 // All indices of [0, n), or max_checks of them drawn without replacement (sorted).
 inline std::vector<size_t> pick_indices(size_t n, size_t max_checks, uint32_t seed) {
   std::vector<size_t> idx(n);

@@ -18,16 +18,9 @@ namespace {
 
 using test::check_gradient;
 using test::GradCheckOptions;
+using test::LinearOptions;
 using test::random_uniform;
 using test::weighted_sum;
-
-GradCheckOptions LinearOptions() {
-  GradCheckOptions opt;
-  opt.eps = 0.1f;
-  opt.tol.rtol = 1e-3;
-  opt.tol.atol_scale = 1e-4;
-  return opt;
-}
 
 std::string Describe(int batch, int seq, int channels) {
   return "batch=" + std::to_string(batch) + " seq=" + std::to_string(seq) +

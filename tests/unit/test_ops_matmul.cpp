@@ -17,16 +17,9 @@ namespace {
 
 using test::check_gradient;
 using test::GradCheckOptions;
+using test::LinearOptions;
 using test::random_uniform;
 using test::weighted_sum;
-
-GradCheckOptions LinearOptions() {
-  GradCheckOptions opt;
-  opt.eps = 0.1f;
-  opt.tol.rtol = 1e-3;
-  opt.tol.atol_scale = 1e-4;
-  return opt;
-}
 
 void CheckMatmul(int n, int k, int m, bool with_bias, std::mt19937& rng) {
   SCOPED_TRACE("n=" + std::to_string(n) + " k=" + std::to_string(k) + " m=" + std::to_string(m) +
