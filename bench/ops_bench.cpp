@@ -1,0 +1,71 @@
+// Microbenchmarks of the CPU ops at the small config's shapes (Google Benchmark).
+// Run: ./build/zaya_bench_ops [--benchmark_filter=Attention]
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <vector>
+
+#include "backend/cpu/attention.h"
+#include "backend/cpu/conv.h"
+#include "backend/cpu/matmul.h"
+
+namespace {
+
+std::vector<float> random_vector(size_t n) {
+  std::mt19937 g(1);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(g);
+  return v;
+}
+
+// Tokens × in → out, as in a linear layer; reports FLOP/s.
+void BM_MatmulForward(benchmark::State& state) {
+  const int n = int(state.range(0)), k = int(state.range(1)), m = int(state.range(2));
+  const auto in = random_vector(size_t(n) * k), w = random_vector(size_t(m) * k);
+  std::vector<float> out(size_t(n) * m);
+  for (auto _ : state) zaya::cpu::matmul_forward(out.data(), in.data(), w.data(), nullptr, n, k, m);
+  state.counters["FLOP/s"] =
+      benchmark::Counter(2.0 * n * k * m, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_MatmulForward)->Args({2048, 256, 320})->Args({2048, 256, 4096})->UseRealTime();
+
+void BM_Attention(benchmark::State& state) {
+  const int B = 8, S = int(state.range(0)), nq = 4, nk = 2, d = 32;
+  const bool backward = state.range(1) != 0;
+  const auto q = random_vector(size_t(B) * S * nq * d), k = random_vector(size_t(B) * S * nk * d),
+             v = random_vector(size_t(B) * S * nk * d), dout = random_vector(q.size());
+  std::vector<float> out(q.size()), lse(size_t(B) * nq * S), dq(q.size()), dk(k.size()),
+      dv(v.size());
+  zaya::cpu::attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), B, S, nq, nk,
+                               d, 0.17f);
+  for (auto _ : state) {
+    if (backward) {
+      zaya::cpu::attention_backward(dq.data(), dk.data(), dv.data(), dout.data(), out.data(),
+                                    lse.data(), q.data(), k.data(), v.data(), B, S, nq, nk, d,
+                                    0.17f);
+    } else {
+      zaya::cpu::attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), B, S, nq,
+                                   nk, d, 0.17f);
+    }
+  }
+  state.counters["tokens/s"] =
+      benchmark::Counter(double(B) * S, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_Attention)->ArgsProduct({{256, 1024}, {0, 1}})->UseRealTime();
+
+void BM_GroupedConv(benchmark::State& state) {
+  const int B = 8, S = 256, C = 192, G = 32;
+  const auto a = random_vector(size_t(B) * (S + 1) * C), w = random_vector(size_t(C) * G * 2),
+             bias = random_vector(C);
+  std::vector<float> z(size_t(B) * S * C);
+  for (auto _ : state)
+    zaya::cpu::grouped_conv_forward(z.data(), a.data(), w.data(), bias.data(), B, S, C, G);
+  state.counters["tokens/s"] =
+      benchmark::Counter(double(B) * S, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_GroupedConv)->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();
