@@ -74,7 +74,7 @@ void softmax_forward(float* out, const float* in, int n, int c) {
     const float* x = in + size_t(r) * c;
     float* y = out + size_t(r) * c;
     float mx = x[0];
-    for (int j = 1; j < c; ++j) mx = std::fmax(mx, x[j]);
+    for (int j = 1; j < c; ++j) mx = x[j] > mx ? x[j] : mx;
     float sum = 0.0f;
     for (int j = 0; j < c; ++j) {
       y[j] = std::exp(x[j] - mx);

@@ -13,9 +13,9 @@ double cross_entropy_forward(float* lse, const float* logits, const int32_t* tar
   for (int r = 0; r < n; ++r) {
     const float* x = logits + size_t(r) * vocab;
     float mx = x[0];
-    for (int j = 1; j < vocab; ++j) mx = std::fmax(mx, x[j]);
+    for (int j = 1; j < vocab; ++j) mx = x[j] > mx ? x[j] : mx;
     double sum = 0.0;
-    for (int j = 0; j < vocab; ++j) sum += std::exp(double(x[j]) - mx);
+    for (int j = 0; j < vocab; ++j) sum += std::exp(x[j] - mx);  // fp32 exp, fp64 sum
     lse[r] = float(mx + std::log(sum));
     if (targets[r] != kIgnoreIndex) row_loss[r] = double(mx) + std::log(sum) - x[targets[r]];
   }

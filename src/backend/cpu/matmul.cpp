@@ -3,6 +3,10 @@
 
 #include <cblas.h>
 
+#include <vector>
+
+#include "backend/cpu/reduce.h"
+
 namespace zaya::cpu {
 
 void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
@@ -27,13 +31,9 @@ void matmul_backward(float* din, float* dw, float* dbias, const float* dout, con
   if (din) gemm(false, false, n, k, m, 1.0f, dout, m, w, k, 1.0f, din, k);
   if (dw) gemm(true, false, m, k, n, 1.0f, dout, m, in, k, 1.0f, dw, k);
   if (dbias) {
-    // Column sums in a fixed order (row by row) so the result is bitwise reproducible.
-#pragma omp parallel for schedule(static)
-    for (int j = 0; j < m; ++j) {
-      float s = 0.0f;
-      for (int i = 0; i < n; ++i) s += dout[size_t(i) * m + j];
-      dbias[j] += s;
-    }
+    std::vector<double> sum(m);
+    column_dot(sum.data(), dout, nullptr, nullptr, nullptr, n, m);
+    for (int j = 0; j < m; ++j) dbias[j] += float(sum[j]);
   }
 }
 

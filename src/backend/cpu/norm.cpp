@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "backend/cpu/reduce.h"
+
 namespace zaya::cpu {
 
 void rmsnorm_forward(float* out, float* rstd, const float* in, const float* w, int n, int c,
@@ -36,14 +38,9 @@ void rmsnorm_backward(float* din, float* dw, const float* dout, const float* in,
     }
   }
   if (dw) {
-    // Reduce over rows per column in row order: deterministic whatever the thread count.
-#pragma omp parallel for schedule(static)
-    for (int j = 0; j < c; ++j) {
-      double s = 0.0;
-      for (int i = 0; i < n; ++i)
-        s += double(dout[size_t(i) * c + j]) * in[size_t(i) * c + j] * rstd[i];
-      dw[j] += float(s);
-    }
+    std::vector<double> sum(c);
+    column_dot(sum.data(), dout, in, nullptr, rstd, n, c);  // Σ dy · x · rstd
+    for (int j = 0; j < c; ++j) dw[j] += float(sum[j]);
   }
 }
 

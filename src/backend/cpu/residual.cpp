@@ -1,5 +1,9 @@
 #include "backend/cpu/residual.h"
+
+#include <vector>
+
 #include <cstddef>
+#include "backend/cpu/reduce.h"
 
 namespace zaya::cpu {
 
@@ -27,23 +31,20 @@ void residual_merge_backward(float* dh, float* dhb, float* dhs, float* dr, float
       if (dr && r) dr[o + j] += dout[o + j] * rs[j];
     }
   }
-  // Per-channel parameter gradients, summed over rows in a fixed order.
-#pragma omp parallel for schedule(static)
+  // Per-channel parameter gradients: dhb = hs ⊙ Σ dout, dhs = Σ dout ⊙ (h + hb), same for r.
+  std::vector<double> sum(c), dot(c);
+  column_dot(sum.data(), dout, nullptr, nullptr, nullptr, n, c);
+  column_dot(dot.data(), dout, h, hb, nullptr, n, c);
   for (int j = 0; j < c; ++j) {
-    double shs = 0, shb = 0, srs = 0, srb = 0;
-    for (int i = 0; i < n; ++i) {
-      const size_t o = size_t(i) * c + j;
-      shs += double(dout[o]) * (h[o] + hb[j]);
-      shb += double(dout[o]) * hs[j];
-      if (r) {
-        srs += double(dout[o]) * (r[o] + rb[j]);
-        srb += double(dout[o]) * rs[j];
-      }
+    if (dhs) dhs[j] += float(dot[j]);
+    if (dhb) dhb[j] += float(sum[j] * hs[j]);
+  }
+  if (r) {
+    column_dot(dot.data(), dout, r, rb, nullptr, n, c);
+    for (int j = 0; j < c; ++j) {
+      if (drs) drs[j] += float(dot[j]);
+      if (drb) drb[j] += float(sum[j] * rs[j]);
     }
-    if (dhs) dhs[j] += float(shs);
-    if (dhb) dhb[j] += float(shb);
-    if (r && drs) drs[j] += float(srs);
-    if (r && drb) drb[j] += float(srb);
   }
 }
 
