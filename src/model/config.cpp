@@ -135,8 +135,8 @@ ModelConfig load_model_config(const std::string& path) {
   }
   ZAYA_CHECK(j.is_object(), path, ": a zaya config must be a JSON object with a 'model' section");
   for (const auto& [key, value] : j.items()) {
-    ZAYA_CHECK(key == "model" || key == "description", path, ": unknown top-level field '", key,
-               "' (known: model, description)");
+    ZAYA_CHECK(key == "model" || key == "description" || key == "data" || key == "train", path,
+               ": unknown top-level field '", key, "' (known: model, data, train, description)");
   }
   ZAYA_CHECK(j.contains("model"), path, ": missing required section 'model'");
   return model_config_from_json(j.at("model"), path);

@@ -98,6 +98,13 @@ void ZayaModel::bind_weights() {
   }
 }
 
+void ZayaModel::set_rope_theta(double theta) {
+  ZAYA_CHECK(theta > 0, "rope_theta must be > 0, got ", theta);
+  if (theta == config_.rope_theta) return;
+  config_.rope_theta = theta;
+  rope_seq_ = -1;  // rebuild the tables on the next forward
+}
+
 void ZayaModel::rope_for(int S) {
   if (rope_seq_ == S) return;
   const int half = int(config_.rotary_dim()) / 2;
@@ -199,7 +206,7 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
   return loss_count_ ? float(total / double(loss_count_)) : 0.0f;
 }
 
-void ZayaModel::backward() {
+void ZayaModel::backward(float loss_scale) {
   ZAYA_CHECK(have_loss_ && logits_valid_, "backward() needs a forward() with targets before it");
   const int N = B_ * S_, E = int(config_.hidden_size), V = int(config_.vocab_size);
   const int L = int(config_.num_stages), R = int(config_.router_dim);
@@ -213,7 +220,7 @@ void ZayaModel::backward() {
   float* emb_g = g("model.embed_tokens.weight");
 
   // Loss → logits (in place) → final_norm → final merge.
-  const float scale = loss_count_ ? 1.0f / float(loss_count_) : 0.0f;
+  const float scale = loss_count_ ? loss_scale / float(loss_count_) : 0.0f;
   cpu::cross_entropy_backward_inplace(logits_, lse_, targets_.data(), N, V, scale);
   logits_valid_ = false;
   float* dy = arena_.zeros(size_t(N) * E);

@@ -27,8 +27,12 @@ class ZayaModel {
   // Returns the mean loss over the non-ignored targets (0 if there are none). With an empty
   // `targets` no loss is computed (inference: logits only).
   float forward(std::span<const int32_t> tokens, std::span<const int32_t> targets, int B, int S);
-  // Accumulates d(mean loss)/dθ into params().grads(). Requires a forward() with targets.
-  void backward();
+  // Accumulates loss_scale · d(mean loss)/dθ into params().grads(). Requires a forward() with
+  // targets. Gradient accumulation over k equal micro-batches passes loss_scale = 1/k.
+  void backward(float loss_scale = 1.0f);
+
+  // RoPE base for the following forward() calls (curriculum phases change it).
+  void set_rope_theta(double theta);
 
   // Valid after forward() and until backward() (which reuses the buffer for the gradient).
   std::span<const float> logits() const;

@@ -1,5 +1,7 @@
 #include "backend/cpu/activation.h"
+
 #include <cstddef>
+#include "backend/cpu/fast_exp.h"
 
 #include <cmath>
 
@@ -77,7 +79,7 @@ void softmax_forward(float* out, const float* in, int n, int c) {
     for (int j = 1; j < c; ++j) mx = x[j] > mx ? x[j] : mx;
     float sum = 0.0f;
     for (int j = 0; j < c; ++j) {
-      y[j] = std::exp(x[j] - mx);
+      y[j] = fast_exp(x[j] - mx);
       sum += y[j];
     }
     const float inv = 1.0f / sum;

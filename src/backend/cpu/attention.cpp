@@ -1,5 +1,7 @@
 #include "backend/cpu/attention.h"
+
 #include <cstddef>
+#include "backend/cpu/fast_exp.h"
 
 #include <algorithm>
 #include <cmath>
@@ -58,10 +60,10 @@ void attention_forward(float* out, float* lse, const float* q, const float* k, c
               float* row = s.data() + size_t(i) * bk;
               float mx = m[i];
               for (int j = 0; j < bk; ++j) mx = std::max(mx, row[j]);
-              const float correction = std::exp(m[i] - mx);  // 0 on the first block (m = -inf)
+              const float correction = fast_exp(m[i] - mx);  // 0 on the first block (m = -inf)
               float sum = 0.0f;
               for (int j = 0; j < bk; ++j) {
-                row[j] = std::exp(row[j] - mx);
+                row[j] = fast_exp(row[j] - mx);
                 sum += row[j];
               }
               l[i] = l[i] * correction + sum;
@@ -116,7 +118,7 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
     for (int i = 0; i < bq; ++i)
       for (int j = 0; j < bk; ++j) {
         const size_t e = size_t(i) * bk + j;
-        p[e] = std::exp(p[e] - L[q0 + i]);
+        p[e] = fast_exp(p[e] - L[q0 + i]);
         ds[e] = p[e] * (ds[e] - Dh[q0 + i]);
       }
   };

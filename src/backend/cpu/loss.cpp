@@ -1,5 +1,7 @@
 #include "backend/cpu/loss.h"
+
 #include <cstddef>
+#include "backend/cpu/fast_exp.h"
 
 #include <cmath>
 #include <vector>
@@ -15,7 +17,7 @@ double cross_entropy_forward(float* lse, const float* logits, const int32_t* tar
     float mx = x[0];
     for (int j = 1; j < vocab; ++j) mx = x[j] > mx ? x[j] : mx;
     double sum = 0.0;
-    for (int j = 0; j < vocab; ++j) sum += std::exp(x[j] - mx);  // fp32 exp, fp64 sum
+    for (int j = 0; j < vocab; ++j) sum += fast_exp(x[j] - mx);  // fp32 exp, fp64 sum
     lse[r] = float(mx + std::log(sum));
     if (targets[r] != kIgnoreIndex) row_loss[r] = double(mx) + std::log(sum) - x[targets[r]];
   }
@@ -39,7 +41,7 @@ void cross_entropy_backward_inplace(float* logits, const float* lse, const int32
       continue;
     }
     const float l = lse[r];
-    for (int j = 0; j < vocab; ++j) x[j] = loss_scale * std::exp(x[j] - l);
+    for (int j = 0; j < vocab; ++j) x[j] = loss_scale * fast_exp(x[j] - l);
     x[targets[r]] -= loss_scale;
   }
 }

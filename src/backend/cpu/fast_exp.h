@@ -1,0 +1,30 @@
+// exp for the hot softmax loops (attention, cross-entropy): branch-free so the compiler vectorises
+// it, unlike a libm call per element. Cody-Waite reduction x = n·ln2 + r (|r| ≤ ln2/2), a degree-6
+// polynomial for e^r and 2^n assembled in the exponent bits. Relative error ≤ 2.4e-7 (4 ulp) on
+// [−87, 88] (checked exhaustively over the floats in tests); below −87 (and for −inf, the causal
+// mask) the result is exactly 0, so masked attention terms contribute nothing at all.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+namespace zaya::cpu {
+
+inline float fast_exp(float x_in) {
+  const float x = x_in < -87.0f ? -87.0f : (x_in > 88.0f ? 88.0f : x_in);
+  const float n = __builtin_roundevenf(x * 1.44269504088896341f);
+  const float r = (x - n * 0.693145751953125f) - n * 1.42860682030941723212e-6f;
+  float p = 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const int32_t bits = (int32_t(n) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, 4);
+  return x_in < -87.0f ? 0.0f : p * scale;
+}
+
+}  // namespace zaya::cpu
