@@ -1,0 +1,30 @@
+// Training metrics as JSON lines (one object per step, flushed as written, so a crash loses at
+// most the line being written), and reading them back for plots.
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace zaya {
+
+class MetricsWriter {
+ public:
+  MetricsWriter() = default;
+  explicit MetricsWriter(const std::string& path);  // truncates
+  ~MetricsWriter();
+  MetricsWriter(const MetricsWriter&) = delete;
+  MetricsWriter& operator=(const MetricsWriter&) = delete;
+  void write(const nlohmann::json& record);
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::FILE* file_ = nullptr;
+};
+
+std::vector<nlohmann::json> read_metrics(const std::string& path);
+
+}  // namespace zaya

@@ -1,0 +1,64 @@
+#include "train/train_config.h"
+
+#include "core/error.h"
+
+namespace zaya {
+
+TrainConfig train_config_from_json(const nlohmann::json& j, const std::string& where) {
+  ZAYA_CHECK(j.is_object(), where, ": 'train' must be a JSON object");
+  TrainConfig c;
+  for (const auto& [key, v] : j.items()) {
+    const std::string field = "'train." + key + "'";
+    auto integer = [&](auto& dst, int64_t lo) {
+      ZAYA_CHECK(v.is_number_integer() && v.get<int64_t>() >= lo, where, ": field ", field,
+                 " must be an integer ≥ ", lo, ", got ", v.dump());
+      dst = static_cast<std::remove_reference_t<decltype(dst)>>(v.get<int64_t>());
+    };
+    if (key == "seed")
+      integer(c.seed, 0);
+    else if (key == "micro_batch")
+      integer(c.micro_batch, 1);
+    else if (key == "global_batch")
+      integer(c.global_batch, 1);
+    else if (key == "max_steps")
+      integer(c.max_steps, 0);
+    else if (key == "eval_every")
+      integer(c.eval_every, 1);
+    else if (key == "eval_windows")
+      integer(c.eval_windows, 1);
+    else if (key == "log_every")
+      integer(c.log_every, 1);
+    else if (key == "sample_tokens")
+      integer(c.sample_tokens, 0);
+    else if (key == "sample_top_k")
+      integer(c.sample_top_k, 0);
+    else if (key == "out_dir" || key == "tokenizer") {
+      ZAYA_CHECK(v.is_string(), where, ": field ", field, " must be a string");
+      (key == "out_dir" ? c.out_dir : c.tokenizer) = v.get<std::string>();
+    } else if (key == "sample_temperature") {
+      ZAYA_CHECK(v.is_number() && v.get<double>() >= 0, where, ": field ", field,
+                 " must be a number ≥ 0");
+      c.sample_temperature = v.get<float>();
+    } else if (key == "sample_prompts") {
+      ZAYA_CHECK(v.is_array(), where, ": field ", field, " must be a list of strings");
+      c.sample_prompts.clear();
+      for (const auto& p : v) {
+        ZAYA_CHECK(p.is_string(), where, ": field ", field, " must be a list of strings");
+        c.sample_prompts.push_back(p.get<std::string>());
+      }
+    } else if (key == "optim") {
+      ZAYA_CHECK(v.is_object(), where, ": field ", field, " must be an object");
+      c.optim = v;
+    } else {
+      ZAYA_FAIL(where, ": unknown field ", field,
+                " (known: seed, micro_batch, global_batch, max_steps, eval_every, eval_windows, "
+                "log_every, out_dir, tokenizer, sample_tokens, sample_temperature, sample_top_k, "
+                "sample_prompts, optim)");
+    }
+  }
+  ZAYA_CHECK(c.global_batch % c.micro_batch == 0, where, ": 'train.global_batch' (", c.global_batch,
+             ") must be a multiple of 'train.micro_batch' (", c.micro_batch, ")");
+  return c;
+}
+
+}  // namespace zaya

@@ -1,0 +1,33 @@
+// The "train" section of a zaya config: batch shape, evaluation, logging, samples, and the
+// optimizer ("train.optim", parsed by src/optim).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace zaya {
+
+struct TrainConfig {
+  uint64_t seed = 1;
+  int micro_batch = 8;    // sequences per forward/backward
+  int global_batch = 16;  // sequences per optimizer step (a multiple of micro_batch)
+  int64_t max_steps = 0;  // 0 = run until the data phases' token budgets are spent
+  int eval_every = 50;    // steps between validation losses (and at the end)
+  int eval_windows = 32;  // validation sequences per source per evaluation
+  int log_every = 10;     // steps between progress lines when stderr is not a terminal
+  std::string out_dir = "runs/default";
+  std::string tokenizer;      // tokenizer.json of the data, to encode prompts and decode samples
+  int sample_tokens = 64;  // tokens generated per prompt at the end (0 = no samples)
+  float sample_temperature = 0.8f;
+  int sample_top_k = 40;
+  std::vector<std::string> sample_prompts = {"The"};
+  nlohmann::json optim = nlohmann::json::object();  // "train.optim", see optim/optim_config.h
+};
+
+// Parses the "train" object; unknown fields are errors naming `where` and the field.
+TrainConfig train_config_from_json(const nlohmann::json& j, const std::string& where);
+
+}  // namespace zaya
