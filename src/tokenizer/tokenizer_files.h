@@ -1,0 +1,26 @@
+// Tokenizer files: Hugging Face tokenizer.json (BPE model, ByteLevel pre-tokenizer) to read and
+// write, and GPT-2's encoder.json + vocab.bpe to read.
+#pragma once
+
+#include <string>
+
+#include "tokenizer/bpe_tokenizer.h"
+
+namespace zaya {
+
+// A tokenizer.json file, or a directory holding tokenizer.json or encoder.json + vocab.bpe.
+BpeTokenizer load_tokenizer(const std::string& path);
+
+// Errors name the file and field: unsupported model types, pre-tokenizers or normalizers, tokens
+// outside the byte-level alphabet, merges of unknown tokens, missing or repeated ids.
+BpeTokenizer load_hf_tokenizer_json(const std::string& path);
+
+// GPT-2's files: encoder.json maps byte-level tokens to ids, vocab.bpe lists merges by rank after a
+// "#version" line. "<|endoftext|>" becomes a special token.
+BpeTokenizer load_gpt2_tokenizer(const std::string& encoder_json, const std::string& vocab_bpe);
+
+// Writes a Hugging Face tokenizer.json (BPE model, ByteLevel pre-tokenizer and decoder, special
+// tokens as added_tokens) that load_hf_tokenizer_json and Hugging Face's tokenizers read back.
+void save_hf_tokenizer_json(const BpeTokenizer& tokenizer, const std::string& path);
+
+}  // namespace zaya
