@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/step_bench.h"
+#include "cmd_data.h"
 #include "core/error.h"
 #include "model/config.h"
 #include "model/debug_dump.h"
@@ -101,6 +102,10 @@ int main(int argc, char** argv) {
   auto* train = app.add_subcommand("train", "Train a model (not built yet)");
   train->allow_extras();
 
+  // Command families registered from apps/cmd_*.cpp (see apps/commands.h).
+  std::vector<zaya::cli::Runner> runners;
+  runners.push_back(zaya::cli::add_data_commands(app));
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -109,6 +114,10 @@ int main(int argc, char** argv) {
   set_threads(threads);
 
   try {
+    for (const auto& run : runners) {
+      const int rc = run();
+      if (rc != zaya::cli::kNotMine) return rc;
+    }
     if (*info) {
       const zaya::ModelConfig c = zaya::load_model_config(info_config);
       std::printf("%s",
