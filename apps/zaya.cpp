@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/step_bench.h"
+#include "cmd_data.h"
 #include "cmd_tokenizer.h"
 #include "core/error.h"
 #include "model/config.h"
@@ -98,11 +99,15 @@ int main(int argc, char** argv) {
       ->required();
   fwd->add_option("--tokens", fwd_tokens, "comma-separated token ids, e.g. 2,17,99")->required();
 
-  const zaya::cli::Runner tokenizer_runner = zaya::cli::add_tokenizer_commands(app);
 
   // Not built yet: say so plainly.
   auto* train = app.add_subcommand("train", "Train a model (not built yet)");
   train->allow_extras();
+
+  // Command families registered from apps/cmd_*.cpp (see apps/commands.h).
+  std::vector<zaya::cli::Runner> runners;
+  runners.push_back(zaya::cli::add_tokenizer_commands(app));
+  runners.push_back(zaya::cli::add_data_commands(app));
 
   try {
     app.parse(argc, argv);
@@ -112,7 +117,10 @@ int main(int argc, char** argv) {
   set_threads(threads);
 
   try {
-    if (const int rc = tokenizer_runner(); rc != zaya::cli::kNotMine) return rc;
+    for (const auto& run : runners) {
+      const int rc = run();
+      if (rc != zaya::cli::kNotMine) return rc;
+    }
     if (*info) {
       const zaya::ModelConfig c = zaya::load_model_config(info_config);
       std::printf("%s",

@@ -1,0 +1,46 @@
+// `zaya data prepare`: text files -> documents -> token ids -> train/val shards + index.json.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "data/text_encoder.h"
+
+namespace zaya {
+
+struct PrepareOptions {
+  std::vector<std::string> inputs;  // text files, read in order
+  std::string out_dir;              // shards go to out_dir/name/
+  std::string name;                 // source name, e.g. "brown"
+  std::string tokenizer = "bytes";  // recorded in index.json (the encoder itself is passed in)
+  double val_fraction = 0.05;       // share of documents held out for validation
+  int64_t shard_tokens = 50'000'000;
+  std::string doc_separator = "\n\n";
+  uint64_t seed = 0;     // seeds the train/val split
+  bool progress = true;  // progress lines on stderr
+};
+
+struct PrepareSummary {
+  int64_t documents = 0, train_documents = 0, val_documents = 0;
+  int64_t input_bytes = 0;
+  int64_t train_tokens = 0, val_tokens = 0;
+  int64_t train_shards = 0, val_shards = 0;
+  double elapsed_s = 0;
+  std::string source_dir;  // out_dir/name
+};
+
+// Splits `text` at `separator` and trims surrounding whitespace; empty documents are dropped.
+std::vector<std::string_view> split_documents(std::string_view text, std::string_view separator);
+
+// Whether document number `doc_index` (counted over all inputs, from 0) is held out: a pure
+// function of (seed, doc_index), so re-running on the same inputs gives the same split.
+bool is_validation_document(uint64_t seed, int64_t doc_index, double val_fraction);
+
+// Writes out_dir/name/{train-NNNNN.bin, val-NNNNN.bin, index.json}. Each document's tokens are
+// followed by encoder.eos_id(); documents may span shard boundaries. index.json is written last,
+// so its presence marks a complete source.
+PrepareSummary prepare_source(const PrepareOptions& options, const TextEncoder& encoder);
+
+}  // namespace zaya
