@@ -1,0 +1,200 @@
+// Optimizer steps: clipping, weight decay only on >= 2-D tensors, AdamW's first step, Muon's RMS
+// matching, Buffers untouched, determinism and state round trips.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/error.h"
+#include "model/config.h"
+#include "optim/optimizer.h"
+
+namespace zaya {
+namespace {
+
+std::vector<ParamSpec> layout(const std::vector<std::pair<Shape, OptimGroup>>& list,
+                              size_t& total) {
+  std::vector<ParamSpec> specs;
+  total = 0;
+  for (const auto& [shape, group] : list) {
+    ParamSpec p;
+    p.name = str_cat("p", specs.size());
+    p.shape = shape;
+    p.group = group;
+    p.offset = total;
+    p.numel = shape_numel(shape);
+    total += size_t(p.numel);
+    specs.push_back(p);
+  }
+  return specs;
+}
+
+void fill_normal(std::vector<float>& v, uint32_t seed, float scale) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, scale);
+  for (float& x : v) x = normal(rng);
+}
+
+double norm_of(const float* g, size_t n) {
+  double s = 0;
+  for (size_t i = 0; i < n; ++i) s += double(g[i]) * g[i];
+  return std::sqrt(s);
+}
+
+TEST(Optimizer, ClipsToTheGlobalNormAndReturnsThePreClipNorm) {
+  size_t total = 0;
+  const auto specs = layout({{{6, 4}, OptimGroup::Muon}, {{10}, OptimGroup::AdamW}}, total);
+  OptimConfig config;
+  config.grad_clip = 0.5;
+  Optimizer opt(specs, total, config);
+  std::vector<float> w(total), g(total);
+  fill_normal(g, 1, 1.0f);
+  const std::vector<float> g0 = g;
+  const double expected = norm_of(g.data(), total);
+  ASSERT_GT(expected, 0.5);
+  EXPECT_FLOAT_EQ(opt.step(w.data(), g.data(), 1e-3), float(expected));
+  EXPECT_NEAR(norm_of(g.data(), total), 0.5, 1e-6);  // gradients scaled in place
+  // AdamW's first moment saw the clipped gradient: m = (1 − β1)·g·clip/norm.
+  const float* m = opt.state_tensors().at("exp_avg").data<float>();
+  for (size_t i = 24; i < total; ++i)
+    EXPECT_NEAR(m[i], (1 - config.adam_beta1) * g0[i] * 0.5 / expected, 1e-7);
+
+  // Below the threshold, or with clipping off, gradients are left alone.
+  config.grad_clip = 0;
+  Optimizer unclipped(specs, total, config);
+  g = g0;
+  unclipped.step(w.data(), g.data(), 1e-3);
+  EXPECT_EQ(g, g0);
+}
+
+TEST(Optimizer, WeightDecayOnlyOnTensorsWithTwoOrMoreDims) {
+  size_t total = 0;
+  const auto specs = layout({{{4, 3}, OptimGroup::Muon},
+                             {{5, 2}, OptimGroup::AdamW},
+                             {{2, 2, 2}, OptimGroup::AdamW},
+                             {{7}, OptimGroup::AdamW},
+                             {{3}, OptimGroup::Buffer}},
+                            total);
+  OptimConfig config;
+  config.weight_decay = 0.5;
+  Optimizer opt(specs, total, config);
+  std::vector<float> w(total), g(total, 0.0f);  // zero gradients: only the decay moves weights
+  fill_normal(w, 2, 1.0f);
+  const std::vector<float> w0 = w;
+  const double lr = 0.1;
+  opt.step(w.data(), g.data(), lr);
+  for (const ParamSpec& p : specs) {
+    const bool decays = p.shape.size() >= 2;
+    for (int64_t i = 0; i < p.numel; ++i) {
+      const size_t k = p.offset + size_t(i);
+      EXPECT_FLOAT_EQ(w[k], decays ? w0[k] * float(1 - lr * 0.5) : w0[k]) << p.name;
+    }
+  }
+}
+
+TEST(Optimizer, AdamWFirstStepIsLrTimesSign) {
+  size_t total = 0;
+  const auto specs = layout({{{9}, OptimGroup::AdamW}}, total);
+  OptimConfig config;
+  config.adam_eps = 1e-8;
+  Optimizer opt(specs, total, config);
+  std::vector<float> w(total, 1.0f), g(total);
+  fill_normal(g, 3, 1.0f);
+  opt.step(w.data(), g.data(), 0.01);
+  // Bias correction makes m̂ = g and v̂ = g², so the step is lr·g/(|g| + eps).
+  for (size_t i = 0; i < total; ++i)
+    EXPECT_NEAR(w[i], 1.0f - 0.01f * g[i] / (std::abs(g[i]) + 1e-8f), 1e-6);
+}
+
+// Moonlight's RMS matching: O has singular values ≈ 1, so its RMS is ≈ 1/sqrt(max dim) and the
+// scaled update 0.2·sqrt(max)·O has RMS ≈ 0.2 (0.68–1.21 band → [0.136, 0.242]).
+TEST(Optimizer, MuonUpdateRmsMatchesAdamW) {
+  for (const Shape& shape : {Shape{64, 16}, Shape{16, 64}, Shape{40, 40}}) {
+    size_t total = 0;
+    const auto specs = layout({{shape, OptimGroup::Muon}}, total);
+    OptimConfig config;
+    config.weight_decay = 0;
+    config.grad_clip = 0;
+    Optimizer opt(specs, total, config);
+    std::vector<float> w(total, 0.0f), g(total);
+    fill_normal(g, 4, 1.0f);
+    if (shape[0] == shape[1])  // keep the square case well conditioned
+      for (int64_t i = 0; i < shape[0]; ++i) g[size_t(i * shape[1] + i)] += 15.0f;
+    const double lr = 0.01;
+    opt.step(w.data(), g.data(), lr);
+    const double rms = norm_of(w.data(), total) / std::sqrt(double(total)) / lr;
+    EXPECT_GT(rms, 0.136) << shape_str(shape);
+    EXPECT_LT(rms, 0.242) << shape_str(shape);
+  }
+}
+
+TEST(Optimizer, NonFiniteGradientsLeaveWeightsAlone) {
+  size_t total = 0;
+  const auto specs = layout({{{3, 3}, OptimGroup::Muon}, {{4}, OptimGroup::AdamW}}, total);
+  Optimizer opt(specs, total, OptimConfig{});
+  std::vector<float> w(total, 0.5f), g(total, 1.0f);
+  g[10] = std::nanf("");
+  EXPECT_TRUE(std::isnan(opt.step(w.data(), g.data(), 0.1)));
+  EXPECT_EQ(w, std::vector<float>(total, 0.5f));
+  EXPECT_EQ(opt.step_count(), 0);
+}
+
+// Three steps of the tiny model's full registry, run twice: bitwise equal weights and state.
+// The second run restarts from the first's state after step 2, which must not change anything.
+TEST(Optimizer, DeterministicAndResumable) {
+  const ModelConfig mc = load_model_config(ZAYA_SOURCE_DIR "/configs/tiny.json");
+  OptimConfig config;
+  config.grad_clip = 0.1;  // active: the random gradients have a much larger norm
+  auto run = [&](int resume_after, std::vector<float>& weights_out, std::vector<float>& m_out) {
+    ParamStore store(mc);
+    store.init(5);
+    Optimizer opt(store.registry(), config);
+    std::vector<float> g(store.size());
+    for (int s = 0; s < 3; ++s) {
+      if (s == resume_after) {  // a fresh optimizer loaded from the old one's state
+        Optimizer fresh(store.registry(), config);
+        std::map<std::string, Tensor> saved;
+        for (const auto& [name, t] : opt.state_tensors()) saved[name] = t.clone();
+        fresh.load_state(saved, opt.step_count());
+        opt = std::move(fresh);
+      }
+      fill_normal(g, uint32_t(10 + s), 0.01f);
+      std::memcpy(store.grads(), g.data(), g.size() * sizeof(float));
+      opt.step(store, 1e-3 * (s + 1));
+    }
+    weights_out.assign(store.weights(), store.weights() + store.size());
+    const Tensor m = opt.state_tensors().at("exp_avg");
+    m_out.assign(m.data<float>(), m.data<float>() + m.numel());
+  };
+  std::vector<float> w1, m1, w2, m2, w3, m3;
+  run(-1, w1, m1);
+  run(-1, w2, m2);
+  run(2, w3, m3);
+  ASSERT_EQ(w1.size(), w2.size());
+  EXPECT_EQ(std::memcmp(w1.data(), w2.data(), w1.size() * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(m1.data(), m2.data(), m1.size() * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(w1.data(), w3.data(), w1.size() * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(m1.data(), m3.data(), m1.size() * sizeof(float)), 0);
+}
+
+TEST(Optimizer, LoadStateRejectsWrongSizes) {
+  size_t total = 0;
+  const auto specs = layout({{{4}, OptimGroup::AdamW}}, total);
+  Optimizer opt(specs, total, OptimConfig{});
+  std::map<std::string, Tensor> bad = {{"exp_avg", Tensor({5}, DType::F32)},
+                                       {"exp_avg_sq", Tensor({4}, DType::F32)}};
+  EXPECT_THROW(opt.load_state(bad, 1), Error);
+  bad.erase("exp_avg");
+  EXPECT_THROW(opt.load_state(bad, 1), Error);
+}
+
+TEST(Optimizer, RejectsNonMatrixMuonTensors) {
+  size_t total = 0;
+  const auto specs = layout({{{2, 2, 2}, OptimGroup::Muon}}, total);
+  EXPECT_THROW(Optimizer(specs, total, OptimConfig{}), Error);
+}
+
+}  // namespace
+}  // namespace zaya
