@@ -97,6 +97,25 @@ void write_case(const std::string& path, const OptimConfig& config, const std::v
   write_safetensors(path, out, {{"case", meta.dump()}});
 }
 
+// Newton–Schulz alone on random matrices (the directions Muon orthogonalises), to measure how
+// close two fp32 implementations of it get: "ns_in/<r>x<c>", "ns_out/<r>x<c>".
+void write_newton_schulz(const std::string& path) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<std::pair<std::string, Tensor>> out;
+  NsWorkspace ws;
+  for (const Shape& shape : {Shape{48, 16}, Shape{16, 40}, Shape{32, 32}, Shape{256, 96},
+                             Shape{128, 512}, Shape{5, 3}}) {
+    Tensor in(shape, DType::F32), result(shape, DType::F32);
+    for (int64_t i = 0; i < in.numel(); ++i) in.data<float>()[i] = normal(rng);
+    newton_schulz(in.data<float>(), result.data<float>(), shape[0], shape[1], 5, ws);
+    const std::string tag = std::to_string(shape[0]) + "x" + std::to_string(shape[1]);
+    out.emplace_back("ns_in/" + tag, in);
+    out.emplace_back("ns_out/" + tag, result);
+  }
+  write_safetensors(path, out);
+}
+
 int run(int argc, char** argv) {
   ZAYA_CHECK(argc == 2, "usage: zaya_optim_dump OUT_DIR");
   const std::filesystem::path dir = argv[1];
@@ -118,6 +137,7 @@ int run(int argc, char** argv) {
   clipped.adam_eps = 1e-6;
   write_case((dir / "clip_momentum.safetensors").string(), clipped,
              {0.005, 0.005, 0.004, 0.003, 0.002}, 2);
+  write_newton_schulz((dir / "newton_schulz.ns").string());
   return 0;
 }
 

@@ -44,6 +44,7 @@ TEST(LearningRate, WsdPlateauThenLinearDecay) {
   EXPECT_DOUBLE_EQ(learning_rate(c, 101, 1000), 1e-3);
   EXPECT_DOUBLE_EQ(learning_rate(c, 799, 1000), 1e-3);
   EXPECT_DOUBLE_EQ(learning_rate(c, 800, 1000), 1e-3);
+  EXPECT_DOUBLE_EQ(learning_rate(c, 801, 1000), 1e-3 - 9e-4 / 200);  // decay starts at once
   EXPECT_DOUBLE_EQ(learning_rate(c, 900, 1000), 5.5e-4);
   EXPECT_DOUBLE_EQ(learning_rate(c, 1000, 1000), 1e-4);
   OptimConfig overlap = c;

@@ -2,6 +2,7 @@
 // matching, Buffers untouched, determinism and state round trips.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -127,6 +128,18 @@ TEST(Optimizer, MuonUpdateRmsMatchesAdamW) {
     const double rms = norm_of(w.data(), total) / std::sqrt(double(total)) / lr;
     EXPECT_GT(rms, 0.136) << shape_str(shape);
     EXPECT_LT(rms, 0.242) << shape_str(shape);
+    // Exactly: the first momentum direction is ∝ g, and NS is scale-invariant (up to its 1e-7
+    // guard), so W = −lr·0.2·sqrt(max(rows, cols))·NS(g).
+    std::vector<float> ortho(total);
+    NsWorkspace ws;
+    newton_schulz(g.data(), ortho.data(), shape[0], shape[1], 5, ws);
+    const double scale = lr * 0.2 * std::sqrt(double(std::max(shape[0], shape[1])));
+    double max_diff = 0, max_ref = 0;
+    for (size_t i = 0; i < total; ++i) {
+      max_diff = std::max(max_diff, std::abs(w[i] + scale * ortho[i]));
+      max_ref = std::max(max_ref, std::abs(scale * ortho[i]));
+    }
+    EXPECT_LT(max_diff, 1e-5 * max_ref) << shape_str(shape);
   }
 }
 
