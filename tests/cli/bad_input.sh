@@ -47,7 +47,7 @@ expect_error token-out-of-vocab "token id 97 at position 3 is outside the vocabu
 cp -r "$WORK/dump/model" "$WORK/trunc"
 truncate -s -100 "$WORK/trunc/model.safetensors"
 expect_error truncated-weights "lies outside the data section" -- "$ZAYA" forward --model "$WORK/trunc" --tokens 1,2,3
-expect_error train-not-built "not built yet" -- "$ZAYA" train --config "$SRC/configs/tiny.json"
+expect_error train-without-data "missing section 'train'" -- "$ZAYA" train --config "$SRC/configs/tiny.json"
 
 echo "bad_input: $passes passed, $fails failed"
 [[ $fails -eq 0 ]]

@@ -1,0 +1,91 @@
+// zaya train / plot / sample.
+#include "cmd_train.h"
+
+#include <cstdio>
+#include <memory>
+
+#include "model/weights_io.h"
+#include "tokenizer/bpe_tokenizer.h"
+#include "tokenizer/tokenizer_files.h"
+#include "train/plot.h"
+#include "train/sampler.h"
+#include "train/trainer.h"
+
+namespace zaya::cli {
+
+namespace {
+
+struct TrainArgs {
+  TrainOptions train;
+  bool no_progress = false;
+  std::string metrics, plot_out;
+  double baseline = -1;
+  std::string model_dir, tokenizer, prompt = "The";
+  SampleOptions sample;
+};
+
+}  // namespace
+
+Runner add_train_commands(CLI::App& app) {
+  auto args = std::make_shared<TrainArgs>();
+  auto* train = app.add_subcommand(
+      "train", "Train a ZAYA1 model: config sections model, data and train (see configs/)");
+  train->add_option("--config", args->train.config_path, "zaya JSON config")->required();
+  train->add_option("--out", args->train.out_dir, "run directory (default: train.out_dir)");
+  train->add_option("--max-steps", args->train.max_steps,
+                    "stop after this many optimizer steps (default: train.max_steps, or until "
+                    "the data phases' token budgets are spent)");
+  train->add_flag("--no-progress", args->no_progress, "no live progress line");
+
+  auto* plot = app.add_subcommand("plot", "Draw a run's loss curve (metrics.jsonl) as SVG");
+  plot->add_option("--metrics", args->metrics, "metrics JSON lines of a run")->required();
+  plot->add_option("--out", args->plot_out, "output .svg")->required();
+  plot->add_option("--baseline", args->baseline, "draw a horizontal baseline at this loss");
+
+  auto* sample = app.add_subcommand("sample", "Generate text from a model directory");
+  sample->add_option("--model", args->model_dir, "model directory")->required();
+  sample->add_option("--tokenizer", args->tokenizer, "tokenizer.json of the model's data")
+      ->required();
+  sample->add_option("--prompt", args->prompt, "text to continue")->capture_default_str();
+  sample->add_option("--tokens", args->sample.max_new_tokens, "tokens to generate")
+      ->capture_default_str();
+  sample->add_option("--temperature", args->sample.temperature, "0 = greedy")
+      ->capture_default_str();
+  sample->add_option("--top-k", args->sample.top_k, "sample among the k likeliest (0 = all)")
+      ->capture_default_str();
+  sample->add_option("--seed", args->sample.seed, "sampling seed")->capture_default_str();
+
+  return [=]() -> int {
+    if (*train) {
+      args->train.progress = !args->no_progress;
+      const TrainSummary s = run_training(args->train);
+      std::printf("trained %lld steps, %lld tokens in %.1f s%s\n", (long long)s.steps,
+                  (long long)s.tokens, s.elapsed_s, s.interrupted ? " (interrupted)" : "");
+      std::printf(
+          "final train loss %.4f, validation loss %.4f, unigram baseline %.4f "
+          "(nats/token)\n",
+          s.final_loss, s.final_val_loss, s.unigram_val_loss);
+      std::printf("metrics %s\nloss plot %s\nmodel %s\n", s.metrics_path.c_str(),
+                  s.plot_path.c_str(), s.model_dir.c_str());
+      for (const auto& text : s.samples) std::printf("--- sample\n%s\n", text.c_str());
+      return 0;
+    }
+    if (*plot) {
+      PlotOptions po;
+      po.baseline = args->baseline;
+      plot_loss_svg(args->metrics, args->plot_out, po);
+      std::printf("wrote %s\n", args->plot_out.c_str());
+      return 0;
+    }
+    if (*sample) {
+      auto model = load_model_dir(args->model_dir);
+      const BpeTokenizer tok = load_tokenizer(args->tokenizer);
+      const auto ids = generate(*model, tok.encode(args->prompt), args->sample);
+      std::printf("%s\n", tok.decode(ids).c_str());
+      return 0;
+    }
+    return kNotMine;
+  };
+}
+
+}  // namespace zaya::cli

@@ -1,0 +1,35 @@
+// `zaya train`: the step loop. Each optimizer step draws global_batch sequences (the batch-size
+// ramp may draw fewer early on) as micro-batches of global sample indices g, g+1, ... from the
+// data loader (whose order is a pure function of seed and g), accumulates gradients, clips, steps
+// AdamW + Muon, then updates the routers' balancing biases from the step's expert loads.
+// Metrics go to OUT/metrics.jsonl, the final model to OUT/model, the loss plot to OUT/loss.svg.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace zaya {
+
+struct TrainOptions {
+  std::string config_path;
+  std::string out_dir;     // overrides train.out_dir when set
+  int64_t max_steps = -1;  // overrides train.max_steps when ≥ 0
+  bool progress = true;    // live progress line on stderr
+};
+
+struct TrainSummary {
+  int64_t steps = 0;
+  int64_t tokens = 0;
+  double final_loss = 0;
+  double final_val_loss = 0;
+  double unigram_val_loss = 0;  // entropy of the validation tokens' own unigram distribution
+  double elapsed_s = 0;
+  bool interrupted = false;
+  std::string out_dir, metrics_path, plot_path, model_dir;
+  std::vector<std::string> samples;
+};
+
+TrainSummary run_training(const TrainOptions& opt);
+
+}  // namespace zaya
