@@ -44,8 +44,8 @@ Runner add_data_commands(CLI::App& app) {
                       "blank line)");
   prepare
       ->add_option("--tokenizer", args->tokenizer,
-                   "tokenizer: 'bytes' (byte-level, vocab 257); tokenizer.json files arrive "
-                   "with the tokenizer work")
+                   "a tokenizer.json (zaya tokenizer train), a directory with GPT-2's "
+                   "encoder.json + vocab.bpe, or 'bytes' (byte-level, vocab 257)")
       ->capture_default_str();
   prepare->add_option("--seed", o.seed, "seed of the train/val split")->capture_default_str();
   prepare->add_flag("!--no-progress", o.progress, "no progress lines on stderr");

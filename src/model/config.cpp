@@ -124,7 +124,7 @@ json model_config_to_json(const ModelConfig& c) {
               {"pad_token_id", c.pad_token_id}};
 }
 
-ModelConfig load_model_config(const std::string& path) {
+json read_config_file(const std::string& path) {
   std::ifstream in(path);
   ZAYA_CHECK(in.good(), "cannot open config file '", path, "'");
   json j;
@@ -138,6 +138,11 @@ ModelConfig load_model_config(const std::string& path) {
     ZAYA_CHECK(key == "model" || key == "description" || key == "data" || key == "train", path,
                ": unknown top-level field '", key, "' (known: model, data, train, description)");
   }
+  return j;
+}
+
+ModelConfig load_model_config(const std::string& path) {
+  const json j = read_config_file(path);
   ZAYA_CHECK(j.contains("model"), path, ": missing required section 'model'");
   return model_config_from_json(j.at("model"), path);
 }

@@ -46,6 +46,9 @@ struct ModelConfig {
 ModelConfig model_config_from_json(const nlohmann::json& j, const std::string& where);
 nlohmann::json model_config_to_json(const ModelConfig& c);
 
+// Reads a zaya config file: errors name the file when it is missing, not JSON, or has a
+// top-level field other than model, data, train and description.
+nlohmann::json read_config_file(const std::string& path);
 // Reads a zaya config file ({"model": {...}, ...}) and returns its model section.
 ModelConfig load_model_config(const std::string& path);
 

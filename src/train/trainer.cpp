@@ -110,15 +110,9 @@ EvalResult evaluate(ZayaModel& model, const DataLoader& loader, int seq_len, int
 TrainSummary run_training(const TrainOptions& opt) {
   const auto t_start = std::chrono::steady_clock::now();
   const std::string& path = opt.config_path;
-  std::ifstream in(path);
-  ZAYA_CHECK(in.good(), "cannot open config file '", path, "'");
-  json root;
-  try {
-    root = json::parse(in);
-  } catch (const json::parse_error& e) {
-    ZAYA_FAIL(path, ": malformed JSON: ", e.what());
-  }
-  const ModelConfig mc = load_model_config(path);  // validates the top level and the model
+  const json root = read_config_file(path);
+  ZAYA_CHECK(root.contains("model"), path, ": missing required section 'model'");
+  const ModelConfig mc = model_config_from_json(root["model"], path);
   ZAYA_CHECK(root.contains("train"), path, ": missing section 'train' (zaya train needs it)");
   ZAYA_CHECK(root.contains("data"), path, ": missing section 'data' (zaya train needs it)");
   TrainConfig tc = train_config_from_json(root["train"], path);
@@ -215,6 +209,7 @@ TrainSummary run_training(const TrainOptions& opt) {
                 {"grad_norm", grad_norm},
                 {"batch_sequences", seqs},
                 {"seq_len", S},
+                {"step_tokens", seqs * S},
                 {"tokens_per_s", seqs * S / dt}};
     json load = json::array();
     for (int k = 0; k < n_moe; ++k) {
