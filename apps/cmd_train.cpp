@@ -35,6 +35,9 @@ Runner add_train_commands(CLI::App& app) {
   train->add_option("--max-steps", args->train.max_steps,
                     "stop after this many optimizer steps (default: train.max_steps, or until "
                     "the data phases' token budgets are spent)");
+  train->add_option("--resume", args->train.resume,
+                    "continue from a checkpoint: 'auto' (the newest complete one under OUT/ckpt) "
+                    "or a checkpoint directory");
   train->add_flag("--no-progress", args->no_progress, "no live progress line");
 
   auto* plot = app.add_subcommand("plot", "Draw a run's loss curve (metrics.jsonl) as SVG");
@@ -59,6 +62,10 @@ Runner add_train_commands(CLI::App& app) {
     if (*train) {
       args->train.progress = !args->no_progress;
       const TrainSummary s = run_training(args->train);
+      if (!s.resumed_from.empty())
+        std::printf("resumed from %s at step %lld\n", s.resumed_from.c_str(),
+                    (long long)s.resumed_step);
+      if (!s.last_checkpoint.empty()) std::printf("checkpoint %s\n", s.last_checkpoint.c_str());
       std::printf("trained %lld steps, %lld tokens in %.1f s%s\n", (long long)s.steps,
                   (long long)s.tokens, s.elapsed_s, s.interrupted ? " (interrupted)" : "");
       std::printf(

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/step_bench.h"
+#include "cmd_ckpt.h"
 #include "cmd_data.h"
 #include "cmd_tokenizer.h"
 #include "cmd_train.h"
@@ -97,6 +98,7 @@ int main(int argc, char** argv) {
   runners.push_back(zaya::cli::add_tokenizer_commands(app));
   runners.push_back(zaya::cli::add_data_commands(app));
   runners.push_back(zaya::cli::add_train_commands(app));
+  runners.push_back(zaya::cli::add_ckpt_commands(app));
 
   try {
     app.parse(argc, argv);

@@ -6,8 +6,8 @@
 
 namespace zaya {
 
-MetricsWriter::MetricsWriter(const std::string& path) : path_(path) {
-  file_ = std::fopen(path.c_str(), "w");
+MetricsWriter::MetricsWriter(const std::string& path, bool append) : path_(path) {
+  file_ = std::fopen(path.c_str(), append ? "a" : "w");
   ZAYA_CHECK(file_, "cannot write metrics file '", path, "'");
 }
 

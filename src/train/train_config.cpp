@@ -30,6 +30,12 @@ TrainConfig train_config_from_json(const nlohmann::json& j, const std::string& w
       integer(c.log_every, 1);
     else if (key == "sample_tokens")
       integer(c.sample_tokens, 0);
+    else if (key == "checkpoint_every")
+      integer(c.checkpoint_every, 0);
+    else if (key == "keep_last")
+      integer(c.keep_last, 1);
+    else if (key == "keep_every")
+      integer(c.keep_every, 0);
     else if (key == "sample_top_k")
       integer(c.sample_top_k, 0);
     else if (key == "out_dir" || key == "tokenizer") {
@@ -53,7 +59,7 @@ TrainConfig train_config_from_json(const nlohmann::json& j, const std::string& w
       ZAYA_FAIL(where, ": unknown field ", field,
                 " (known: seed, micro_batch, global_batch, max_steps, eval_every, eval_windows, "
                 "log_every, out_dir, tokenizer, sample_tokens, sample_temperature, sample_top_k, "
-                "sample_prompts, optim)");
+                "sample_prompts, checkpoint_every, keep_last, keep_every, optim)");
     }
   }
   ZAYA_CHECK(c.global_batch % c.micro_batch == 0, where, ": 'train.global_batch' (", c.global_batch,

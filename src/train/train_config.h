@@ -24,6 +24,11 @@ struct TrainConfig {
   float sample_temperature = 0.8f;
   int sample_top_k = 40;
   std::vector<std::string> sample_prompts = {"The"};
+  // Checkpoints under OUT/ckpt (see ckpt/checkpoint.h): one every checkpoint_every steps and at
+  // the end (0 = none); retention keeps the newest keep_last and every keep_every-th step.
+  int64_t checkpoint_every = 0;
+  int keep_last = 3;
+  int64_t keep_every = 0;
   nlohmann::json optim = nlohmann::json::object();  // "train.optim", see optim/optim_config.h
 };
 

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/cpu/loss.h"
+#include "ckpt/async_saver.h"
 #include "core/error.h"
 #include "data/loader.h"
 #include "model/config.h"
@@ -146,13 +147,52 @@ TrainSummary run_training(const TrainOptions& opt) {
   sum.metrics_path = (fs::path(tc.out_dir) / "metrics.jsonl").string();
   sum.plot_path = (fs::path(tc.out_dir) / "loss.svg").string();
   sum.model_dir = (fs::path(tc.out_dir) / "model").string();
-  MetricsWriter metrics(sum.metrics_path);
+  // Resume: the checkpoint is read before the metrics file is opened, so the metrics of steps
+  // past the checkpoint (from the interrupted run) can be dropped and the rest continued.
+  const std::string ckpt_root = (fs::path(tc.out_dir) / "ckpt").string();
+  std::string resume_dir = opt.resume;
+  if (resume_dir == "auto") {
+    resume_dir = find_latest_checkpoint(
+        ckpt_root, [](const std::string& msg) { std::fprintf(stderr, "%s\n", msg.c_str()); });
+    if (resume_dir.empty())
+      std::fprintf(stderr, "resume auto: no complete checkpoint under %s, starting from step 0\n",
+                   ckpt_root.c_str());
+  }
+  LoadedCheckpoint resumed;
+  if (!resume_dir.empty()) {
+    resumed = load_checkpoint(resume_dir);
+    ZAYA_CHECK(resumed.state.seed == tc.seed, "checkpoint ", resume_dir, ": saved with seed ",
+               resumed.state.seed, " but 'train.seed' is ", tc.seed,
+               "; the data order would differ, so the run could not continue exactly");
+    ZAYA_CHECK(resumed.state.step <= total_steps, "checkpoint ", resume_dir, " is at step ",
+               resumed.state.step, ", past this run's last step ", total_steps);
+    sum.resumed_from = resume_dir;
+    sum.resumed_step = resumed.state.step;
+    std::vector<json> kept;
+    if (fs::exists(sum.metrics_path))
+      for (json& r : read_metrics(sum.metrics_path))
+        if (r.value("step", int64_t(0)) <= resumed.state.step) kept.push_back(std::move(r));
+    std::ofstream rewrite(sum.metrics_path);
+    for (const json& r : kept) rewrite << r.dump() << "\n";
+  }
+  MetricsWriter metrics(sum.metrics_path, !resume_dir.empty());
 
   ZayaModel model(mc);
   model.params().init(tc.seed);
   Optimizer optimizer(model.params().registry(), oc);
   RouterBalancer balancer(model.params().registry(), oc);
   const int n_moe = int(mc.num_moe_stages()), n_routes = int(mc.num_routes());
+  int64_t g = 0, tokens_done = 0, step = 0;
+  if (!resume_dir.empty()) {
+    restore_checkpoint(resumed, model.params(), optimizer, balancer);
+    step = resumed.state.step;
+    g = resumed.state.sample_index;
+    tokens_done = resumed.state.tokens_done;
+    resumed.tensors.clear();  // the state now lives in the model and optimizer
+    std::fprintf(stderr, "resumed from %s: step %lld, sample index %lld, %lld tokens\n",
+                 resume_dir.c_str(), (long long)step, (long long)g, (long long)tokens_done);
+  }
+  ShardedCheckpoint checkpoints(ckpt_root, tc.keep_last, tc.keep_every);
 
   const bool tty = opt.progress && isatty(STDERR_FILENO);
   g_interrupts = 0;
@@ -161,11 +201,9 @@ TrainSummary run_training(const TrainOptions& opt) {
                tc.out_dir.c_str(), (long long)total_steps, (long long)dc.total_tokens(),
                omp_get_max_threads());
 
-  int64_t g = 0, tokens_done = 0;
   std::vector<int32_t> window, tokens, targets;
   EvalResult last_eval;
   double train_s = 0;
-  int64_t step = 0;
   for (; step < total_steps; ++step) {
     const auto t0 = std::chrono::steady_clock::now();
     const int phase = loader.phase_at(tokens_done);
@@ -241,6 +279,15 @@ TrainSummary run_training(const TrainOptions& opt) {
       std::fprintf(stderr, "\r\033[K%s", line);
     else if ((step + 1) % tc.log_every == 0 || last || rec.contains("val_loss"))
       std::fprintf(stderr, "%s\n", line);
+    if (tc.checkpoint_every > 0 && ((step + 1) % tc.checkpoint_every == 0 || last)) {
+      TrainerState st;
+      st.step = step + 1;
+      st.tokens_done = tokens_done;
+      st.sample_index = g;
+      st.seed = tc.seed;
+      st.config = root;
+      checkpoints.save(model.params(), optimizer, balancer, st);  // writes in the background
+    }
     if (g_interrupts > 0) {
       sum.interrupted = true;
       ++step;
@@ -250,6 +297,8 @@ TrainSummary run_training(const TrainOptions& opt) {
   if (tty) std::fprintf(stderr, "\n");
   std::signal(SIGINT, previous_handler);
 
+  checkpoints.wait();  // the final save must be on disk before the run reports success
+  sum.last_checkpoint = checkpoints.last_saved();
   sum.steps = step;
   sum.tokens = tokens_done;
   sum.final_val_loss = last_eval.loss;

@@ -2,7 +2,9 @@
 // ramp may draw fewer early on) as micro-batches of global sample indices g, g+1, ... from the
 // data loader (whose order is a pure function of seed and g), accumulates gradients, clips, steps
 // AdamW + Muon, then updates the routers' balancing biases from the step's expert loads.
-// Metrics go to OUT/metrics.jsonl, the final model to OUT/model, the loss plot to OUT/loss.svg.
+// Checkpoints go to OUT/ckpt (see ckpt/checkpoint.h); a resumed run continues bitwise as if
+// uninterrupted. Metrics go to OUT/metrics.jsonl, the final model to OUT/model, the loss plot to
+// OUT/loss.svg.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +18,9 @@ struct TrainOptions {
   std::string out_dir;     // overrides train.out_dir when set
   int64_t max_steps = -1;  // overrides train.max_steps when ≥ 0
   bool progress = true;    // live progress line on stderr
+  // "auto": the newest checkpoint under OUT/ckpt that verifies (none: start from scratch);
+  // otherwise a checkpoint directory. Empty: no resume.
+  std::string resume;
 };
 
 struct TrainSummary {
@@ -27,6 +32,9 @@ struct TrainSummary {
   double elapsed_s = 0;
   bool interrupted = false;
   std::string out_dir, metrics_path, plot_path, model_dir;
+  std::string resumed_from;     // checkpoint directory, empty for a fresh run
+  std::string last_checkpoint;  // newest checkpoint this run wrote
+  int64_t resumed_step = 0;
   std::vector<std::string> samples;
 };
 

@@ -1,0 +1,87 @@
+// zaya ckpt inspect DIR: what a checkpoint holds and whether it is complete and intact. DIR is one
+// checkpoint (step-N/) or a directory of them (a run's ckpt/), which lists each with its status.
+#include "cmd_ckpt.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+
+#include "ckpt/checkpoint.h"
+#include "core/error.h"
+
+namespace zaya::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// Prints one checkpoint; returns false when it does not verify.
+bool inspect_one(const std::string& dir) {
+  json m;
+  try {
+    m = verify_checkpoint(dir);
+  } catch (const Error& e) {
+    std::printf("%s: INVALID\n  %s\n", dir.c_str(), e.what());
+    return false;
+  }
+  const json& tr = m["trainer"];
+  std::printf("%s: complete, checksums verified\n", dir.c_str());
+  std::printf("  step %lld, world size %d, tokens %lld, sample index %lld, seed %llu\n",
+              (long long)m["step"].get<int64_t>(), m["world_size"].get<int>(),
+              (long long)tr["tokens_done"].get<int64_t>(),
+              (long long)tr["sample_index"].get<int64_t>(),
+              (unsigned long long)m["rng"]["seed"].get<uint64_t>());
+  std::printf("  optimizer steps %lld, balancer steps %lld, flat state %lld floats\n",
+              (long long)tr["optimizer_steps"].get<int64_t>(),
+              (long long)tr["balancer_steps"].get<int64_t>(),
+              (long long)m["optimizer"]["total_floats"].get<int64_t>());
+  std::map<std::string, std::pair<int64_t, int64_t>> kinds;  // tensors, elements
+  for (const json& t : m["tensors"]) {
+    auto& k = kinds[t["kind"].get<std::string>()];
+    ++k.first;
+    k.second += shape_numel(t["shape"].get<Shape>());
+  }
+  for (const auto& [kind, k] : kinds)
+    std::printf("  %-10s %5lld tensors %12lld elements\n", kind.c_str(), (long long)k.first,
+                (long long)k.second);
+  uint64_t total = 0;
+  for (const json& f : m["files"]) {
+    total += f["bytes"].get<uint64_t>();
+    std::printf("  %s  %llu bytes  fnv1a64 %s  ok\n", f["name"].get<std::string>().c_str(),
+                (unsigned long long)f["bytes"].get<uint64_t>(),
+                f["fnv1a64"].get<std::string>().c_str());
+  }
+  std::printf("  total %llu bytes\n", (unsigned long long)total);
+  return true;
+}
+
+}  // namespace
+
+Runner add_ckpt_commands(CLI::App& app) {
+  auto dir = std::make_shared<std::string>();
+  auto* ckpt = app.add_subcommand("ckpt", "Checkpoints");
+  ckpt->require_subcommand(1);
+  auto* inspect = ckpt->add_subcommand(
+      "inspect", "Show a checkpoint (or every checkpoint in a directory) and verify it");
+  inspect->add_option("dir", *dir, "step-N checkpoint directory, or a run's ckpt/ directory")
+      ->required();
+  return [=]() -> int {
+    if (!*inspect) return kNotMine;
+    ZAYA_CHECK(fs::is_directory(*dir), "ckpt inspect: '", *dir, "' is not a directory");
+    if (fs::exists(fs::path(*dir) / "manifest.json") || fs::exists(fs::path(*dir) / "COMPLETE") ||
+        fs::path(*dir).filename().string().rfind("step-", 0) == 0)
+      return inspect_one(*dir) ? 0 : 1;
+    std::map<std::string, bool> dirs;
+    for (const auto& d : fs::directory_iterator(*dir))
+      if (d.is_directory() && d.path().filename().string().rfind("step-", 0) == 0)
+        dirs[d.path().string()] = true;
+    ZAYA_CHECK(!dirs.empty(), "ckpt inspect: no step-N checkpoint directories in '", *dir, "'");
+    bool all_ok = true;
+    for (const auto& [d, unused] : dirs) all_ok = inspect_one(d) && all_ok;
+    return all_ok ? 0 : 1;
+  };
+}
+
+}  // namespace zaya::cli

@@ -1,0 +1,10 @@
+#pragma once
+
+#include "commands.h"
+
+namespace zaya::cli {
+
+// zaya ckpt inspect.
+Runner add_ckpt_commands(CLI::App& app);
+
+}  // namespace zaya::cli

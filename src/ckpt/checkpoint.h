@@ -1,0 +1,91 @@
+// Sharded checkpoints. A checkpoint is a directory ROOT/step-NNNNNNNN/ holding
+//   rank-RRRRR.safetensors  one per rank, each written by its rank at the same time;
+//   manifest.json           global tensor shapes/dtypes, which flat-range chunk of which tensor
+//                           each file holds, the optimizer state layout, trainer state (step,
+//                           tokens, global sample index g, optimizer/balancer step counts), the
+//                           config, the seed, the world size and an FNV-1a 64 checksum per file;
+//   COMPLETE                written last; holds the manifest's checksum.
+// Rank r owns the flat-buffer range [r·T/W, (r+1)·T/W) of the registry layout (T floats, W ranks),
+// the ZeRO-1 partition; a tensor cut by a range boundary is stored as 1-D chunks, so a loader for
+// any world size can assemble any tensor from the chunks that overlap it. Writes go to
+// step-N.tmp/ (files and directory fsynced) and are renamed into place, so a crash never leaves
+// a directory that looks complete.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/tensor.h"
+#include "model/params.h"
+
+namespace zaya {
+
+class Optimizer;
+class RouterBalancer;
+
+// Everything besides tensors that a bitwise-exact resume needs.
+struct TrainerState {
+  int64_t step = 0;          // optimizer steps done
+  int64_t tokens_done = 0;   // selects the curriculum phase
+  int64_t sample_index = 0;  // global sample index g: the loader's order is a pure function of it
+  int64_t optimizer_steps = 0;  // AdamW bias correction t
+  int64_t balancer_steps = 0;   // router-bias AdamW t
+  uint64_t seed = 0;            // the only RNG state: data order and init derive from it
+  nlohmann::json config;        // the run's whole config file
+};
+
+// An in-memory copy of the model and optimizer state, taken between steps; writing it may then
+// proceed while training changes the live buffers.
+struct CheckpointSnapshot {
+  TrainerState state;
+  std::vector<ParamSpec> specs;            // registry layout
+  Tensor weights, exp_avg, exp_avg_sq;     // flat [total_floats]
+  std::map<std::string, Tensor> balancer;  // router balancer state, not in the flat layout
+};
+
+CheckpointSnapshot take_snapshot(const ParamStore& params, const Optimizer& optimizer,
+                                 const RouterBalancer& balancer, TrainerState state);
+
+// "ROOT/step-00000042".
+std::string checkpoint_dir_name(const std::string& root, int64_t step);
+
+// Writes snapshot as a checkpoint of `world_size` rank files (a single process writes every
+// rank's file here; with a communicator each rank writes its own and rank 0 the manifest).
+// Returns the final directory. Replaces an existing directory of the same step.
+std::string write_checkpoint(const std::string& root, const CheckpointSnapshot& snap,
+                             int world_size = 1);
+
+// A checkpoint read back: manifest plus every tensor assembled to its global shape.
+struct LoadedCheckpoint {
+  std::string dir;
+  nlohmann::json manifest;
+  TrainerState state;
+  int world_size = 1;
+  std::map<std::string, Tensor> tensors;  // manifest tensor name -> full tensor
+};
+
+// Checks the COMPLETE marker, the manifest (fields, types, chunk coverage) and every file's size
+// and checksum; throws zaya::Error naming the directory, file and field. Returns the manifest.
+nlohmann::json verify_checkpoint(const std::string& dir);
+LoadedCheckpoint load_checkpoint(const std::string& dir);
+
+// Copies a loaded checkpoint into the live state; shapes must match the model's registry.
+void restore_checkpoint(const LoadedCheckpoint& ck, ParamStore& params, Optimizer& optimizer,
+                        RouterBalancer& balancer);
+
+// The newest checkpoint under root that verifies; each skipped one is reported through `skipped`
+// ("checkpoint DIR: reason, skipped"). Empty when none qualifies.
+std::string find_latest_checkpoint(const std::string& root,
+                                   const std::function<void(const std::string&)>& skipped);
+
+// Retention: keeps the newest keep_last complete checkpoints and every one whose step is a
+// multiple of keep_every (0 = none); removes the other complete ones. Returns removed dirs.
+std::vector<std::string> apply_retention(const std::string& root, int keep_last,
+                                         int64_t keep_every);
+
+}  // namespace zaya
