@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Checkpoints in CI: a tiny ZAYA1 on 400 KB of the Brown corpus, 20 steps, a checkpoint every 5.
+# Run A goes straight through; run B stops at step 10 and resumes with --resume auto: its final
+# model.safetensors must be byte-identical to A's. Then the newest checkpoint of B's first half is
+# damaged three ways (truncated shard, flipped byte, missing COMPLETE): each is detected and named,
+# --resume auto falls back to step 5, and the run still ends bitwise equal to A.
+set -uo pipefail
+ZAYA=$1; SRC=$2; WORK=$3
+BROWN=$SRC/data/raw/brown.txt
+if [[ ! -s $BROWN ]]; then
+  echo "ckpt_test: $BROWN is missing; run scripts/setup.sh (it fetches the Brown corpus)"; exit 1
+fi
+rm -rf "$WORK"; mkdir -p "$WORK"
+passes=0; fails=0
+check() {  # check "what" command...
+  local what=$1; shift
+  if "$@"; then echo "ok   $what"; passes=$((passes + 1)); else echo "FAIL $what"; fails=$((fails + 1)); fi
+}
+run() {  # run LOG args...: zaya train, keeping the log; a failure is printed
+  local log=$1; shift
+  "$ZAYA" --threads 1 train --config "$WORK/train.json" --no-progress "$@" > "$log" 2>&1 \
+    || { echo "zaya train $* failed:"; cat "$log"; return 1; }
+}
+head -c 400000 "$BROWN" > "$WORK/brown.txt"
+"$ZAYA" tokenizer train --input "$WORK/brown.txt" --vocab-size 300 --out "$WORK/tokenizer.json" > "$WORK/tok.log" 2>&1 || { cat "$WORK/tok.log"; exit 1; }
+"$ZAYA" data prepare --tokenizer "$WORK/tokenizer.json" --input "$WORK/brown.txt" --name brown \
+  --out "$WORK/data" --val-fraction 0.1 > "$WORK/prep.log" 2>&1 || { cat "$WORK/prep.log"; exit 1; }
+# 20 steps: 8 sequences of 32 tokens at full batch, a ramp from 4, two phases.
+cat > "$WORK/train.json" <<JSON
+{
+  "model": {"vocab_size": 300, "hidden_size": 32, "num_stages": 4, "num_q_heads": 2,
+            "num_kv_heads": 1, "head_dim": 8, "num_experts": 4, "expert_hidden": 32,
+            "router_dim": 8, "rope_theta": 10000.0, "partial_rotary_factor": 0.5,
+            "max_seq_len": 32},
+  "data": {"dir": "$WORK/data", "sources": ["brown"],
+           "phases": [{"name": "a", "tokens": 3072, "seq_len": 32, "rope_theta": 10000.0, "mixture": {"brown": 1.0}},
+                      {"name": "b", "tokens": 896, "seq_len": 16, "rope_theta": 20000.0, "mixture": {"brown": 1.0}}]},
+  "train": {"seed": 11, "micro_batch": 4, "global_batch": 8, "eval_every": 7, "eval_windows": 4,
+            "log_every": 5, "out_dir": "$WORK/A", "sample_tokens": 0,
+            "checkpoint_every": 5, "keep_last": 2, "keep_every": 10,
+            "optim": {"lr": 3e-3, "min_lr": 3e-4, "warmup_steps": 3, "schedule": "cosine",
+                      "router_bias_lr": 1e-2, "batch_ramp": {"start_sequences": 4, "ramp_steps": 4}}}
+}
+JSON
+run "$WORK/A.log" || exit 1
+steps=$(grep -c . "$WORK/A/metrics.jsonl")
+check "run A: 20 steps ($steps)" test "$steps" = 20
+check "retention keep_last 2, keep_every 10: step 10, 15, 20 remain" \
+  test "$(cd "$WORK/A/ckpt" && echo step-*)" = "step-00000010 step-00000015 step-00000020"
+check "zaya ckpt inspect: complete, verified" bash -c \
+  "'$ZAYA' ckpt inspect '$WORK/A/ckpt/step-00000020' > '$WORK/inspect.log' && grep -q 'step 20, world size 1' '$WORK/inspect.log'"
+
+# Run B: stop at 10, resume to the end.
+run "$WORK/B1.log" --out "$WORK/B" --max-steps 10 || exit 1
+cp -r "$WORK/B" "$WORK/B_at10"
+run "$WORK/B2.log" --out "$WORK/B" --resume auto || exit 1
+check "run B resumed from step 10" grep -q "resumed from $WORK/B/ckpt/step-00000010: step 10" "$WORK/B2.log"
+check "resumed final model is bitwise equal to the uninterrupted one" \
+  cmp "$WORK/A/model/model.safetensors" "$WORK/B/model/model.safetensors"
+# B's first half also evaluated at its last step (10), so val_loss is compared where both have it.
+check "resumed metrics equal apart from tokens_per_s (and B's extra evaluation at step 10)" /usr/bin/python3 -c "
+import json, sys
+strip = lambda r: {k: v for k, v in r.items() if k not in ('tokens_per_s', 'val_loss')}
+a, b = [[json.loads(l) for l in open(f'$WORK/{r}/metrics.jsonl')] for r in ('A', 'B')]
+same = [strip(x) == strip(y) and x.get('val_loss', y.get('val_loss')) == y.get('val_loss', x.get('val_loss'))
+        for x, y in zip(a, b)]
+sys.exit(not (len(a) == len(b) == 20 and all(same)))"
+
+# Damage the newest checkpoint (step 10) of B's first half three ways.
+damage() {  # damage NAME "what to do in the copy" "expected message"
+  local name=$1 act=$2 expect=$3 d=$WORK/D_$1
+  rm -rf "$d"; cp -r "$WORK/B_at10" "$d"
+  (cd "$d/ckpt/step-00000010" && eval "$act")
+  "$ZAYA" ckpt inspect "$d/ckpt/step-00000010" > "$d.inspect.log" 2>&1
+  check "$name: ckpt inspect fails and says '$expect'" bash -c \
+    "grep -q INVALID '$d.inspect.log' && grep -qF '$expect' '$d.inspect.log'"
+  run "$d.log" --out "$d" --resume auto || { fails=$((fails + 1)); return; }
+  check "$name: --resume auto names it and skips it" bash -c \
+    "grep -F 'checkpoint $d/ckpt/step-00000010: ' '$d.log' | grep -F '$expect' | grep -q ', skipped$'"
+  check "$name: falls back to step 5" grep -q "resumed from $d/ckpt/step-00000005: step 5" "$d.log"
+  check "$name: final model still bitwise equal to run A" \
+    cmp "$WORK/A/model/model.safetensors" "$d/model/model.safetensors"
+  check "$name: the damaged step 10 was rewritten; every kept checkpoint verifies" bash -c \
+    "'$ZAYA' ckpt inspect '$d/ckpt' > '$d.inspect2.log' && test \$(grep -c 'checksums verified' '$d.inspect2.log') = 3"
+}
+damage truncated 'truncate -s -64 rank-00000.safetensors' "truncated or overwritten file"
+damage flipped "printf '\\x5a' | dd of=rank-00000.safetensors bs=1 seek=5000 conv=notrunc status=none" \
+  "checksum"
+damage no_marker 'rm COMPLETE' "missing COMPLETE marker (incomplete write)"
+check "flipped byte: the message names rank-00000.safetensors" \
+  grep -q "rank-00000.safetensors checksum 0x" "$WORK/D_flipped.log"
+
+echo "ckpt_test: $passes passed, $fails failed"
+exit $((fails > 0))
