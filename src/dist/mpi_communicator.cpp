@@ -96,9 +96,12 @@ void MpiCommunicator::all_reduce(const void* send, void* recv, size_t count, DTy
   unsigned char* tmp = scratch(n * mine * esize);
   MPI_Alltoallv(send, scounts.data(), sdispls.data(), MPI_BYTE, tmp, rcounts.data(), rdispls.data(),
                 MPI_BYTE, MPI_COMM_WORLD);
-  reduce_slots(mine, dtype, op);
-  // send has been read completely, so writing recv is safe even in-place.
-  std::memcpy(static_cast<unsigned char*>(recv) + lo(rank_) * esize, tmp, mine * esize);
+  // With count < N some ranks own an empty chunk (and an empty scratch: no pointer to copy from).
+  if (mine > 0) {
+    reduce_slots(mine, dtype, op);
+    // send has been read completely, so writing recv is safe even in-place.
+    std::memcpy(static_cast<unsigned char*>(recv) + lo(rank_) * esize, tmp, mine * esize);
+  }
   MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, scounts.data(), sdispls.data(), MPI_BYTE,
                  MPI_COMM_WORLD);
 }
