@@ -14,10 +14,12 @@
 
 #include "bench/step_bench.h"
 #include "cmd_ckpt.h"
+#include "cmd_comm.h"
 #include "cmd_data.h"
 #include "cmd_tokenizer.h"
 #include "cmd_train.h"
 #include "core/error.h"
+#include "dist/dist_context.h"
 #include "model/config.h"
 #include "model/debug_dump.h"
 #include "model/model_info.h"
@@ -35,6 +37,8 @@ void set_threads(int threads) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // MPI_Init under mpirun/srun (before parsing: it may edit argv); rank 0 alone prints.
+  zaya::dist::DistContext dist(&argc, &argv);
   CLI::App app{"zaya: pretraining ZAYA1-style Mixture-of-Experts language models"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "zaya 0.1.0");
@@ -99,6 +103,7 @@ int main(int argc, char** argv) {
   runners.push_back(zaya::cli::add_data_commands(app));
   runners.push_back(zaya::cli::add_train_commands(app));
   runners.push_back(zaya::cli::add_ckpt_commands(app));
+  runners.push_back(zaya::cli::add_comm_commands(*bench));
 
   try {
     app.parse(argc, argv);
@@ -172,10 +177,13 @@ int main(int argc, char** argv) {
       }
     }
   } catch (const zaya::Error& e) {
-    std::fprintf(stderr, "zaya: error: %s\n", e.what());
+    std::fprintf(stderr, "%szaya: error: %s\n", zaya::dist::rank_tag().c_str(), e.what());
+    dist.abort_job(1);
     return 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "zaya: unexpected error: %s\n", e.what());
+    std::fprintf(stderr, "%szaya: unexpected error: %s\n", zaya::dist::rank_tag().c_str(),
+                 e.what());
+    dist.abort_job(1);
     return 1;
   }
   return 0;

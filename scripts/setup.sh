@@ -8,6 +8,7 @@ PACKAGES=(
   libopenblas0-openmp libopenblas-openmp-dev   # BLAS for the CPU backend (OpenMP threading)
   nlohmann-json3-dev libcli11-dev              # config parsing, command line
   libgtest-dev libgmock-dev libbenchmark-dev   # tests and microbenchmarks
+  libopenmpi-dev openmpi-bin                   # multi-process runs (mpirun) and their tests
   python3-torch python3-numpy                  # independent PyTorch reference (tests/benchmarks only)
 )
 # node + npm run gpt-3-encoder, the independent reference for the GPT-2 tokenizer (tests only).

@@ -1,0 +1,62 @@
+// zaya bench comm.
+#include "cmd_comm.h"
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "bench/comm_bench.h"
+#include "dist/communicator.h"
+
+namespace zaya::cli {
+
+namespace {
+
+struct CommArgs {
+  std::string min_bytes = "8", max_bytes = "64M", dtype = "float";
+  CommBenchOptions opt;
+};
+
+}  // namespace
+
+Runner add_comm_commands(CLI::App& bench) {
+  auto args = std::make_shared<CommArgs>();
+  auto* comm = bench.add_subcommand(
+      "comm",
+      "nccl-tests-style bandwidth of the collectives on this build's communicator (run it under "
+      "mpirun/srun for several ranks)");
+  comm->add_option("-b,--minbytes", args->min_bytes, "smallest message (bytes; K, M, G suffixes)")
+      ->capture_default_str();
+  comm->add_option("-e,--maxbytes", args->max_bytes, "largest message (bytes; K, M, G suffixes)")
+      ->capture_default_str();
+  comm->add_option("-f,--stepfactor", args->opt.factor, "message size factor")
+      ->capture_default_str();
+  comm->add_option("-n,--iters", args->opt.iters, "timed iterations per size")
+      ->capture_default_str();
+  comm->add_option("-w,--warmup_iters", args->opt.warmup, "untimed warm-up iterations")
+      ->capture_default_str();
+  comm->add_option("-c,--check", args->opt.check, "1: verify the results of every size")
+      ->capture_default_str();
+  comm->add_option("-d,--datatype", args->dtype, "float, bfloat16 or int32")->capture_default_str();
+  comm->add_option("--ops", args->opt.ops, "comma-separated collectives")
+      ->delimiter(',')
+      ->capture_default_str();
+
+  return [=]() -> int {
+    if (!*comm) return kNotMine;
+    args->opt.min_bytes = parse_byte_size(args->min_bytes, "-b/--minbytes");
+    args->opt.max_bytes = parse_byte_size(args->max_bytes, "-e/--maxbytes");
+    args->opt.dtype = parse_comm_dtype(args->dtype);
+    auto communicator = dist::make_communicator();
+    const int64_t wrong = run_comm_bench(*communicator, args->opt, stdout);
+    if (wrong != 0) {
+      // Every rank has the same total; one report is enough.
+      if (communicator->rank() == 0)
+        std::fprintf(stderr, "zaya: error: bench comm: %lld wrong values\n", (long long)wrong);
+      return 1;
+    }
+    return 0;
+  };
+}
+
+}  // namespace zaya::cli

@@ -1,0 +1,10 @@
+#pragma once
+
+#include "commands.h"
+
+namespace zaya::cli {
+
+// zaya bench comm: registered on the existing `bench` subcommand group.
+Runner add_comm_commands(CLI::App& bench);
+
+}  // namespace zaya::cli

@@ -1,0 +1,45 @@
+// Process-level distributed state: which launcher started us, MPI_Init/MPI_Finalize, and the
+// "[rank R/N]" tag that error messages carry so that every rank's failure names its rank.
+#pragma once
+
+#include <string>
+
+namespace zaya::dist {
+
+// Rank and world size as the launcher put them in the environment: Open MPI (OMPI_COMM_WORLD_*),
+// PMIx (PMIX_RANK), PMI (PMI_RANK/PMI_SIZE), Slurm's srun (SLURM_PROCID/SLURM_NTASKS).
+struct LaunchInfo {
+  bool launched = false;  // one of the variables above is set
+  int rank = 0;
+  int world_size = 1;
+  std::string source;  // "openmpi", "pmix", "pmi", "slurm", or "" when not launched
+};
+LaunchInfo detect_launch();
+
+// Created once in main(). Under a launcher (and with MPI in the build) it initialises MPI and
+// finalises it on destruction. With quiet_other_ranks, ranks other than 0 send stdout to
+// /dev/null so that one rank prints; stderr stays, so every rank's errors reach the user.
+class DistContext {
+ public:
+  DistContext(int* argc, char*** argv, bool quiet_other_ranks = true);
+  ~DistContext();
+  DistContext(const DistContext&) = delete;
+  DistContext& operator=(const DistContext&) = delete;
+
+  int rank() const;
+  int world_size() const;
+  bool mpi() const { return mpi_; }
+  // After printing an error: with several ranks, the others may be blocked in a collective that
+  // this rank will never join, so abort the whole job (MPI_Abort) instead of hanging.
+  void abort_job(int code);
+
+ private:
+  bool mpi_ = false;
+};
+
+// True once a DistContext initialised MPI in this process.
+bool mpi_active();
+// "[rank R/N] " when the job has more than one rank, else "".
+std::string rank_tag();
+
+}  // namespace zaya::dist

@@ -1,0 +1,166 @@
+#include "dist/mpi_communicator.h"
+
+#include <mpi.h>
+
+#include <climits>
+#include <cstring>
+
+#include "core/error.h"
+#include "dist/reduce.h"
+
+namespace zaya::dist {
+
+namespace {
+
+// MPI counts and displacements are int; larger messages would need splitting.
+int as_int(size_t bytes, const char* what) {
+  ZAYA_CHECK(bytes <= size_t(INT_MAX), what, ": ", bytes, " bytes exceeds the ", INT_MAX,
+             " bytes one MPI call can move (split the buffer)");
+  return int(bytes);
+}
+
+void check_rank(int peer, int world, const char* what) {
+  ZAYA_CHECK(peer >= 0 && peer < world, what, ": rank ", peer, " is not in 0..", world - 1);
+}
+
+bool overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
+  const auto* pa = static_cast<const unsigned char*>(a);
+  const auto* pb = static_cast<const unsigned char*>(b);
+  return pa < pb + b_bytes && pb < pa + a_bytes;
+}
+
+}  // namespace
+
+void mpi_init(int* argc, char*** argv) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) return;
+  int provided = 0;
+  // OpenMP threads compute, only the main thread talks to MPI.
+  ZAYA_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) == MPI_SUCCESS,
+             "MPI_Init_thread failed (launched by mpirun/srun?)");
+}
+
+void mpi_finalize() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+void mpi_abort(int code) {
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::abort();  // MPI_Abort does not return; this keeps [[noreturn]] honest
+}
+
+int mpi_world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+int mpi_world_size() {
+  int n = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+
+MpiCommunicator::MpiCommunicator() : rank_(mpi_world_rank()), world_(mpi_world_size()) {}
+
+unsigned char* MpiCommunicator::scratch(size_t bytes) {
+  if (scratch_.size() < bytes) scratch_.resize(bytes);
+  return scratch_.data();
+}
+
+void MpiCommunicator::reduce_slots(size_t count, DType dtype, ReduceOp op) {
+  const size_t bytes = count * dtype_size(dtype);
+  // Rank order 0..N-1, never arrival order: this is the whole determinism argument.
+  for (int j = 1; j < world_; ++j)
+    reduce_into(scratch_.data(), scratch_.data() + size_t(j) * bytes, count, dtype, op);
+}
+
+void MpiCommunicator::all_reduce(const void* send, void* recv, size_t count, DType dtype,
+                                 ReduceOp op) {
+  if (count == 0) return;
+  const size_t esize = dtype_size(dtype);
+  const size_t n = size_t(world_);
+  // Balanced chunks: any count works, chunk sizes differ by at most one element.
+  auto lo = [&](size_t r) { return count * r / n; };
+  const size_t mine = lo(rank_ + 1) - lo(rank_);
+  std::vector<int> scounts(n), sdispls(n), rcounts(n), rdispls(n);
+  for (size_t j = 0; j < n; ++j) {
+    scounts[j] = as_int((lo(j + 1) - lo(j)) * esize, "all_reduce");
+    sdispls[j] = as_int(lo(j) * esize, "all_reduce");
+    rcounts[j] = as_int(mine * esize, "all_reduce");
+    rdispls[j] = as_int(j * mine * esize, "all_reduce");
+  }
+  unsigned char* tmp = scratch(n * mine * esize);
+  MPI_Alltoallv(send, scounts.data(), sdispls.data(), MPI_BYTE, tmp, rcounts.data(), rdispls.data(),
+                MPI_BYTE, MPI_COMM_WORLD);
+  // With count < N some ranks own an empty chunk (and an empty scratch: no pointer to copy from).
+  if (mine > 0) {
+    reduce_slots(mine, dtype, op);
+    // send has been read completely, so writing recv is safe even in-place.
+    std::memcpy(static_cast<unsigned char*>(recv) + lo(rank_) * esize, tmp, mine * esize);
+  }
+  MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, scounts.data(), sdispls.data(), MPI_BYTE,
+                 MPI_COMM_WORLD);
+}
+
+void MpiCommunicator::reduce_scatter(const void* send, void* recv, size_t recv_count, DType dtype,
+                                     ReduceOp op) {
+  if (recv_count == 0) return;
+  const size_t bytes = recv_count * dtype_size(dtype);
+  const int chunk = as_int(bytes, "reduce_scatter");
+  as_int(bytes * size_t(world_), "reduce_scatter");
+  unsigned char* tmp = scratch(bytes * size_t(world_));
+  MPI_Alltoall(send, chunk, MPI_BYTE, tmp, chunk, MPI_BYTE, MPI_COMM_WORLD);
+  reduce_slots(recv_count, dtype, op);
+  std::memcpy(recv, tmp, bytes);
+}
+
+void MpiCommunicator::all_gather(const void* send, void* recv, size_t send_count, DType dtype) {
+  if (send_count == 0) return;
+  const size_t bytes = send_count * dtype_size(dtype);
+  const int chunk = as_int(bytes, "all_gather");
+  as_int(bytes * size_t(world_), "all_gather");
+  auto* out = static_cast<unsigned char*>(recv);
+  if (send == out + size_t(rank_) * bytes) {
+    MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, chunk, MPI_BYTE, MPI_COMM_WORLD);
+    return;
+  }
+  const void* src = send;
+  if (overlaps(send, bytes, recv, bytes * size_t(world_))) {
+    // MPI forbids aliasing other than MPI_IN_PLACE; stage the input.
+    src = std::memcpy(scratch(bytes), send, bytes);
+  }
+  MPI_Allgather(src, chunk, MPI_BYTE, recv, chunk, MPI_BYTE, MPI_COMM_WORLD);
+}
+
+void MpiCommunicator::broadcast(const void* send, void* recv, size_t count, DType dtype, int root) {
+  check_rank(root, world_, "broadcast root");
+  const size_t bytes = count * dtype_size(dtype);
+  if (rank_ == root && send != recv) std::memmove(recv, send, bytes);
+  MPI_Bcast(recv, as_int(bytes, "broadcast"), MPI_BYTE, root, MPI_COMM_WORLD);
+}
+
+void MpiCommunicator::send(const void* buf, size_t count, DType dtype, int peer, int tag) {
+  check_rank(peer, world_, "send");
+  MPI_Send(buf, as_int(count * dtype_size(dtype), "send"), MPI_BYTE, peer, tag, MPI_COMM_WORLD);
+}
+
+void MpiCommunicator::recv(void* buf, size_t count, DType dtype, int peer, int tag) {
+  check_rank(peer, world_, "recv");
+  const int expected = as_int(count * dtype_size(dtype), "recv");
+  MPI_Status status;
+  MPI_Recv(buf, expected, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &status);
+  int got = 0;
+  MPI_Get_count(&status, MPI_BYTE, &got);
+  ZAYA_CHECK(got == expected, "recv from rank ", peer, " tag ", tag, ": got ", got,
+             " bytes, expected ", expected);
+}
+
+void MpiCommunicator::barrier() {
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+}  // namespace zaya::dist

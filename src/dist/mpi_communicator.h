@@ -1,0 +1,52 @@
+// The MPI communicator (Open MPI from Debian), compiled only when CMake finds MPI (ZAYA_HAVE_MPI).
+//
+// Determinism: MPI_Allreduce's reduction order is implementation-defined (it may depend on the
+// algorithm picked for the message size, or on arrival order), so sums here never use MPI's
+// reductions. all_reduce is an all-to-all that hands every rank one chunk of every rank's buffer,
+// a local reduction of those contributions in rank order 0..N-1, then an all-gather of the reduced
+// chunks; reduce_scatter is the first two steps. The result depends only on the inputs and N.
+// MPI moves bytes only (MPI_BYTE), so every DType works the same way.
+//
+// Not thread-safe: one thread calls it (MPI is initialised with MPI_THREAD_FUNNELED).
+#pragma once
+
+#include <vector>
+
+#include "dist/communicator.h"
+
+namespace zaya::dist {
+
+// Process lifecycle, used by DistContext.
+void mpi_init(int* argc, char*** argv);
+void mpi_finalize();
+[[noreturn]] void mpi_abort(int code);
+int mpi_world_rank();
+int mpi_world_size();
+
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator();
+  int rank() const override { return rank_; }
+  int world_size() const override { return world_; }
+  std::string kind() const override { return "mpi"; }
+
+  void all_reduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op) override;
+  void reduce_scatter(const void* send, void* recv, size_t recv_count, DType dtype,
+                      ReduceOp op) override;
+  void all_gather(const void* send, void* recv, size_t send_count, DType dtype) override;
+  void broadcast(const void* send, void* recv, size_t count, DType dtype, int root) override;
+  void send(const void* buf, size_t count, DType dtype, int peer, int tag) override;
+  void recv(void* buf, size_t count, DType dtype, int peer, int tag) override;
+  void barrier() override;
+
+ private:
+  // Reduces the N contributions laid out back to back in scratch_ into its first slot.
+  void reduce_slots(size_t count, DType dtype, ReduceOp op);
+  unsigned char* scratch(size_t bytes);
+
+  int rank_ = 0;
+  int world_ = 1;
+  std::vector<unsigned char> scratch_;  // reused between calls: no allocation per collective
+};
+
+}  // namespace zaya::dist

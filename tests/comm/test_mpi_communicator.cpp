@@ -1,0 +1,199 @@
+// The MPI communicator, run under mpirun with 2 and 3 ranks (tests/comm/CMakeLists.txt). Every
+// collective is checked against values each rank computes on its own, in and out of place, with
+// counts that do not divide by the world size, for every dtype; sums must equal the rank-order
+// sum bit for bit and stay identical over repeated calls.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "core/error.h"
+#include "dist/communicator.h"
+#include "dist/dist_context.h"
+#include "dist/reduce.h"
+
+namespace zaya::dist {
+namespace {
+
+Communicator* g_comm = nullptr;
+
+// Non-integer values whose float sum depends on the order of additions, so a reduction in any
+// other order than 0..N-1 shows up as a bitwise difference.
+double value(int rank, size_t i) {
+  return std::sin(double(rank) * 1000.5 + double(i)) * 1e3;
+}
+
+std::vector<unsigned char> make(DType t, size_t count, int rank, size_t offset = 0) {
+  std::vector<unsigned char> b(count * dtype_size(t));
+  for (size_t i = 0; i < count; ++i) {
+    const double v = value(rank, offset + i);
+    if (t == DType::F32) {
+      const float f = float(v);
+      std::memcpy(&b[i * 4], &f, 4);
+    } else if (t == DType::I32) {
+      const int32_t x = int32_t(v);
+      std::memcpy(&b[i * 4], &x, 4);
+    } else {
+      const uint16_t h = f32_to_bf16(float(v));
+      std::memcpy(&b[i * 2], &h, 2);
+    }
+  }
+  return b;
+}
+
+// The reference: contributions combined in rank order with the same element-wise reduction.
+std::vector<unsigned char> expected_reduce(DType t, size_t count, ReduceOp op, size_t offset) {
+  auto acc = make(t, count, 0, offset);
+  for (int r = 1; r < g_comm->world_size(); ++r) {
+    const auto c = make(t, count, r, offset);
+    reduce_into(acc.data(), c.data(), count, t, op);
+  }
+  return acc;
+}
+
+const DType kTypes[] = {DType::F32, DType::BF16, DType::I32};
+const ReduceOp kOps[] = {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min};
+const size_t kCounts[] = {0, 1, 2, 3, 7, 1000, 1001, 100003};
+
+TEST(Mpi, RankAndWorldMatchTheLauncher) {
+  const LaunchInfo l = detect_launch();
+  ASSERT_TRUE(l.launched);
+  EXPECT_EQ(g_comm->kind(), "mpi");
+  EXPECT_EQ(g_comm->rank(), l.rank);
+  EXPECT_EQ(g_comm->world_size(), l.world_size);
+  EXPECT_GE(g_comm->world_size(), 2);
+  EXPECT_EQ(rank_tag(),
+            "[rank " + std::to_string(l.rank) + "/" + std::to_string(l.world_size) + "] ");
+}
+
+TEST(Mpi, AllReduceInAndOutOfPlace) {
+  const int r = g_comm->rank();
+  for (const DType t : kTypes)
+    for (const ReduceOp op : kOps)
+      for (const size_t n : kCounts) {
+        const auto want = expected_reduce(t, n, op, 0);
+        const auto in = make(t, n, r);
+        std::vector<unsigned char> out(in.size(), 0xAB);
+        g_comm->all_reduce(in.data(), out.data(), n, t, op);
+        EXPECT_EQ(out, want) << dtype_name(t) << " " << reduce_op_name(op) << " count " << n;
+        EXPECT_EQ(in, make(t, n, r)) << "input modified";
+        auto io = make(t, n, r);
+        g_comm->all_reduce(io.data(), io.data(), n, t, op);
+        EXPECT_EQ(io, want) << "in-place " << dtype_name(t) << " " << reduce_op_name(op)
+                            << " count " << n;
+      }
+}
+
+TEST(Mpi, AllReduceSumIsBitwiseReproducible) {
+  const size_t n = 100003;
+  const auto in = make(DType::F32, n, g_comm->rank());
+  std::vector<unsigned char> first(in.size());
+  g_comm->all_reduce(in.data(), first.data(), n, DType::F32, ReduceOp::Sum);
+  for (int rep = 0; rep < 20; ++rep) {
+    std::vector<unsigned char> again(in.size());
+    g_comm->all_reduce(in.data(), again.data(), n, DType::F32, ReduceOp::Sum);
+    ASSERT_EQ(again, first) << "repetition " << rep;
+  }
+  // Every rank holds the same bits.
+  std::vector<unsigned char> all(first.size() * size_t(g_comm->world_size()));
+  g_comm->all_gather(first.data(), all.data(), n, DType::F32);
+  for (int j = 0; j < g_comm->world_size(); ++j)
+    EXPECT_EQ(0, std::memcmp(&all[j * first.size()], first.data(), first.size())) << "rank " << j;
+}
+
+TEST(Mpi, ReduceScatterInAndOutOfPlace) {
+  const int r = g_comm->rank(), w = g_comm->world_size();
+  for (const DType t : kTypes)
+    for (const ReduceOp op : kOps)
+      for (const size_t per : {size_t(1), size_t(5), size_t(333), size_t(40000)}) {
+        const size_t es = dtype_size(t);
+        const auto full = expected_reduce(t, per * w, op, 0);
+        const std::vector<unsigned char> want(full.begin() + r * per * es,
+                                              full.begin() + (r + 1) * per * es);
+        const auto in = make(t, per * w, r);
+        std::vector<unsigned char> out(per * es, 0xAB);
+        g_comm->reduce_scatter(in.data(), out.data(), per, t, op);
+        EXPECT_EQ(out, want) << dtype_name(t) << " " << reduce_op_name(op) << " per " << per;
+        auto io = make(t, per * w, r);
+        g_comm->reduce_scatter(io.data(), io.data() + r * per * es, per, t, op);
+        EXPECT_EQ(
+            std::vector<unsigned char>(io.begin() + r * per * es, io.begin() + (r + 1) * per * es),
+            want)
+            << "in-place " << dtype_name(t) << " per " << per;
+      }
+}
+
+TEST(Mpi, AllGatherInAndOutOfPlace) {
+  const int r = g_comm->rank(), w = g_comm->world_size();
+  for (const DType t : kTypes)
+    for (const size_t per : {size_t(1), size_t(5), size_t(333), size_t(40000)}) {
+      const size_t es = dtype_size(t);
+      std::vector<unsigned char> want;
+      for (int j = 0; j < w; ++j) {
+        const auto c = make(t, per, j);
+        want.insert(want.end(), c.begin(), c.end());
+      }
+      const auto in = make(t, per, r);
+      std::vector<unsigned char> out(per * w * es, 0xAB);
+      g_comm->all_gather(in.data(), out.data(), per, t);
+      EXPECT_EQ(out, want) << dtype_name(t) << " per " << per;
+      std::vector<unsigned char> io(per * w * es, 0xCD);
+      std::memcpy(io.data() + r * per * es, in.data(), in.size());
+      g_comm->all_gather(io.data() + r * per * es, io.data(), per, t);
+      EXPECT_EQ(io, want) << "in-place " << dtype_name(t) << " per " << per;
+    }
+}
+
+TEST(Mpi, BroadcastFromEveryRoot) {
+  const int r = g_comm->rank();
+  for (int root = 0; root < g_comm->world_size(); ++root)
+    for (const size_t n : kCounts) {
+      const auto want = make(DType::F32, n, root);
+      const auto in = make(DType::F32, n, r);
+      std::vector<unsigned char> out(in.size(), 0xAB);
+      g_comm->broadcast(in.data(), out.data(), n, DType::F32, root);
+      EXPECT_EQ(out, want) << "root " << root << " count " << n;
+      auto io = make(DType::F32, n, r);
+      g_comm->broadcast(io.data(), io.data(), n, DType::F32, root);
+      EXPECT_EQ(io, want) << "in-place root " << root << " count " << n;
+    }
+}
+
+TEST(Mpi, SendRecvRing) {
+  const int r = g_comm->rank(), w = g_comm->world_size();
+  const int next = (r + 1) % w, prev = (r + w - 1) % w;
+  const auto mine = make(DType::I32, 257, r);
+  std::vector<unsigned char> got(mine.size());
+  // Even ranks send first and odd ranks receive first, so blocking sends cannot all wait.
+  if (r % 2 == 0) {
+    g_comm->send(mine.data(), 257, DType::I32, next, 42);
+    g_comm->recv(got.data(), 257, DType::I32, prev, 42);
+  } else {
+    g_comm->recv(got.data(), 257, DType::I32, prev, 42);
+    g_comm->send(mine.data(), 257, DType::I32, next, 42);
+  }
+  EXPECT_EQ(got, make(DType::I32, 257, prev));
+  g_comm->barrier();
+}
+
+TEST(Mpi, BadPeerIsAnError) {
+  float x = 0;
+  EXPECT_THROW(g_comm->send(&x, 1, DType::F32, g_comm->world_size(), 0), Error);
+  EXPECT_THROW(g_comm->broadcast(&x, &x, 1, DType::F32, -1), Error);
+}
+
+}  // namespace
+}  // namespace zaya::dist
+
+int main(int argc, char** argv) {
+  // Every rank prints, so a failure on any rank is visible with its rank.
+  zaya::dist::DistContext dist(&argc, &argv, /*quiet_other_ranks=*/false);
+  ::testing::InitGoogleTest(&argc, argv);
+  auto comm = zaya::dist::make_communicator();
+  zaya::dist::g_comm = comm.get();
+  int32_t failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
+  // All ranks exit with the same status.
+  comm->all_reduce(&failed, &failed, 1, zaya::DType::I32, zaya::dist::ReduceOp::Max);
+  return failed;
+}
