@@ -18,6 +18,7 @@
 #include "ckpt/async_saver.h"
 #include "core/error.h"
 #include "data/loader.h"
+#include "dist/dist_context.h"
 #include "model/config.h"
 #include "model/weights_io.h"
 #include "model/zaya_model.h"
@@ -111,6 +112,11 @@ EvalResult evaluate(ZayaModel& model, const DataLoader& loader, int seq_len, int
 TrainSummary run_training(const TrainOptions& opt) {
   const auto t_start = std::chrono::steady_clock::now();
   const std::string& path = opt.config_path;
+  // Data-parallel training (ZeRO-1 over the Communicator) is the scale-out issue's next step;
+  // until then several ranks would each train the same model into the same directory.
+  const dist::LaunchInfo launch = dist::detect_launch();
+  ZAYA_CHECK(launch.world_size == 1, "zaya train: launched as ", launch.world_size, " ranks (",
+             launch.source, "), but data-parallel training is not built yet; run one process");
   const json root = read_config_file(path);
   ZAYA_CHECK(root.contains("model"), path, ": missing required section 'model'");
   const ModelConfig mc = model_config_from_json(root["model"], path);
