@@ -178,8 +178,14 @@ TrainSummary run_training(const TrainOptions& opt) {
     if (fs::exists(sum.metrics_path))
       for (json& r : read_metrics(sum.metrics_path))
         if (r.value("step", int64_t(0)) <= resumed.state.step) kept.push_back(std::move(r));
-    std::ofstream rewrite(sum.metrics_path);
-    for (const json& r : kept) rewrite << r.dump() << "\n";
+    // Rewritten beside the original and renamed over it, so a crash here loses no saved line.
+    const std::string tmp = sum.metrics_path + ".tmp";
+    {
+      std::ofstream rewrite(tmp);
+      for (const json& r : kept) rewrite << r.dump() << "\n";
+      ZAYA_CHECK(rewrite.good(), "writing '", tmp, "' failed (disk full?)");
+    }
+    fs::rename(tmp, sum.metrics_path);
   }
   MetricsWriter metrics(sum.metrics_path, !resume_dir.empty());
 
@@ -219,8 +225,7 @@ TrainSummary run_training(const TrainOptions& opt) {
     const int64_t seqs = batch_sequences(oc, step, tc.global_batch, tc.micro_batch);
     const int micro_steps = int(seqs / tc.micro_batch);
     model.params().zero_grads();
-    std::vector<std::vector<int64_t>> route_counts(size_t(n_moe),
-                                                   std::vector<int64_t>(size_t(n_routes), 0));
+    std::vector<RouteCounts> route_counts(size_t(n_moe), RouteCounts(size_t(n_routes), 0));
     double loss_sum = 0;
     window.resize(size_t(S) + 1);
     for (int m = 0; m < micro_steps; ++m) {
@@ -234,7 +239,7 @@ TrainSummary run_training(const TrainOptions& opt) {
       }
       loss_sum += model.forward(tokens, targets, B, S);
       for (int k = 0; k < n_moe; ++k)
-        for (int32_t r : model.routes(2 * k + 1)) ++route_counts[size_t(k)][size_t(r)];
+        accumulate_routes(route_counts[size_t(k)], model.routes(balancer.stage_of(k)));
       model.backward(1.0f / float(micro_steps));
     }
     const double lr = learning_rate(oc, step, schedule_steps);
@@ -256,13 +261,7 @@ TrainSummary run_training(const TrainOptions& opt) {
                 {"step_tokens", seqs * S},
                 {"tokens_per_s", seqs * S / dt}};
     json load = json::array();
-    for (int k = 0; k < n_moe; ++k) {
-      json fr = json::array();
-      int64_t total = 0;
-      for (int64_t c : route_counts[size_t(k)]) total += c;
-      for (int64_t c : route_counts[size_t(k)]) fr.push_back(double(c) / double(total));
-      load.push_back(fr);
-    }
+    for (const RouteCounts& counts : route_counts) load.push_back(expert_load(counts).fractions);
     rec["expert_load"] = load;
     const bool last = step + 1 == total_steps || g_interrupts > 0;
     if ((step + 1) % tc.eval_every == 0 || last) {
@@ -273,14 +272,13 @@ TrainSummary run_training(const TrainOptions& opt) {
     sum.final_loss = loss;
 
     const double eta = train_s / double(step + 1) * double(total_steps - step - 1);
+    char val[32] = "";
+    if (rec.contains("val_loss")) std::snprintf(val, sizeof(val), " | val %.4f", last_eval.loss);
     char line[256];
     std::snprintf(line, sizeof(line),
                   "step %lld/%lld | loss %.4f%s | %.0f tok/s | lr %.2e | gnorm %.2f | ETA %s",
-                  (long long)(step + 1), (long long)total_steps, loss,
-                  rec.contains("val_loss")
-                      ? (" | val " + std::to_string(last_eval.loss).substr(0, 6)).c_str()
-                      : "",
-                  seqs * S / dt, lr, grad_norm, format_duration(eta).c_str());
+                  (long long)(step + 1), (long long)total_steps, loss, val, seqs * S / dt, lr,
+                  grad_norm, format_duration(eta).c_str());
     if (tty)
       std::fprintf(stderr, "\r\033[K%s", line);
     else if ((step + 1) % tc.log_every == 0 || last || rec.contains("val_loss"))
