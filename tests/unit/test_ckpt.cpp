@@ -16,6 +16,7 @@
 #include "model/config.h"
 #include "optim/optimizer.h"
 #include "optim/router_balancer.h"
+#include "test_util.h"
 
 namespace zaya {
 namespace {
@@ -54,14 +55,7 @@ bool same(const Tensor& a, const Tensor& b) {
   return a.shape() == b.shape() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 struct TempDir {
   std::string path;

@@ -10,25 +10,9 @@
 
 #include "core/error.h"
 #include "data/prepare.h"
+#include "test_util.h"
 
 namespace zaya::test {
-
-inline std::filesystem::path data_temp_dir(const std::string& name) {
-  const auto p = std::filesystem::temp_directory_path() /
-                 ("zaya_test_data_" + name + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(p);
-  std::filesystem::create_directories(p);
-  return p;
-}
-
-inline std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 inline void write_text(const std::filesystem::path& p, const std::string& text) {
   std::ofstream(p, std::ios::binary) << text;

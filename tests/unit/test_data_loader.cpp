@@ -36,7 +36,7 @@ json config_json(const fs::path& dir) {
 // Three prepared sources, shared by the tests of this file.
 const fs::path& prepared_dir() {
   static const fs::path dir = [] {
-    const fs::path d = test::data_temp_dir("loader");
+    const fs::path d = test::temp_dir("loader");
     test::prepare_synthetic(d, "a", 300, 2000);
     test::prepare_synthetic(d, "b", 200, 1500);
     test::prepare_synthetic(d, "c", 150, 100000);

@@ -50,7 +50,7 @@ TEST(DataPrepare, SplitDocumentsTrimsAndDropsEmpty) {
 }
 
 TEST(DataPrepare, ShardsDecodeBackToDocuments) {
-  const fs::path dir = test::data_temp_dir("prepare");
+  const fs::path dir = test::temp_dir("prepare");
   const int n_docs = 400;
   const std::string text = test::synthetic_text("src", n_docs);
   test::write_text(dir / "in.txt", text);
@@ -97,7 +97,7 @@ TEST(DataPrepare, ShardsDecodeBackToDocuments) {
 }
 
 TEST(DataPrepare, BadOptionsNameTheFlag) {
-  const fs::path dir = test::data_temp_dir("prepare_bad");
+  const fs::path dir = test::temp_dir("prepare_bad");
   test::write_text(dir / "in.txt", "a\n\nb\n");
   PrepareOptions o;
   o.inputs = {(dir / "in.txt").string()};

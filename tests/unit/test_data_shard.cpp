@@ -13,8 +13,8 @@ namespace zaya {
 namespace {
 
 namespace fs = std::filesystem;
-using test::data_temp_dir;
 using test::error_of;
+using test::temp_dir;
 
 std::vector<int32_t> ramp(int64_t n, int64_t vocab) {
   std::vector<int32_t> v(static_cast<size_t>(n));
@@ -30,7 +30,7 @@ TEST(DataChecksum, Fnv1a64KnownValues) {
 }
 
 TEST(DataShard, RoundTripU16AndU32) {
-  const fs::path dir = data_temp_dir("shard_rt");
+  const fs::path dir = temp_dir("shard_rt");
   for (int64_t vocab : {int64_t(257), int64_t(65536), int64_t(262272)}) {
     const auto tokens = ramp(1000, vocab);
     const std::string path = (dir / str_cat("s", vocab, ".bin")).string();
@@ -55,7 +55,7 @@ TEST(DataShard, RoundTripU16AndU32) {
 }
 
 TEST(DataShard, WriterRejectsIdsOutsideVocab) {
-  const fs::path dir = data_temp_dir("shard_ids");
+  const fs::path dir = temp_dir("shard_ids");
   const std::vector<int32_t> bad = {1, 2, 257};
   const std::string msg = error_of([&] { write_shard((dir / "x.bin").string(), bad, 257); });
   EXPECT_NE(msg.find("x.bin: token 2 has id 257"), std::string::npos) << msg;
@@ -64,7 +64,7 @@ TEST(DataShard, WriterRejectsIdsOutsideVocab) {
 class DataShardDamage : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = data_temp_dir("shard_damage");
+    dir_ = temp_dir("shard_damage");
     path_ = (dir_ / "train-00000.bin").string();
     write_shard(path_, ramp(4096, 257), 257);
   }

