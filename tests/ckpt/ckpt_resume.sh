@@ -6,11 +6,6 @@
 # --resume auto falls back to step 5, and the run still ends bitwise equal to A.
 set -uo pipefail
 ZAYA=$1; SRC=$2; WORK=$3
-BROWN=$SRC/data/raw/brown.txt
-if [[ ! -s $BROWN ]]; then
-  echo "ckpt_test: $BROWN is missing; run scripts/setup.sh (it fetches the Brown corpus)"; exit 1
-fi
-rm -rf "$WORK"; mkdir -p "$WORK"
 passes=0; fails=0
 check() {  # check "what" command...
   local what=$1; shift
@@ -21,10 +16,7 @@ run() {  # run LOG args...: zaya train, keeping the log; a failure is printed
   "$ZAYA" --threads 1 train --config "$WORK/train.json" --no-progress "$@" > "$log" 2>&1 \
     || { echo "zaya train $* failed:"; cat "$log"; return 1; }
 }
-head -c 400000 "$BROWN" > "$WORK/brown.txt"
-"$ZAYA" tokenizer train --input "$WORK/brown.txt" --vocab-size 300 --out "$WORK/tokenizer.json" > "$WORK/tok.log" 2>&1 || { cat "$WORK/tok.log"; exit 1; }
-"$ZAYA" data prepare --tokenizer "$WORK/tokenizer.json" --input "$WORK/brown.txt" --name brown \
-  --out "$WORK/data" --val-fraction 0.1 > "$WORK/prep.log" 2>&1 || { cat "$WORK/prep.log"; exit 1; }
+bash "$SRC/tests/train/prepare_brown_slice.sh" "$ZAYA" "$SRC" "$WORK" 300 || exit 1
 # 20 steps: 8 sequences of 32 tokens at full batch, a ramp from 4, two phases.
 cat > "$WORK/train.json" <<JSON
 {

@@ -5,16 +5,8 @@
 # a run cleanly with its model saved.
 set -euo pipefail
 ZAYA=$1; SRC=$2; WORK=$3
-BROWN=$SRC/data/raw/brown.txt
 PY=/usr/bin/python3
-if [[ ! -s $BROWN ]]; then
-  echo "train_smoke: $BROWN is missing; run scripts/setup.sh (it fetches the Brown corpus)"; exit 1
-fi
-rm -rf "$WORK"; mkdir -p "$WORK"
-head -c 400000 "$BROWN" > "$WORK/brown.txt"
-"$ZAYA" tokenizer train --input "$WORK/brown.txt" --vocab-size 512 --out "$WORK/tokenizer.json" > "$WORK/tok.log" 2>&1
-"$ZAYA" data prepare --tokenizer "$WORK/tokenizer.json" --input "$WORK/brown.txt" --name brown \
-  --out "$WORK/data" --val-fraction 0.1 > "$WORK/prep.log" 2>&1
+bash "$SRC/tests/train/prepare_brown_slice.sh" "$ZAYA" "$SRC" "$WORK" 512
 cat > "$WORK/train.json" <<JSON
 {
   "model": {"vocab_size": 512, "hidden_size": 64, "num_stages": 4, "num_q_heads": 4,
