@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  set_threads(threads);
+  set_threads(threads > 0 ? threads : zaya::dist::threads_per_local_rank());
 
   try {
     for (const auto& run : runners) {

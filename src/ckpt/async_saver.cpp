@@ -1,51 +1,109 @@
 #include "ckpt/async_saver.h"
 
 #include <cstdio>
+#include <vector>
 
 #include "core/error.h"
+#include "data/checksum.h"
+#include "dist/communicator.h"
+#include "dist/rank_sum.h"
 
 namespace zaya {
 
+namespace {
+
+int rank_of(dist::Communicator* c) {
+  return c == nullptr ? 0 : c->rank();
+}
+int world_of(dist::Communicator* c) {
+  return c == nullptr ? 1 : c->world_size();
+}
+
+}  // namespace
+
 ShardedCheckpoint::ShardedCheckpoint(std::string root, int keep_last, int64_t keep_every,
-                                     int world_size)
-    : root_(std::move(root)),
-      keep_last_(keep_last),
-      world_size_(world_size),
-      keep_every_(keep_every) {}
+                                     dist::Communicator* comm)
+    : root_(std::move(root)), keep_last_(keep_last), keep_every_(keep_every), comm_(comm) {}
 
 ShardedCheckpoint::~ShardedCheckpoint() {
-  try {
-    wait();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "checkpoint save failed: %s\n", e.what());
-  }
+  // Not collective: other ranks may be gone. A save that was not committed is left as step-N.tmp,
+  // which the loader never picks.
+  if (writer_.joinable()) writer_.join();
 }
 
 void ShardedCheckpoint::save(const ParamStore& params, const Optimizer& optimizer,
                              const RouterBalancer& balancer, const TrainerState& state) {
   wait();  // one save in flight bounds the memory to one snapshot
-  auto snap =
-      std::make_shared<CheckpointSnapshot>(take_snapshot(params, optimizer, balancer, state));
-  in_flight_ = checkpoint_dir_name(root_, state.step);
-  writer_ = std::thread([this, snap] {
+  if (rank_of(comm_) == 0) prepare_checkpoint_dir(root_, state.step);
+  if (comm_ != nullptr) comm_->barrier();  // the directory exists before any rank writes into it
+  snap_ = std::make_shared<CheckpointSnapshot>(take_snapshot(params, optimizer, balancer, state));
+  written_ = false;
+  error_ = nullptr;
+  const std::string tmp = checkpoint_dir_name(root_, state.step) + ".tmp";
+  writer_ = std::thread([this, tmp] {
     try {
-      write_checkpoint(root_, *snap, world_size_);
-      apply_retention(root_, keep_last_, keep_every_);
+      entry_ = write_rank_file(tmp, *snap_);
     } catch (...) {
       error_ = std::current_exception();
     }
+    written_ = true;
   });
 }
 
+void ShardedCheckpoint::poll() {
+  if (!snap_) return;
+  int64_t done = written_ ? 1 : 0;
+  dist::sum_over_ranks(comm_, std::span<int64_t>(&done, 1));
+  if (done == world_of(comm_)) finish();
+}
+
 void ShardedCheckpoint::wait() {
-  if (!writer_.joinable()) return;
+  if (snap_) finish();
+}
+
+void ShardedCheckpoint::finish() {
   writer_.join();
+  const int world = world_of(comm_), rank = rank_of(comm_);
+  // Every rank's (failed, bytes, checksum) in its own slot; the others add zeros.
+  std::vector<int64_t> table(size_t(world) * 3, 0);
+  std::string why;
   if (error_) {
-    auto e = error_;
-    error_ = nullptr;
-    std::rethrow_exception(e);
+    table[size_t(rank) * 3] = 1;
+    try {
+      std::rethrow_exception(error_);
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+  } else {
+    table[size_t(rank) * 3 + 1] = entry_["bytes"].get<int64_t>();
+    table[size_t(rank) * 3 + 2] =
+        int64_t(std::stoull(entry_["fnv1a64"].get<std::string>(), nullptr, 16));
   }
-  last_saved_ = in_flight_;
+  dist::sum_over_ranks(comm_, table);
+  const auto snap = std::move(snap_);
+  snap_.reset();
+  std::vector<int> failed;
+  for (int r = 0; r < world; ++r)
+    if (table[size_t(r) * 3] != 0) failed.push_back(r);
+  if (!failed.empty()) {
+    if (!why.empty()) ZAYA_FAIL("checkpoint step ", snap->state.step, ": ", why);
+    ZAYA_FAIL("checkpoint step ", snap->state.step, ": rank ", failed.front(),
+              " failed to write its file (its own error names the cause)");
+  }
+  const std::string final_dir = checkpoint_dir_name(root_, snap->state.step);
+  if (rank == 0) {
+    nlohmann::json files = nlohmann::json::array();
+    for (int r = 0; r < world; ++r) {
+      files.push_back({{"name", checkpoint_rank_file(r)},
+                       {"rank", r},
+                       {"bytes", table[size_t(r) * 3 + 1]},
+                       {"fnv1a64", checksum_hex(uint64_t(table[size_t(r) * 3 + 2]))}});
+    }
+    if (before_commit_) before_commit_(snap->state.step);
+    commit_checkpoint(root_, *snap, files);
+    apply_retention(root_, keep_last_, keep_every_);
+  }
+  last_saved_ = final_dir;
 }
 
 }  // namespace zaya

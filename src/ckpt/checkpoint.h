@@ -5,11 +5,11 @@
 //                           tokens, global sample index g, optimizer/balancer step counts), the
 //                           config, the seed, the world size and an FNV-1a 64 checksum per file;
 //   COMPLETE                written last; holds the manifest's checksum.
-// Rank r owns the flat-buffer range [r·T/W, (r+1)·T/W) of the registry layout (T floats, W ranks),
-// the ZeRO-1 partition; a tensor cut by a range boundary is stored as 1-D chunks, so a loader for
-// any world size can assemble any tensor from the chunks that overlap it. Writes go to
-// step-N.tmp/ (files and directory fsynced) and are renamed into place, so a crash never leaves
-// a directory that looks complete.
+// Rank r owns its ShardLayout range of the registry layout (T floats, W ranks: chunks of
+// ceil(T/W) floats), the ZeRO-1 partition; a tensor cut by a range boundary is stored as 1-D
+// chunks, so a loader for any world size can assemble any tensor from the chunks that overlap it.
+// Writes go to step-N.tmp/ (files and directory fsynced) and are renamed into place, so a crash
+// never leaves a directory that looks complete.
 #pragma once
 
 #include <cstdint>
@@ -39,24 +39,41 @@ struct TrainerState {
   nlohmann::json config;        // the run's whole config file
 };
 
-// An in-memory copy of the model and optimizer state, taken between steps; writing it may then
-// proceed while training changes the live buffers.
+// An in-memory copy of one rank's part of the model and optimizer state, taken between steps;
+// writing it may then proceed while training changes the live buffers. The flat tensors hold the
+// rank's ShardLayout range [begin, end) of the registry layout (the whole buffer in one process).
 struct CheckpointSnapshot {
   TrainerState state;
   std::vector<ParamSpec> specs;            // registry layout
-  Tensor weights, exp_avg, exp_avg_sq;     // flat [total_floats]
-  std::map<std::string, Tensor> balancer;  // router balancer state, not in the flat layout
+  int64_t total = 0;                       // floats in the flat layout
+  int rank = 0, world_size = 1;            // whose range this is, of how many
+  int64_t begin = 0, end = 0;              // the flat range held below
+  Tensor weights, exp_avg, exp_avg_sq;     // [end − begin]
+  std::map<std::string, Tensor> balancer;  // router balancer state (replicated; rank 0 writes it)
 };
 
+// This rank's range: the optimizer's shard (the whole buffer without a communicator).
 CheckpointSnapshot take_snapshot(const ParamStore& params, const Optimizer& optimizer,
                                  const RouterBalancer& balancer, TrainerState state);
 
-// "ROOT/step-00000042".
+// "ROOT/step-00000042" and "rank-00003.safetensors".
 std::string checkpoint_dir_name(const std::string& root, int64_t step);
+std::string checkpoint_rank_file(int rank);
 
-// Writes snapshot as a checkpoint of `world_size` rank files (a single process writes every
-// rank's file here; with a communicator each rank writes its own and rank 0 the manifest).
-// Returns the final directory. Replaces an existing directory of the same step.
+// The three stages of a save, so that every rank can write its own file at the same time:
+//  1. prepare_checkpoint_dir (one process): an empty ROOT/step-N.tmp/, returned;
+//  2. write_rank_file (every rank, in parallel): rank-RRRRR.safetensors of the snapshot's
+//     range, fsynced; returns its "files" manifest entry {name, rank, bytes, fnv1a64};
+//  3. commit_checkpoint (one process, after every rank's file is written): manifest.json from
+//     the layout and the files' entries, the COMPLETE marker, fsync, rename to ROOT/step-N/.
+std::string prepare_checkpoint_dir(const std::string& root, int64_t step);
+nlohmann::json write_rank_file(const std::string& tmp_dir, const CheckpointSnapshot& snap);
+std::string commit_checkpoint(const std::string& root, const CheckpointSnapshot& snap,
+                              const nlohmann::json& files);
+
+// All three stages in one process: a whole-buffer snapshot written as `world_size` rank files
+// (the single-writer save, and tests of other world sizes). Returns the final directory.
+// Replaces an existing directory of the same step.
 std::string write_checkpoint(const std::string& root, const CheckpointSnapshot& snap,
                              int world_size = 1);
 

@@ -11,6 +11,7 @@
 #include "io/safetensors.h"
 #include "optim/optimizer.h"
 #include "optim/router_balancer.h"
+#include "optim/shard_layout.h"
 
 namespace zaya {
 
@@ -18,12 +19,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-std::string rank_file(int rank) {
-  char b[40];
-  std::snprintf(b, sizeof b, "rank-%05d.safetensors", rank);
-  return b;
-}
 
 // The flat-layout state kinds and the snapshot buffer each one comes from.
 struct FlatKind {
@@ -35,8 +30,29 @@ constexpr FlatKind kFlatKinds[] = {{"weight", "", &CheckpointSnapshot::weights},
                                    {"exp_avg", "exp_avg/", &CheckpointSnapshot::exp_avg},
                                    {"exp_avg_sq", "exp_avg_sq/", &CheckpointSnapshot::exp_avg_sq}};
 
-json shape_json(const Shape& s) {
-  return json(s);
+// One piece of a tensor inside a rank's range [lo, hi): elements [begin, end) of the tensor,
+// stored under `key`. A whole tensor keeps its shape and plain name, so a world-1 shard reads
+// like a model file; a cut one is a 1-D chunk named by its first element.
+struct Chunk {
+  const ParamSpec* spec;
+  std::string name, key;
+  int64_t begin, end;
+  bool whole;
+};
+std::vector<Chunk> chunks_in_range(const FlatKind& fk, const std::vector<ParamSpec>& specs,
+                                   int64_t lo, int64_t hi) {
+  std::vector<Chunk> out;
+  for (const ParamSpec& s : specs) {
+    const int64_t b = std::max<int64_t>(lo, int64_t(s.offset));
+    const int64_t e = std::min<int64_t>(hi, int64_t(s.offset) + s.numel);
+    if (b >= e) continue;
+    const std::string name = fk.prefix + s.name;
+    const bool whole = e - b == s.numel;
+    const int64_t first = b - int64_t(s.offset);
+    out.push_back({&s, name, whole ? name : name + "@" + std::to_string(first), first,
+                   e - int64_t(s.offset), whole});
+  }
+  return out;
 }
 
 }  // namespace
@@ -48,14 +64,27 @@ CheckpointSnapshot take_snapshot(const ParamStore& params, const Optimizer& opti
   state.balancer_steps = balancer.step_count();
   s.state = std::move(state);
   s.specs = params.registry().specs();
-  const int64_t total = int64_t(params.size());
-  s.weights = Tensor({total}, DType::F32);
-  std::memcpy(s.weights.raw(), params.weights(), size_t(total) * sizeof(float));
+  const ShardLayout& shard = optimizer.shard();
+  s.total = int64_t(params.size());
+  ZAYA_CHECK(shard.total == s.total, "take_snapshot: the optimizer covers ", shard.total,
+             " floats, the model ", s.total);
+  s.rank = shard.rank;
+  s.world_size = shard.world;
+  s.begin = shard.begin();
+  s.end = shard.end();
+  s.weights = Tensor({s.end - s.begin}, DType::F32);
+  std::memcpy(s.weights.raw(), params.weights() + s.begin, size_t(s.end - s.begin) * sizeof(float));
   const auto opt = optimizer.state_tensors();
   s.exp_avg = opt.at("exp_avg").clone();
   s.exp_avg_sq = opt.at("exp_avg_sq").clone();
   for (const auto& [name, t] : balancer.state_tensors()) s.balancer[name] = t.clone();
   return s;
+}
+
+std::string checkpoint_rank_file(int rank) {
+  char b[40];
+  std::snprintf(b, sizeof b, "rank-%05d.safetensors", rank);
+  return b;
 }
 
 std::string checkpoint_dir_name(const std::string& root, int64_t step) {
@@ -64,17 +93,47 @@ std::string checkpoint_dir_name(const std::string& root, int64_t step) {
   return (fs::path(root) / b).string();
 }
 
-std::string write_checkpoint(const std::string& root, const CheckpointSnapshot& snap,
-                             int world_size) {
-  ZAYA_CHECK(world_size >= 1, "write_checkpoint: world size must be >= 1, got ", world_size);
-  const std::string final_dir = checkpoint_dir_name(root, snap.state.step);
-  const std::string tmp = final_dir + ".tmp";
+std::string prepare_checkpoint_dir(const std::string& root, int64_t step) {
+  const std::string tmp = checkpoint_dir_name(root, step) + ".tmp";
   fs::remove_all(tmp);  // left over by a crash during an earlier save of this step
   fs::create_directories(tmp);
-  const int64_t total = snap.weights.numel();
+  return tmp;
+}
 
-  json tensors = json::array(), files = json::array(), partition = json::array();
-  // Manifest entries, keyed by tensor name, collecting chunks from every rank.
+json write_rank_file(const std::string& tmp_dir, const CheckpointSnapshot& snap) {
+  ZAYA_CHECK(snap.weights.numel() == snap.end - snap.begin, "write_rank_file: the snapshot holds ",
+             snap.weights.numel(), " floats for the range [", snap.begin, ", ", snap.end, ")");
+  const std::string file = checkpoint_rank_file(snap.rank);
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (const FlatKind& fk : kFlatKinds) {
+    const Tensor& flat = snap.*(fk.buffer);
+    for (const Chunk& c : chunks_in_range(fk, snap.specs, snap.begin, snap.end)) {
+      const int64_t at = int64_t(c.spec->offset) + c.begin - snap.begin;
+      const Tensor piece = flat.slice(at, at + (c.end - c.begin));
+      out.emplace_back(c.key, c.whole ? piece.reshape(c.spec->shape) : piece);
+    }
+  }
+  if (snap.rank == 0)  // small and not in the flat layout: rank 0 holds the balancer state
+    for (const auto& [n, t] : snap.balancer) out.emplace_back("balancer/" + n, t);
+  const std::string path = (fs::path(tmp_dir) / file).string();
+  write_safetensors(path, out, {{"format", "zaya-ckpt"}, {"rank", std::to_string(snap.rank)}});
+  ckpt_fs::sync_path(path);
+  uint64_t bytes = 0;
+  const uint64_t sum = ckpt_fs::file_checksum(path, &bytes);
+  return {{"name", file}, {"rank", snap.rank}, {"bytes", bytes}, {"fnv1a64", checksum_hex(sum)}};
+}
+
+std::string commit_checkpoint(const std::string& root, const CheckpointSnapshot& snap,
+                              const json& files) {
+  const int world_size = snap.world_size;
+  ZAYA_CHECK(int(files.size()) == world_size, "commit_checkpoint: ", files.size(),
+             " rank files for world size ", world_size);
+  const std::string final_dir = checkpoint_dir_name(root, snap.state.step);
+  const std::string tmp = final_dir + ".tmp";
+  const ShardLayout layout{snap.total, world_size, 0};
+
+  // Manifest entries, keyed by tensor name, collecting chunks from every rank in rank order.
+  json tensors = json::array(), partition = json::array();
   std::map<std::string, size_t> entry_of;
   auto entry = [&](const std::string& name, const char* kind, const Shape& shape,
                    int64_t flat_offset) -> json& {
@@ -84,51 +143,27 @@ std::string write_checkpoint(const std::string& root, const CheckpointSnapshot& 
       tensors.push_back({{"name", name},
                          {"kind", kind},
                          {"dtype", "F32"},
-                         {"shape", shape_json(shape)},
+                         {"shape", json(shape)},
                          {"flat_offset", flat_offset},
                          {"chunks", json::array()}});
     }
     return tensors[it->second];
   };
-
   for (int rank = 0; rank < world_size; ++rank) {
-    const int64_t lo = total * rank / world_size, hi = total * (rank + 1) / world_size;
+    const int64_t lo = layout.begin_of(rank), hi = layout.end_of(rank);
     partition.push_back({lo, hi});
-    const std::string file = rank_file(rank);
-    std::vector<std::pair<std::string, Tensor>> out;
-    for (const FlatKind& fk : kFlatKinds) {
-      const Tensor& flat = snap.*(fk.buffer);
-      for (const ParamSpec& s : snap.specs) {
-        const int64_t b = std::max<int64_t>(lo, int64_t(s.offset));
-        const int64_t e = std::min<int64_t>(hi, int64_t(s.offset) + s.numel);
-        if (b >= e) continue;
-        const std::string name = fk.prefix + s.name;
-        const bool whole = e - b == s.numel;
-        // A whole tensor keeps its shape and plain name, so a world-1 shard reads like a model
-        // file; a cut one is a 1-D chunk named by its first element.
-        const std::string key = whole ? name : name + "@" + std::to_string(b - int64_t(s.offset));
-        out.emplace_back(key, whole ? flat.slice(b, e).reshape(s.shape) : flat.slice(b, e));
-        entry(name, fk.kind, s.shape, int64_t(s.offset))["chunks"].push_back(
-            {{"file", file},
-             {"key", key},
-             {"begin", b - int64_t(s.offset)},
-             {"end", e - int64_t(s.offset)}});
+    const std::string file = checkpoint_rank_file(rank);
+    for (const FlatKind& fk : kFlatKinds)
+      for (const Chunk& c : chunks_in_range(fk, snap.specs, lo, hi)) {
+        entry(c.name, fk.kind, c.spec->shape, int64_t(c.spec->offset))["chunks"].push_back(
+            {{"file", file}, {"key", c.key}, {"begin", c.begin}, {"end", c.end}});
       }
-    }
-    if (rank == 0)  // small and not in the flat layout: rank 0 holds the balancer state
+    if (rank == 0)
       for (const auto& [n, t] : snap.balancer) {
         const std::string name = "balancer/" + n;
-        out.emplace_back(name, t);
         entry(name, "balancer", t.shape(), -1)["chunks"].push_back(
             {{"file", file}, {"key", name}, {"begin", 0}, {"end", t.numel()}});
       }
-    const std::string path = (fs::path(tmp) / file).string();
-    write_safetensors(path, out, {{"format", "zaya-ckpt"}, {"rank", std::to_string(rank)}});
-    ckpt_fs::sync_path(path);
-    uint64_t bytes = 0;
-    const uint64_t sum = ckpt_fs::file_checksum(path, &bytes);
-    files.push_back(
-        {{"name", file}, {"rank", rank}, {"bytes", bytes}, {"fnv1a64", checksum_hex(sum)}});
   }
 
   const TrainerState& st = snap.state;
@@ -148,7 +183,7 @@ std::string write_checkpoint(const std::string& root, const CheckpointSnapshot& 
         {"note", "data order and init are pure functions of (seed, sample_index); no other RNG"}}},
       {"optimizer",
        {{"layout", "flat"},
-        {"total_floats", total},
+        {"total_floats", snap.total},
         {"state", {"exp_avg", "exp_avg_sq"}},
         {"partition", partition}}},
       {"files", files},
@@ -173,6 +208,35 @@ std::string write_checkpoint(const std::string& root, const CheckpointSnapshot& 
   }
   ckpt_fs::sync_path(root);
   return final_dir;
+}
+
+std::string write_checkpoint(const std::string& root, const CheckpointSnapshot& snap,
+                             int world_size) {
+  ZAYA_CHECK(world_size >= 1, "write_checkpoint: world size must be >= 1, got ", world_size);
+  ZAYA_CHECK(snap.begin == 0 && snap.end == snap.total,
+             "write_checkpoint: needs a snapshot of the "
+             "whole buffer, got the range [",
+             snap.begin, ", ", snap.end, ") of ", snap.total);
+  const std::string tmp = prepare_checkpoint_dir(root, snap.state.step);
+  const ShardLayout layout{snap.total, world_size, 0};
+  json files = json::array();
+  CheckpointSnapshot part;
+  part.state = snap.state;
+  part.specs = snap.specs;
+  part.total = snap.total;
+  part.world_size = world_size;
+  part.balancer = snap.balancer;
+  for (int rank = 0; rank < world_size; ++rank) {
+    part.rank = rank;
+    part.begin = layout.begin_of(rank);
+    part.end = layout.end_of(rank);
+    part.weights = snap.weights.slice(part.begin, part.end);
+    part.exp_avg = snap.exp_avg.slice(part.begin, part.end);
+    part.exp_avg_sq = snap.exp_avg_sq.slice(part.begin, part.end);
+    files.push_back(write_rank_file(tmp, part));
+  }
+  part.world_size = world_size;
+  return commit_checkpoint(root, part, files);
 }
 
 std::vector<std::string> apply_retention(const std::string& root, int keep_last,

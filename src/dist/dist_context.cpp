@@ -1,5 +1,6 @@
 #include "dist/dist_context.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -120,6 +121,18 @@ bool mpi_active() {
 std::string rank_tag() {
   if (g_world <= 1) return "";
   return "[rank " + std::to_string(g_rank) + "/" + std::to_string(g_world) + "] ";
+}
+
+int threads_per_local_rank() {
+  if (std::getenv("OMP_NUM_THREADS") != nullptr) return 0;
+  int local = 1;
+  for (const char* v : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"})
+    if (const char* s = std::getenv(v)) {
+      local = std::max(1, std::atoi(s));
+      break;
+    }
+  if (local <= 1) return 0;
+  return std::max(1, int(std::thread::hardware_concurrency()) / local);
 }
 
 }  // namespace zaya::dist

@@ -37,6 +37,11 @@ class DistContext {
   bool mpi_ = false;
 };
 
+// Several ranks on one machine would each start one OpenMP thread per core. The threads each
+// rank should use so that the ranks of this node share its cores (cores / local ranks), or 0
+// when the user chose (OMP_NUM_THREADS is set) or only one rank runs here.
+int threads_per_local_rank();
+
 // True once a DistContext initialised MPI in this process.
 bool mpi_active();
 // "[rank R/N] " when the job has more than one rank, else "".

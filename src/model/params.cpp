@@ -20,6 +20,16 @@ const char* optim_group_name(OptimGroup g) {
   return "?";
 }
 
+size_t assign_flat_offsets(std::vector<ParamSpec>& specs) {
+  size_t total = 0;
+  for (ParamSpec& s : specs) {
+    s.numel = shape_numel(s.shape);
+    s.offset = total;
+    total += size_t(s.numel);
+  }
+  return total;
+}
+
 void ParamRegistry::add(std::string name, Shape shape, OptimGroup group, InitKind init, float scale,
                         int stage, int expert) {
   ParamSpec s;

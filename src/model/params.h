@@ -33,6 +33,11 @@ struct ParamSpec {
   bool trainable() const { return group != OptimGroup::Buffer; }
 };
 
+// Lays specs out back to back in one flat buffer (sets numel from shape, offset in order) and
+// returns the buffer's size in floats: the registry's layout, for tests and tools that build
+// their own list of tensors.
+size_t assign_flat_offsets(std::vector<ParamSpec>& specs);
+
 class ParamRegistry {
  public:
   explicit ParamRegistry(const ModelConfig& config);

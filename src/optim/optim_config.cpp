@@ -83,7 +83,7 @@ OptimConfig optim_config_from_json(const json& j, const std::string& where,
   const FieldReader r(j, where, prefix);
   r.only_known({"lr", "min_lr", "warmup_steps", "schedule", "decay_fraction", "weight_decay",
                 "adam_beta1", "adam_beta2", "adam_eps", "muon_momentum", "muon_nesterov",
-                "muon_ns_steps", "grad_clip", "router_bias_lr", "router_bias_beta1",
+                "muon_ns_steps", "muon", "grad_clip", "router_bias_lr", "router_bias_beta1",
                 "router_bias_beta2", "batch_ramp"});
   OptimConfig c;
   r.number("lr", c.lr);
@@ -99,6 +99,7 @@ OptimConfig optim_config_from_json(const json& j, const std::string& where,
   r.number("muon_momentum", c.muon_momentum);
   r.boolean("muon_nesterov", c.muon_nesterov);
   r.integer("muon_ns_steps", c.muon_ns_steps);
+  r.boolean("muon", c.muon);
   r.number("grad_clip", c.grad_clip);
   r.number("router_bias_lr", c.router_bias_lr);
   r.number("router_bias_beta1", c.router_bias_beta1);

@@ -33,7 +33,9 @@ struct OptimConfig {
   double adam_beta1 = 0.9;
   double adam_beta2 = 0.95;
   double adam_eps = 1e-8;
-  // Muon (2-D hidden matrices).
+  // Muon (2-D hidden matrices). muon = false trains those matrices with AdamW too (for
+  // comparisons and the AdamW-only equivalence tests).
+  bool muon = true;
   double muon_momentum = 0.95;
   bool muon_nesterov = true;
   int64_t muon_ns_steps = 5;

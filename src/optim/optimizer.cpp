@@ -5,6 +5,8 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "dist/communicator.h"
+#include "dist/rank_sum.h"
 
 namespace zaya {
 
@@ -12,8 +14,12 @@ namespace {
 
 // Elementwise loops go parallel only above this size (thread start-up dominates below it).
 constexpr int64_t kParallelMin = 1 << 15;
-// Gradient-norm partition: fixed chunks of at most this many floats, whatever the thread count.
+// Gradient-norm partition: fixed chunks of at most this many floats from each tensor's start,
+// whatever the thread count.
 constexpr int64_t kNormChunk = 1 << 16;
+// Point-to-point tags of the Muon boundary exchange (pieces to the owner, results back). Every
+// rank walks the matrices in registry order, so messages between two ranks never cross.
+constexpr int kTagPiece = 7101, kTagResult = 7102;
 
 bool decays(const ParamSpec& p) {
   return p.shape.size() >= 2;
@@ -21,79 +27,124 @@ bool decays(const ParamSpec& p) {
 
 }  // namespace
 
-Optimizer::Optimizer(const ParamRegistry& registry, const OptimConfig& config)
-    : Optimizer(registry.specs(), registry.total_floats(), config) {}
+Optimizer::Optimizer(const ParamRegistry& registry, const OptimConfig& config,
+                     dist::Communicator* comm)
+    : Optimizer(registry.specs(), registry.total_floats(), config, comm) {}
 
-Optimizer::Optimizer(std::vector<ParamSpec> specs, size_t total_floats, const OptimConfig& config)
-    : specs_(std::move(specs)), total_(total_floats), config_(config) {
+Optimizer::Optimizer(std::vector<ParamSpec> specs, size_t total_floats, const OptimConfig& config,
+                     dist::Communicator* comm)
+    : specs_(std::move(specs)), total_(total_floats), config_(config), comm_(comm) {
   config_.validate("Optimizer");
+  if (!config_.muon)
+    for (ParamSpec& p : specs_)
+      if (p.group == OptimGroup::Muon) p.group = OptimGroup::AdamW;
+  shard_.total = int64_t(total_);
+  if (comm_ != nullptr) {
+    shard_.world = comm_->world_size();
+    shard_.rank = comm_->rank();
+  }
   size_t largest_muon = 0;
   for (const ParamSpec& p : specs_) {
     ZAYA_CHECK(p.numel == shape_numel(p.shape) && p.offset + size_t(p.numel) <= total_,
                "Optimizer: tensor '", p.name, "' ", shape_str(p.shape), " at offset ", p.offset,
                " does not fit the flat buffer of ", total_, " floats");
-    if (p.group == OptimGroup::Muon) {
-      ZAYA_CHECK(p.shape.size() == 2, "Optimizer: Muon tensor '", p.name,
-                 "' must be a 2-D matrix, got ", shape_str(p.shape));
-      largest_muon = std::max(largest_muon, size_t(p.numel));
-    }
+    if (p.group != OptimGroup::Muon) continue;
+    ZAYA_CHECK(p.shape.size() == 2, "Optimizer: Muon tensor '", p.name,
+               "' must be a 2-D matrix, got ", shape_str(p.shape));
+    largest_muon = std::max(largest_muon, size_t(p.numel));
+    const int first = shard_.owner_of(int64_t(p.offset));
+    const int last = shard_.owner_of(int64_t(p.offset) + p.numel - 1);
+    if (first == last || shard_.rank < first || shard_.rank > last) continue;
+    const Piece mine = piece(p, shard_.rank);
+    const int64_t n = mine.end - mine.begin;
+    muon_exchange_bytes_ += muon_owner(p) == shard_.rank ? 2 * 4 * (p.numel - n) : 2 * 4 * n;
   }
-  exp_avg_ = Tensor({int64_t(total_)}, DType::F32);
-  exp_avg_sq_ = Tensor({int64_t(total_)}, DType::F32);
+  exp_avg_ = Tensor({shard_.size()}, DType::F32);
+  exp_avg_sq_ = Tensor({shard_.size()}, DType::F32);
   direction_.resize(largest_muon);
+}
+
+Optimizer::Piece Optimizer::piece(const ParamSpec& p, int rank) const {
+  const int64_t b = std::max<int64_t>(shard_.begin_of(rank), int64_t(p.offset));
+  const int64_t e = std::min<int64_t>(shard_.end_of(rank), int64_t(p.offset) + p.numel);
+  return b < e ? Piece{b, e} : Piece{b, b};
+}
+
+// The rank holding the largest piece of p (the lowest such rank on a tie).
+int Optimizer::muon_owner(const ParamSpec& p) const {
+  const int first = shard_.owner_of(int64_t(p.offset));
+  const int last = shard_.owner_of(int64_t(p.offset) + p.numel - 1);
+  int best = first;
+  for (int r = first + 1; r <= last; ++r) {
+    const Piece a = piece(p, r), b = piece(p, best);
+    if (a.end - a.begin > b.end - b.begin) best = r;
+  }
+  return best;
 }
 
 float Optimizer::step(ParamStore& store, double lr) {
   ZAYA_CHECK(store.size() == total_, "Optimizer::step: the store holds ", store.size(),
              " floats, the optimizer was built for ", total_);
+  ZAYA_CHECK(shard_.world == 1, "Optimizer::step(ParamStore&) is for one process; with ",
+             shard_.world, " ranks pass the reduce-scattered shard gradients");
   return step(store.weights(), store.grads(), lr);
 }
 
-double Optimizer::grad_norm(const float* grads) const {
+double Optimizer::grad_norm(const float* shard_grads) const {
   struct Chunk {
-    size_t begin;
-    int64_t count;
+    int64_t begin, count;
   };
   std::vector<Chunk> chunks;
   for (const ParamSpec& p : specs_) {
     if (!p.trainable()) continue;
-    for (int64_t i = 0; i < p.numel; i += kNormChunk)
-      chunks.push_back({p.offset + size_t(i), std::min(kNormChunk, p.numel - i)});
+    const Piece mine = piece(p, shard_.rank);
+    for (int64_t i = int64_t(p.offset); i < int64_t(p.offset) + p.numel; i += kNormChunk) {
+      const int64_t b = std::max(i, mine.begin);
+      const int64_t e = std::min(i + kNormChunk, mine.end);
+      if (b < e) chunks.push_back({b - shard_.begin(), e - b});
+    }
   }
   std::vector<double> partial(chunks.size(), 0.0);
 #pragma omp parallel for schedule(static)
   for (int64_t k = 0; k < int64_t(chunks.size()); ++k) {
-    const float* g = grads + chunks[size_t(k)].begin;
+    const float* g = shard_grads + chunks[size_t(k)].begin;
     double s = 0;
     for (int64_t i = 0; i < chunks[size_t(k)].count; ++i) s += double(g[i]) * double(g[i]);
     partial[size_t(k)] = s;
   }
   double total = 0;
   for (double s : partial) total += s;  // fixed order
+  dist::sum_over_ranks(comm_, std::span<double>(&total, 1));
   return std::sqrt(total);
 }
 
-float Optimizer::step(float* weights, float* grads, double lr) {
-  const double norm = grad_norm(grads);
+float Optimizer::step(float* weights, float* shard_grads, double lr) {
+  const double norm = grad_norm(shard_grads);
   if (!std::isfinite(norm)) return float(norm);
   if (config_.grad_clip > 0 && norm > config_.grad_clip) {
     const float scale = float(config_.grad_clip / norm);
     for (const ParamSpec& p : specs_) {
       if (!p.trainable()) continue;
-      float* g = grads + p.offset;
-#pragma omp parallel for schedule(static) if (p.numel >= kParallelMin)
-      for (int64_t i = 0; i < p.numel; ++i) g[i] *= scale;
+      const Piece mine = piece(p, shard_.rank);
+      float* g = shard_grads + (mine.begin - shard_.begin());
+      const int64_t n = mine.end - mine.begin;
+#pragma omp parallel for schedule(static) if (n >= kParallelMin)
+      for (int64_t i = 0; i < n; ++i) g[i] *= scale;
     }
   }
   ++step_count_;
   for (const ParamSpec& p : specs_) {
-    if (p.group == OptimGroup::AdamW) adamw_update(p, weights + p.offset, grads + p.offset, lr);
-    if (p.group == OptimGroup::Muon) muon_update(p, weights + p.offset, grads + p.offset, lr);
+    if (p.group == OptimGroup::AdamW) adamw_update(p, weights, shard_grads, lr);
+    if (p.group == OptimGroup::Muon) muon_update(p, weights, shard_grads, lr);
   }
   return float(norm);
 }
 
-void Optimizer::adamw_update(const ParamSpec& p, float* w, const float* g, double lr) {
+void Optimizer::adamw_update(const ParamSpec& p, float* weights, const float* shard_grads,
+                             double lr) {
+  const Piece mine = piece(p, shard_.rank);
+  const int64_t n = mine.end - mine.begin;
+  if (n == 0) return;
   const double t = double(step_count_);
   const float beta1 = float(config_.adam_beta1), one_minus_beta1 = float(1 - config_.adam_beta1);
   const float beta2 = float(config_.adam_beta2), one_minus_beta2 = float(1 - config_.adam_beta2);
@@ -101,33 +152,76 @@ void Optimizer::adamw_update(const ParamSpec& p, float* w, const float* g, doubl
   const float step_size = float(lr / (1.0 - std::pow(config_.adam_beta1, t)));
   const float inv_sqrt_bc2 = float(1.0 / std::sqrt(1.0 - std::pow(config_.adam_beta2, t)));
   const float eps = float(config_.adam_eps);
-  float* m = exp_avg_.data<float>() + p.offset;
-  float* v = exp_avg_sq_.data<float>() + p.offset;
-#pragma omp parallel for schedule(static) if (p.numel >= kParallelMin)
-  for (int64_t i = 0; i < p.numel; ++i) {
+  const int64_t local = mine.begin - shard_.begin();
+  float* w = weights + mine.begin;
+  const float* g = shard_grads + local;
+  float* m = exp_avg_.data<float>() + local;
+  float* v = exp_avg_sq_.data<float>() + local;
+#pragma omp parallel for schedule(static) if (n >= kParallelMin)
+  for (int64_t i = 0; i < n; ++i) {
     m[i] = beta1 * m[i] + one_minus_beta1 * g[i];
     v[i] = beta2 * v[i] + one_minus_beta2 * g[i] * g[i];
     w[i] = w[i] * keep - step_size * m[i] / (std::sqrt(v[i]) * inv_sqrt_bc2 + eps);
   }
 }
 
-void Optimizer::muon_update(const ParamSpec& p, float* w, const float* g, double lr) {
+void Optimizer::muon_update(const ParamSpec& p, float* weights, const float* shard_grads,
+                            double lr) {
+  const Piece mine = piece(p, shard_.rank);
+  const int64_t n = mine.end - mine.begin;
+  if (n == 0) return;
   const int64_t rows = p.shape[0], cols = p.shape[1];
   const float beta = float(config_.muon_momentum),
               one_minus_beta = float(1 - config_.muon_momentum);
-  float* buf = exp_avg_.data<float>() + p.offset;
-  float* d = direction_.data();
+  const int64_t local = mine.begin - shard_.begin();
+  float* buf = exp_avg_.data<float>() + local;
+  const float* g = shard_grads + local;
+  // This rank's piece of the direction, at its place within the whole matrix.
+  float* d = direction_.data() + (mine.begin - int64_t(p.offset));
   const bool nesterov = config_.muon_nesterov;
-#pragma omp parallel for schedule(static) if (p.numel >= kParallelMin)
-  for (int64_t i = 0; i < p.numel; ++i) {
+#pragma omp parallel for schedule(static) if (n >= kParallelMin)
+  for (int64_t i = 0; i < n; ++i) {
     buf[i] = beta * buf[i] + one_minus_beta * g[i];
     d[i] = nesterov ? one_minus_beta * g[i] + beta * buf[i] : buf[i];
   }
-  newton_schulz(d, d, rows, cols, int(config_.muon_ns_steps), ns_);
+  if (n == p.numel)
+    newton_schulz(direction_.data(), direction_.data(), rows, cols, int(config_.muon_ns_steps),
+                  ns_);
+  else
+    orthogonalise_split(p);
   const float keep = float(1.0 - lr * config_.weight_decay);
   const float step_size = float(lr * 0.2 * std::sqrt(double(std::max(rows, cols))));
-#pragma omp parallel for schedule(static) if (p.numel >= kParallelMin)
-  for (int64_t i = 0; i < p.numel; ++i) w[i] = w[i] * keep - step_size * d[i];
+  float* w = weights + mine.begin;
+#pragma omp parallel for schedule(static) if (n >= kParallelMin)
+  for (int64_t i = 0; i < n; ++i) w[i] = w[i] * keep - step_size * d[i];
+}
+
+void Optimizer::orthogonalise_split(const ParamSpec& p) {
+  ZAYA_CHECK(comm_ != nullptr, "Optimizer: Muon matrix '", p.name,
+             "' is split but no communicator");
+  const int first = shard_.owner_of(int64_t(p.offset));
+  const int last = shard_.owner_of(int64_t(p.offset) + p.numel - 1);
+  const int owner = muon_owner(p);
+  auto at = [&](const Piece& pc) { return direction_.data() + (pc.begin - int64_t(p.offset)); };
+  if (shard_.rank != owner) {
+    const Piece mine = piece(p, shard_.rank);
+    const size_t n = size_t(mine.end - mine.begin);
+    comm_->send(at(mine), n, DType::F32, owner, kTagPiece);
+    comm_->recv(at(mine), n, DType::F32, owner, kTagResult);
+    return;
+  }
+  for (int r = first; r <= last; ++r) {
+    const Piece pc = piece(p, r);
+    if (r != owner && pc.end > pc.begin)
+      comm_->recv(at(pc), size_t(pc.end - pc.begin), DType::F32, r, kTagPiece);
+  }
+  newton_schulz(direction_.data(), direction_.data(), p.shape[0], p.shape[1],
+                int(config_.muon_ns_steps), ns_);
+  for (int r = first; r <= last; ++r) {
+    const Piece pc = piece(p, r);
+    if (r != owner && pc.end > pc.begin)
+      comm_->send(at(pc), size_t(pc.end - pc.begin), DType::F32, r, kTagResult);
+  }
 }
 
 std::map<std::string, Tensor> Optimizer::state_tensors() const {
@@ -147,7 +241,8 @@ void Optimizer::load_state(const std::map<std::string, Tensor>& state, int64_t s
     ZAYA_CHECK(src.dtype() == DType::F32 && src.numel() == int64_t(total_),
                "Optimizer::load_state: '", name, "' must be F32 with ", total_, " elements, got ",
                dtype_name(src.dtype()), " ", shape_str(src.shape()));
-    std::memcpy(dst.data<float>(), src.data<float>(), total_ * sizeof(float));
+    std::memcpy(dst.data<float>(), src.data<float>() + shard_.begin(),
+                size_t(shard_.size()) * sizeof(float));
   }
   step_count_ = step_count;
 }

@@ -4,8 +4,17 @@
 # model.safetensors must be byte-identical to A's. Then the newest checkpoint of B's first half is
 # damaged three ways (truncated shard, flipped byte, missing COMPLETE): each is detected and named,
 # --resume auto falls back to step 5, and the run still ends bitwise equal to A.
+# With NP > 1 every zaya train runs as NP data-parallel ranks under MPIRUN (ZeRO-1, one file per
+# rank), and the damage hits the last rank's file.
 set -uo pipefail
-ZAYA=$1; SRC=$2; WORK=$3
+ZAYA=$1; SRC=$2; WORK=$3; NP=${4:-1}; MPIRUN=${5:-mpirun}
+LAUNCH=()
+if ((NP > 1)); then LAUNCH=("$MPIRUN" -np "$NP" --oversubscribe --allow-run-as-root); fi
+RANKS="$NP rank$( ((NP > 1)) && echo s)"
+# The same 20-step schedule at any NP dividing 4: every rank takes whole micro-batches of the
+# ramp's first batch of 4 sequences.
+MICRO=$((4 / NP))
+LAST=$(printf 'rank-%05d.safetensors' $((NP - 1)))
 passes=0; fails=0
 check() {  # check "what" command...
   local what=$1; shift
@@ -13,7 +22,7 @@ check() {  # check "what" command...
 }
 run() {  # run LOG args...: zaya train, keeping the log; a failure is printed
   local log=$1; shift
-  "$ZAYA" --threads 1 train --config "$WORK/train.json" --no-progress "$@" > "$log" 2>&1 \
+  "${LAUNCH[@]}" "$ZAYA" --threads 1 train --config "$WORK/train.json" --no-progress "$@" > "$log" 2>&1 \
     || { echo "zaya train $* failed:"; cat "$log"; return 1; }
 }
 bash "$SRC/tests/train/prepare_brown_slice.sh" "$ZAYA" "$SRC" "$WORK" 300 || exit 1
@@ -27,7 +36,7 @@ cat > "$WORK/train.json" <<JSON
   "data": {"dir": "$WORK/data", "sources": ["brown"],
            "phases": [{"name": "a", "tokens": 3072, "seq_len": 32, "rope_theta": 10000.0, "mixture": {"brown": 1.0}},
                       {"name": "b", "tokens": 896, "seq_len": 16, "rope_theta": 20000.0, "mixture": {"brown": 1.0}}]},
-  "train": {"seed": 11, "micro_batch": 4, "global_batch": 8, "eval_every": 7, "eval_windows": 4,
+  "train": {"seed": 11, "micro_batch": $MICRO, "global_batch": 8, "eval_every": 7, "eval_windows": 4,
             "log_every": 5, "out_dir": "$WORK/A", "sample_tokens": 0,
             "checkpoint_every": 5, "keep_last": 2, "keep_every": 10,
             "optim": {"lr": 3e-3, "min_lr": 3e-4, "warmup_steps": 3, "schedule": "cosine",
@@ -40,13 +49,13 @@ check "run A: 20 steps ($steps)" test "$steps" = 20
 check "retention keep_last 2, keep_every 10: step 10, 15, 20 remain" \
   test "$(cd "$WORK/A/ckpt" && echo step-*)" = "step-00000010 step-00000015 step-00000020"
 check "zaya ckpt inspect: complete, verified" bash -c \
-  "'$ZAYA' ckpt inspect '$WORK/A/ckpt/step-00000020' > '$WORK/inspect.log' && grep -q 'step 20, world size 1' '$WORK/inspect.log'"
+  "'$ZAYA' ckpt inspect '$WORK/A/ckpt/step-00000020' > '$WORK/inspect.log' && grep -q 'step 20, world size $NP' '$WORK/inspect.log'"
 
 # Run B: stop at 10, resume to the end.
 run "$WORK/B1.log" --out "$WORK/B" --max-steps 10 || exit 1
 cp -r "$WORK/B" "$WORK/B_at10"
 run "$WORK/B2.log" --out "$WORK/B" --resume auto || exit 1
-check "run B resumed from step 10" grep -q "resumed from $WORK/B/ckpt/step-00000010: step 10" "$WORK/B2.log"
+check "run B resumed from step 10" grep -q "resumed from $WORK/B/ckpt/step-00000010 (saved by $RANKS, now $NP): step 10" "$WORK/B2.log"
 check "resumed final model is bitwise equal to the uninterrupted one" \
   cmp "$WORK/A/model/model.safetensors" "$WORK/B/model/model.safetensors"
 # B's first half also evaluated at its last step (10), so val_loss is compared where both have it.
@@ -69,18 +78,18 @@ damage() {  # damage NAME "what to do in the copy" "expected message"
   run "$d.log" --out "$d" --resume auto || { fails=$((fails + 1)); return; }
   check "$name: --resume auto names it and skips it" bash -c \
     "grep -F 'checkpoint $d/ckpt/step-00000010: ' '$d.log' | grep -F '$expect' | grep -q ', skipped$'"
-  check "$name: falls back to step 5" grep -q "resumed from $d/ckpt/step-00000005: step 5" "$d.log"
+  check "$name: falls back to step 5" grep -q "resumed from $d/ckpt/step-00000005 (saved by $RANKS, now $NP): step 5" "$d.log"
   check "$name: final model still bitwise equal to run A" \
     cmp "$WORK/A/model/model.safetensors" "$d/model/model.safetensors"
   check "$name: the damaged step 10 was rewritten; every kept checkpoint verifies" bash -c \
     "'$ZAYA' ckpt inspect '$d/ckpt' > '$d.inspect2.log' && test \$(grep -c 'checksums verified' '$d.inspect2.log') = 3"
 }
-damage truncated 'truncate -s -64 rank-00000.safetensors' "truncated or overwritten file"
-damage flipped "printf '\\x5a' | dd of=rank-00000.safetensors bs=1 seek=5000 conv=notrunc status=none" \
+damage truncated 'truncate -s -64 $LAST' "truncated or overwritten file"
+damage flipped "printf '\\x5a' | dd of=$LAST bs=1 seek=5000 conv=notrunc status=none" \
   "checksum"
 damage no_marker 'rm COMPLETE' "missing COMPLETE marker (incomplete write)"
-check "flipped byte: the message names rank-00000.safetensors" \
-  grep -q "rank-00000.safetensors checksum 0x" "$WORK/D_flipped.log"
+check "flipped byte: the message names $LAST" \
+  grep -q "$LAST checksum 0x" "$WORK/D_flipped.log"
 
 echo "ckpt_test: $passes passed, $fails failed"
 exit $((fails > 0))

@@ -12,11 +12,12 @@
 #include "dist/communicator.h"
 #include "dist/dist_context.h"
 #include "dist/reduce.h"
+#include "mpi_test_env.h"
 
 namespace zaya::dist {
-namespace {
-
+namespace {}  // namespace
 Communicator* g_comm = nullptr;
+namespace {
 
 // Non-integer values whose float sum depends on the order of additions, so a reduction in any
 // other order than 0..N-1 shows up as a bitwise difference.

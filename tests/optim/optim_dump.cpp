@@ -30,17 +30,14 @@ std::vector<ParamSpec> test_specs(size_t& total) {
       {"conv", {8, 4, 2}, OptimGroup::AdamW},      {"norm", {16}, OptimGroup::AdamW},
       {"bias", {40}, OptimGroup::AdamW},           {"balancing", {5}, OptimGroup::Buffer}};
   std::vector<ParamSpec> specs;
-  total = 0;
   for (const auto& [name, shape, group] : list) {
     ParamSpec p;
     p.name = name;
     p.shape = shape;
     p.group = group;
-    p.offset = total;
-    p.numel = shape_numel(shape);
-    total += size_t(p.numel);
     specs.push_back(p);
   }
+  total = assign_flat_offsets(specs);
   return specs;
 }
 

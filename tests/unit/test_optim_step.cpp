@@ -11,26 +11,12 @@
 #include "core/error.h"
 #include "model/config.h"
 #include "optim/optimizer.h"
+#include "test_util.h"
 
 namespace zaya {
 namespace {
 
-std::vector<ParamSpec> layout(const std::vector<std::pair<Shape, OptimGroup>>& list,
-                              size_t& total) {
-  std::vector<ParamSpec> specs;
-  total = 0;
-  for (const auto& [shape, group] : list) {
-    ParamSpec p;
-    p.name = str_cat("p", specs.size());
-    p.shape = shape;
-    p.group = group;
-    p.offset = total;
-    p.numel = shape_numel(shape);
-    total += size_t(p.numel);
-    specs.push_back(p);
-  }
-  return specs;
-}
+using test::flat_layout;
 
 void fill_normal(std::vector<float>& v, uint32_t seed, float scale) {
   std::mt19937 rng(seed);
@@ -46,7 +32,7 @@ double norm_of(const float* g, size_t n) {
 
 TEST(Optimizer, ClipsToTheGlobalNormAndReturnsThePreClipNorm) {
   size_t total = 0;
-  const auto specs = layout({{{6, 4}, OptimGroup::Muon}, {{10}, OptimGroup::AdamW}}, total);
+  const auto specs = flat_layout({{{6, 4}, OptimGroup::Muon}, {{10}, OptimGroup::AdamW}}, total);
   OptimConfig config;
   config.grad_clip = 0.5;
   Optimizer opt(specs, total, config);
@@ -72,12 +58,12 @@ TEST(Optimizer, ClipsToTheGlobalNormAndReturnsThePreClipNorm) {
 
 TEST(Optimizer, WeightDecayOnlyOnTensorsWithTwoOrMoreDims) {
   size_t total = 0;
-  const auto specs = layout({{{4, 3}, OptimGroup::Muon},
-                             {{5, 2}, OptimGroup::AdamW},
-                             {{2, 2, 2}, OptimGroup::AdamW},
-                             {{7}, OptimGroup::AdamW},
-                             {{3}, OptimGroup::Buffer}},
-                            total);
+  const auto specs = flat_layout({{{4, 3}, OptimGroup::Muon},
+                                  {{5, 2}, OptimGroup::AdamW},
+                                  {{2, 2, 2}, OptimGroup::AdamW},
+                                  {{7}, OptimGroup::AdamW},
+                                  {{3}, OptimGroup::Buffer}},
+                                 total);
   OptimConfig config;
   config.weight_decay = 0.5;
   Optimizer opt(specs, total, config);
@@ -97,7 +83,7 @@ TEST(Optimizer, WeightDecayOnlyOnTensorsWithTwoOrMoreDims) {
 
 TEST(Optimizer, AdamWFirstStepIsLrTimesSign) {
   size_t total = 0;
-  const auto specs = layout({{{9}, OptimGroup::AdamW}}, total);
+  const auto specs = flat_layout({{{9}, OptimGroup::AdamW}}, total);
   OptimConfig config;
   config.adam_eps = 1e-8;
   Optimizer opt(specs, total, config);
@@ -114,7 +100,7 @@ TEST(Optimizer, AdamWFirstStepIsLrTimesSign) {
 TEST(Optimizer, MuonUpdateRmsMatchesAdamW) {
   for (const Shape& shape : {Shape{64, 16}, Shape{16, 64}, Shape{40, 40}}) {
     size_t total = 0;
-    const auto specs = layout({{shape, OptimGroup::Muon}}, total);
+    const auto specs = flat_layout({{shape, OptimGroup::Muon}}, total);
     OptimConfig config;
     config.weight_decay = 0;
     config.grad_clip = 0;
@@ -145,7 +131,7 @@ TEST(Optimizer, MuonUpdateRmsMatchesAdamW) {
 
 TEST(Optimizer, NonFiniteGradientsLeaveWeightsAlone) {
   size_t total = 0;
-  const auto specs = layout({{{3, 3}, OptimGroup::Muon}, {{4}, OptimGroup::AdamW}}, total);
+  const auto specs = flat_layout({{{3, 3}, OptimGroup::Muon}, {{4}, OptimGroup::AdamW}}, total);
   Optimizer opt(specs, total, OptimConfig{});
   std::vector<float> w(total, 0.5f), g(total, 1.0f);
   g[10] = std::nanf("");
@@ -194,7 +180,7 @@ TEST(Optimizer, DeterministicAndResumable) {
 
 TEST(Optimizer, LoadStateRejectsWrongSizes) {
   size_t total = 0;
-  const auto specs = layout({{{4}, OptimGroup::AdamW}}, total);
+  const auto specs = flat_layout({{{4}, OptimGroup::AdamW}}, total);
   Optimizer opt(specs, total, OptimConfig{});
   std::map<std::string, Tensor> bad = {{"exp_avg", Tensor({5}, DType::F32)},
                                        {"exp_avg_sq", Tensor({4}, DType::F32)}};
@@ -205,7 +191,7 @@ TEST(Optimizer, LoadStateRejectsWrongSizes) {
 
 TEST(Optimizer, RejectsNonMatrixMuonTensors) {
   size_t total = 0;
-  const auto specs = layout({{{2, 2, 2}, OptimGroup::Muon}}, total);
+  const auto specs = flat_layout({{{2, 2, 2}, OptimGroup::Muon}}, total);
   EXPECT_THROW(Optimizer(specs, total, OptimConfig{}), Error);
 }
 

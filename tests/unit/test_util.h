@@ -1,4 +1,4 @@
-// Helpers shared by the unit tests: scratch directories and error capture.
+// Helpers shared by the unit tests: scratch directories, error capture, flat layouts.
 #pragma once
 
 #include <unistd.h>
@@ -6,8 +6,11 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
+#include "model/params.h"
 
 namespace zaya::test {
 
@@ -28,6 +31,22 @@ inline std::string error_of(const std::function<void()>& f) {
     return e.what();
   }
   return "";
+}
+
+// Tensors p0, p1, ... of the given shapes and groups, back to back in one flat buffer of `total`
+// floats (the registry's layout), for optimizer tests that need no model.
+inline std::vector<ParamSpec> flat_layout(const std::vector<std::pair<Shape, OptimGroup>>& list,
+                                          size_t& total) {
+  std::vector<ParamSpec> specs;
+  for (const auto& [shape, group] : list) {
+    ParamSpec p;
+    p.name = str_cat("p", specs.size());
+    p.shape = shape;
+    p.group = group;
+    specs.push_back(p);
+  }
+  total = assign_flat_offsets(specs);
+  return specs;
 }
 
 }  // namespace zaya::test

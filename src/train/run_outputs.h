@@ -1,0 +1,21 @@
+// What a finished `zaya train` run leaves besides metrics and checkpoints: the final model
+// directory, the loss plot, samples from the model, and summary.json.
+#pragma once
+
+#include <string>
+
+#include "train/train_config.h"
+#include "train/trainer.h"
+
+namespace zaya {
+
+class ZayaModel;
+
+// OUT/model, OUT/loss.svg and (with train.sample_tokens and train.tokenizer) OUT/samples.txt;
+// fills summary.samples.
+void write_run_outputs(TrainSummary& summary, ZayaModel& model, const TrainConfig& tc,
+                       int32_t stop_token, const std::string& config_path);
+// OUT/summary.json.
+void write_run_summary(const TrainSummary& summary);
+
+}  // namespace zaya
