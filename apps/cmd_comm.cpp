@@ -6,7 +6,12 @@
 #include <string>
 
 #include "bench/comm_bench.h"
+#include "core/error.h"
 #include "dist/communicator.h"
+#include "dist/dist_context.h"
+#ifdef ZAYA_HAVE_MPI
+#include "dist/mpi_native_communicator.h"
+#endif
 
 namespace zaya::cli {
 
@@ -15,6 +20,7 @@ namespace {
 struct CommArgs {
   std::string min_bytes = "8", max_bytes = "64M", dtype = "float";
   CommBenchOptions opt;
+  bool peer = false;
 };
 
 }  // namespace
@@ -41,6 +47,9 @@ Runner add_comm_commands(CLI::App& bench) {
   comm->add_option("--ops", args->opt.ops, "comma-separated collectives")
       ->delimiter(',')
       ->capture_default_str();
+  comm->add_flag("--peer", args->peer,
+                 "also time MPI's own collectives (MPI_Allreduce, ...) out of place in the same "
+                 "run, with their busbw and zaya/peer ratio (under mpirun; float/int32)");
 
   return [=]() -> int {
     if (!*comm) return kNotMine;
@@ -48,7 +57,18 @@ Runner add_comm_commands(CLI::App& bench) {
     args->opt.max_bytes = parse_byte_size(args->max_bytes, "-e/--maxbytes");
     args->opt.dtype = parse_comm_dtype(args->dtype);
     auto communicator = dist::make_communicator();
-    const int64_t wrong = run_comm_bench(*communicator, args->opt, stdout);
+    std::unique_ptr<dist::Communicator> peer;
+    if (args->peer) {
+#ifdef ZAYA_HAVE_MPI
+      ZAYA_CHECK(dist::mpi_active(),
+                 "--peer: MPI's collectives are the peer, so run under "
+                 "mpirun or srun (this process was not started by an MPI launcher)");
+      peer = std::make_unique<dist::NativeMpiCommunicator>();
+#else
+      ZAYA_FAIL("--peer: this zaya was built without MPI, so there is no MPI peer to time");
+#endif
+    }
+    const int64_t wrong = run_comm_bench(*communicator, args->opt, stdout, peer.get());
     if (wrong != 0) {
       // Every rank has the same total; one report is enough.
       if (communicator->rank() == 0)

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstring>
+#include <memory>
 
 #include "core/error.h"
 
@@ -210,14 +211,18 @@ void print_ranks(Communicator& comm, std::FILE* out) {
   }
 }
 
-void print_table_head(std::FILE* out) {
-  std::fprintf(out, "#\n%-60s%-33s%s\n", "#", "out-of-place", "in-place");
-  std::fprintf(out, "#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n", "size",
+void print_table_head(std::FILE* out, const Communicator* peer) {
+  std::fprintf(out, "#\n%-60s%-33s%-32s%s\n", "#", "out-of-place", "in-place",
+               peer ? peer->kind().c_str() : "");
+  std::fprintf(out, "#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s", "size",
                "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time",
                "algbw", "busbw", "#wrong");
-  std::fprintf(out, "#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n", "(B)",
+  if (peer) std::fprintf(out, "  %7s  %6s  %6s", "time", "busbw", "ratio");
+  std::fprintf(out, "\n#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s", "(B)",
                "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)",
                "");
+  if (peer) std::fprintf(out, "  %7s  %6s  %6s", "(us)", "(GB/s)", "zaya/");
+  std::fprintf(out, "\n");
 }
 
 }  // namespace
@@ -257,7 +262,8 @@ const char* comm_dtype_name(DType t) {
   return "?";
 }
 
-int64_t run_comm_bench(Communicator& comm, const CommBenchOptions& opt, std::FILE* out) {
+int64_t run_comm_bench(Communicator& comm, const CommBenchOptions& opt, std::FILE* out,
+                       Communicator* peer) {
   ZAYA_CHECK(opt.min_bytes > 0 && opt.min_bytes <= opt.max_bytes, "-b/-e: need 0 < -b <= -e, got ",
              opt.min_bytes, " and ", opt.max_bytes);
   ZAYA_CHECK(opt.factor > 1, "-f: size factor must be above 1, got ", opt.factor);
@@ -285,13 +291,17 @@ int64_t run_comm_bench(Communicator& comm, const CommBenchOptions& opt, std::FIL
                  opt.iters, opt.check);
   print_ranks(comm, out);
   Runner runner(comm, opt);
+  std::unique_ptr<Runner> peer_runner;
+  CommBenchOptions peer_opt = opt;
+  peer_opt.check = 0;  // the peer's sums are in MPI's order, not necessarily exact
+  if (peer) peer_runner = std::make_unique<Runner>(*peer, peer_opt);
   int64_t total_wrong = 0;
   for (const auto& info : ops) {
     if (print) {
       std::fprintf(out, "#\n# Collective: %s\n", info.name);
-      print_table_head(out);
+      print_table_head(out, peer);
     }
-    double busbw_sum = 0;
+    double busbw_sum = 0, peer_busbw_sum = 0, out_of_place_sum = 0;
     int rows = 0;
     int64_t op_wrong = 0;
     for (size_t bytes = opt.min_bytes; bytes <= opt.max_bytes;
@@ -300,6 +310,7 @@ int64_t run_comm_bench(Communicator& comm, const CommBenchOptions& opt, std::FIL
       if (s.in_count == 0 || s.out_count == 0) continue;  // too small to split over n ranks
       const size_t size = s.count * esize;
       const bool reduces = info.op == Op::AllReduce || info.op == Op::ReduceScatter;
+      double row_busbw = 0;  // out of place, for the ratio to the peer
       if (print)
         std::fprintf(out, "%12zu  %12zu  %8s  %6s  %6d", size, s.count, comm_dtype_name(t),
                      reduces ? "sum" : "none", info.op == Op::Broadcast ? 0 : -1);
@@ -308,6 +319,10 @@ int64_t run_comm_bench(Communicator& comm, const CommBenchOptions& opt, std::FIL
         const double algbw = double(size) / 1e9 / (res.time_us / 1e6);
         const double busbw = algbw * busbw_factor(info.op, n);
         busbw_sum += busbw;
+        if (!in_place) {
+          out_of_place_sum += busbw;
+          row_busbw = busbw;
+        }
         ++rows;
         op_wrong += res.wrong;
         if (!print) continue;
@@ -317,13 +332,25 @@ int64_t run_comm_bench(Communicator& comm, const CommBenchOptions& opt, std::FIL
         else
           std::fprintf(out, "  %6s", "N/A");
       }
+      if (peer_runner) {
+        const auto res = peer_runner->measure(info.op, s, false);
+        const double busbw = double(size) / 1e9 / (res.time_us / 1e6) * busbw_factor(info.op, n);
+        peer_busbw_sum += busbw;
+        if (print)
+          std::fprintf(out, "  %7.2f  %6.2f  %6.2f", res.time_us, busbw, row_busbw / busbw);
+      }
       if (print) std::fprintf(out, "\n");
     }
     total_wrong += op_wrong;
     if (print) {
       std::fprintf(out, "# Out of bounds values : %lld %s\n", (long long)op_wrong,
                    op_wrong == 0 ? "OK" : "FAILED");
-      std::fprintf(out, "# Avg bus bandwidth    : %g\n#\n", rows ? busbw_sum / rows : 0.0);
+      std::fprintf(out, "# Avg bus bandwidth    : %g\n", rows ? busbw_sum / rows : 0.0);
+      if (peer_runner && rows > 0)
+        std::fprintf(out, "# Avg bus bandwidth of %s (out-of-place): %g, zaya's: %g (ratio %.2f)\n",
+                     peer->kind().c_str(), peer_busbw_sum / (rows / 2),
+                     out_of_place_sum / (rows / 2), out_of_place_sum / peer_busbw_sum);
+      std::fprintf(out, "#\n");
       std::fflush(out);
     }
   }

@@ -32,6 +32,9 @@ const char* comm_dtype_name(DType t);
 
 // Runs the benchmark on `comm` (every rank must call it with the same options) and writes the
 // tables to `out` on rank 0. Returns the number of wrong values over all ranks and sizes.
-int64_t run_comm_bench(dist::Communicator& comm, const CommBenchOptions& opt, std::FILE* out);
+// With a `peer` (e.g. MPI's own collectives), every size is also run out of place on the peer in
+// the same run, and two more columns give the peer's busbw and zaya's busbw over the peer's.
+int64_t run_comm_bench(dist::Communicator& comm, const CommBenchOptions& opt, std::FILE* out,
+                       dist::Communicator* peer = nullptr);
 
 }  // namespace zaya
