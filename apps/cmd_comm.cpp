@@ -1,10 +1,11 @@
-// zaya bench comm.
+// zaya bench comm and zaya bench ckpt: the benchmarks that run under mpirun.
 #include "cmd_comm.h"
 
 #include <cstdio>
 #include <memory>
 #include <string>
 
+#include "bench/ckpt_bench.h"
 #include "bench/comm_bench.h"
 #include "core/error.h"
 #include "dist/communicator.h"
@@ -21,6 +22,7 @@ struct CommArgs {
   std::string min_bytes = "8", max_bytes = "64M", dtype = "float";
   CommBenchOptions opt;
   bool peer = false;
+  CkptBenchOptions ckpt;
 };
 
 }  // namespace
@@ -51,7 +53,23 @@ Runner add_comm_commands(CLI::App& bench) {
                  "also time MPI's own collectives (MPI_Allreduce, ...) out of place in the same "
                  "run, with their busbw and zaya/peer ratio (under mpirun; float/int32)");
 
+  auto* ckpt = bench.add_subcommand(
+      "ckpt",
+      "Checkpoint save time: every rank writing its own file at once against rank 0 gathering "
+      "and writing everything (run under mpirun for several ranks)");
+  ckpt->add_option("--config", args->ckpt.config_path, "zaya JSON config (its model section)")
+      ->required();
+  ckpt->add_option("--dir", args->ckpt.dir, "scratch directory for the checkpoints (removed)")
+      ->capture_default_str();
+  ckpt->add_option("--repeats", args->ckpt.repeats, "saves per scheme; the median is reported")
+      ->capture_default_str();
+
   return [=]() -> int {
+    if (*ckpt) {
+      auto communicator = dist::make_communicator();
+      run_ckpt_bench(*communicator, args->ckpt, stdout);
+      return 0;
+    }
     if (!*comm) return kNotMine;
     args->opt.min_bytes = parse_byte_size(args->min_bytes, "-b/--minbytes");
     args->opt.max_bytes = parse_byte_size(args->max_bytes, "-e/--maxbytes");

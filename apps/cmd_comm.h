@@ -4,7 +4,7 @@
 
 namespace zaya::cli {
 
-// zaya bench comm: registered on the existing `bench` subcommand group.
+// zaya bench comm and zaya bench ckpt: registered on the existing `bench` subcommand group.
 Runner add_comm_commands(CLI::App& bench);
 
 }  // namespace zaya::cli
