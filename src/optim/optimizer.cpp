@@ -17,8 +17,7 @@ constexpr int64_t kParallelMin = 1 << 15;
 // Gradient-norm partition: fixed chunks of at most this many floats from each tensor's start,
 // whatever the thread count.
 constexpr int64_t kNormChunk = 1 << 16;
-// Point-to-point tags of the Muon boundary exchange (pieces to the owner, results back). Every
-// rank walks the matrices in registry order, so messages between two ranks never cross.
+// Point-to-point tags of the Muon exchange (pieces to the owner, results back).
 constexpr int kTagPiece = 7101, kTagResult = 7102;
 
 bool decays(const ParamSpec& p) {
@@ -43,43 +42,18 @@ Optimizer::Optimizer(std::vector<ParamSpec> specs, size_t total_floats, const Op
     shard_.world = comm_->world_size();
     shard_.rank = comm_->rank();
   }
-  size_t largest_muon = 0;
   for (const ParamSpec& p : specs_) {
     ZAYA_CHECK(p.numel == shape_numel(p.shape) && p.offset + size_t(p.numel) <= total_,
                "Optimizer: tensor '", p.name, "' ", shape_str(p.shape), " at offset ", p.offset,
                " does not fit the flat buffer of ", total_, " floats");
-    if (p.group != OptimGroup::Muon) continue;
-    ZAYA_CHECK(p.shape.size() == 2, "Optimizer: Muon tensor '", p.name,
-               "' must be a 2-D matrix, got ", shape_str(p.shape));
-    largest_muon = std::max(largest_muon, size_t(p.numel));
-    const int first = shard_.owner_of(int64_t(p.offset));
-    const int last = shard_.owner_of(int64_t(p.offset) + p.numel - 1);
-    if (first == last || shard_.rank < first || shard_.rank > last) continue;
-    const Piece mine = piece(p, shard_.rank);
-    const int64_t n = mine.end - mine.begin;
-    muon_exchange_bytes_ += muon_owner(p) == shard_.rank ? 2 * 4 * (p.numel - n) : 2 * 4 * n;
+    ZAYA_CHECK(p.group != OptimGroup::Muon || p.shape.size() == 2, "Optimizer: Muon tensor '",
+               p.name, "' must be a 2-D matrix, got ", shape_str(p.shape));
   }
+  muon_ = plan_muon(specs_, shard_);
   exp_avg_ = Tensor({shard_.size()}, DType::F32);
   exp_avg_sq_ = Tensor({shard_.size()}, DType::F32);
-  direction_.resize(largest_muon);
-}
-
-Optimizer::Piece Optimizer::piece(const ParamSpec& p, int rank) const {
-  const int64_t b = std::max<int64_t>(shard_.begin_of(rank), int64_t(p.offset));
-  const int64_t e = std::min<int64_t>(shard_.end_of(rank), int64_t(p.offset) + p.numel);
-  return b < e ? Piece{b, e} : Piece{b, b};
-}
-
-// The rank holding the largest piece of p (the lowest such rank on a tie).
-int Optimizer::muon_owner(const ParamSpec& p) const {
-  const int first = shard_.owner_of(int64_t(p.offset));
-  const int last = shard_.owner_of(int64_t(p.offset) + p.numel - 1);
-  int best = first;
-  for (int r = first + 1; r <= last; ++r) {
-    const Piece a = piece(p, r), b = piece(p, best);
-    if (a.end - a.begin > b.end - b.begin) best = r;
-  }
-  return best;
+  direction_.resize(size_t(shard_.size()));
+  owned_.resize(size_t(muon_.owned_floats));
 }
 
 float Optimizer::step(ParamStore& store, double lr) {
@@ -97,7 +71,7 @@ double Optimizer::grad_norm(const float* shard_grads) const {
   std::vector<Chunk> chunks;
   for (const ParamSpec& p : specs_) {
     if (!p.trainable()) continue;
-    const Piece mine = piece(p, shard_.rank);
+    const FlatPiece mine = piece_of(p, shard_, shard_.rank);
     for (int64_t i = int64_t(p.offset); i < int64_t(p.offset) + p.numel; i += kNormChunk) {
       const int64_t b = std::max(i, mine.begin);
       const int64_t e = std::min(i + kNormChunk, mine.end);
@@ -125,7 +99,7 @@ float Optimizer::step(float* weights, float* shard_grads, double lr) {
     const float scale = float(config_.grad_clip / norm);
     for (const ParamSpec& p : specs_) {
       if (!p.trainable()) continue;
-      const Piece mine = piece(p, shard_.rank);
+      const FlatPiece mine = piece_of(p, shard_, shard_.rank);
       float* g = shard_grads + (mine.begin - shard_.begin());
       const int64_t n = mine.end - mine.begin;
 #pragma omp parallel for schedule(static) if (n >= kParallelMin)
@@ -133,16 +107,15 @@ float Optimizer::step(float* weights, float* shard_grads, double lr) {
     }
   }
   ++step_count_;
-  for (const ParamSpec& p : specs_) {
+  for (const ParamSpec& p : specs_)
     if (p.group == OptimGroup::AdamW) adamw_update(p, weights, shard_grads, lr);
-    if (p.group == OptimGroup::Muon) muon_update(p, weights, shard_grads, lr);
-  }
+  muon_step(weights, shard_grads, lr);
   return float(norm);
 }
 
 void Optimizer::adamw_update(const ParamSpec& p, float* weights, const float* shard_grads,
                              double lr) {
-  const Piece mine = piece(p, shard_.rank);
+  const FlatPiece mine = piece_of(p, shard_, shard_.rank);
   const int64_t n = mine.end - mine.begin;
   if (n == 0) return;
   const double t = double(step_count_);
@@ -165,62 +138,80 @@ void Optimizer::adamw_update(const ParamSpec& p, float* weights, const float* sh
   }
 }
 
-void Optimizer::muon_update(const ParamSpec& p, float* weights, const float* shard_grads,
-                            double lr) {
-  const Piece mine = piece(p, shard_.rank);
-  const int64_t n = mine.end - mine.begin;
-  if (n == 0) return;
-  const int64_t rows = p.shape[0], cols = p.shape[1];
+void Optimizer::muon_step(float* weights, const float* shard_grads, double lr) {
+  if (muon_.matrices.empty()) return;
   const float beta = float(config_.muon_momentum),
               one_minus_beta = float(1 - config_.muon_momentum);
-  const int64_t local = mine.begin - shard_.begin();
-  float* buf = exp_avg_.data<float>() + local;
-  const float* g = shard_grads + local;
-  // This rank's piece of the direction, at its place within the whole matrix.
-  float* d = direction_.data() + (mine.begin - int64_t(p.offset));
   const bool nesterov = config_.muon_nesterov;
+  for (const MuonPlan::Matrix& m : muon_.matrices) {
+    const FlatPiece mine = piece_of(specs_[m.spec], shard_, shard_.rank);
+    const int64_t n = mine.size(), local = mine.begin - shard_.begin();
+    float* buf = exp_avg_.data<float>() + local;
+    const float* g = shard_grads + local;
+    float* d = direction_.data() + local;
 #pragma omp parallel for schedule(static) if (n >= kParallelMin)
-  for (int64_t i = 0; i < n; ++i) {
-    buf[i] = beta * buf[i] + one_minus_beta * g[i];
-    d[i] = nesterov ? one_minus_beta * g[i] + beta * buf[i] : buf[i];
+    for (int64_t i = 0; i < n; ++i) {
+      buf[i] = beta * buf[i] + one_minus_beta * g[i];
+      d[i] = nesterov ? one_minus_beta * g[i] + beta * buf[i] : buf[i];
+    }
   }
-  if (n == p.numel)
-    newton_schulz(direction_.data(), direction_.data(), rows, cols, int(config_.muon_ns_steps),
-                  ns_);
-  else
-    orthogonalise_split(p);
+  exchange_pieces(/*to_owners=*/true);
+  for (const MuonPlan::Matrix& m : muon_.matrices) {
+    if (m.owner != shard_.rank) continue;
+    const ParamSpec& p = specs_[m.spec];
+    float* whole = owned_.data() + m.owned_offset;
+    newton_schulz(whole, whole, p.shape[0], p.shape[1], int(config_.muon_ns_steps), ns_);
+  }
+  exchange_pieces(/*to_owners=*/false);
   const float keep = float(1.0 - lr * config_.weight_decay);
-  const float step_size = float(lr * 0.2 * std::sqrt(double(std::max(rows, cols))));
-  float* w = weights + mine.begin;
+  for (const MuonPlan::Matrix& m : muon_.matrices) {
+    const ParamSpec& p = specs_[m.spec];
+    const FlatPiece mine = piece_of(p, shard_, shard_.rank);
+    const int64_t n = mine.size();
+    const float step_size = float(lr * 0.2 * std::sqrt(double(std::max(p.shape[0], p.shape[1]))));
+    const float* d = direction_.data() + (mine.begin - shard_.begin());
+    float* w = weights + mine.begin;
 #pragma omp parallel for schedule(static) if (n >= kParallelMin)
-  for (int64_t i = 0; i < n; ++i) w[i] = w[i] * keep - step_size * d[i];
+    for (int64_t i = 0; i < n; ++i) w[i] = w[i] * keep - step_size * d[i];
+  }
 }
 
-void Optimizer::orthogonalise_split(const ParamSpec& p) {
-  ZAYA_CHECK(comm_ != nullptr, "Optimizer: Muon matrix '", p.name,
-             "' is split but no communicator");
-  const int first = shard_.owner_of(int64_t(p.offset));
-  const int last = shard_.owner_of(int64_t(p.offset) + p.numel - 1);
-  const int owner = muon_owner(p);
-  auto at = [&](const Piece& pc) { return direction_.data() + (pc.begin - int64_t(p.offset)); };
-  if (shard_.rank != owner) {
-    const Piece mine = piece(p, shard_.rank);
-    const size_t n = size_t(mine.end - mine.begin);
-    comm_->send(at(mine), n, DType::F32, owner, kTagPiece);
-    comm_->recv(at(mine), n, DType::F32, owner, kTagResult);
-    return;
-  }
-  for (int r = first; r <= last; ++r) {
-    const Piece pc = piece(p, r);
-    if (r != owner && pc.end > pc.begin)
-      comm_->recv(at(pc), size_t(pc.end - pc.begin), DType::F32, r, kTagPiece);
-  }
-  newton_schulz(direction_.data(), direction_.data(), p.shape[0], p.shape[1],
-                int(config_.muon_ns_steps), ns_);
-  for (int r = first; r <= last; ++r) {
-    const Piece pc = piece(p, r);
-    if (r != owner && pc.end > pc.begin)
-      comm_->send(at(pc), size_t(pc.end - pc.begin), DType::F32, r, kTagResult);
+// Moves pieces between the holders' direction_ and the owners' owned_ buffers. Every rank walks
+// the matrices in registry order and an owner takes its holders in rank order, so each blocking
+// send meets its receive: the first matrix in that order whose exchange has not finished has
+// every participant at it.
+void Optimizer::exchange_pieces(bool to_owners) {
+  for (const MuonPlan::Matrix& m : muon_.matrices) {
+    const ParamSpec& p = specs_[m.spec];
+    const int first = shard_.owner_of(int64_t(p.offset));
+    const int last = shard_.owner_of(int64_t(p.offset) + p.numel - 1);
+    const FlatPiece mine = piece_of(p, shard_, shard_.rank);
+    float* local = direction_.data() + (mine.begin - shard_.begin());
+    if (m.owner != shard_.rank) {
+      if (mine.size() == 0) continue;
+      const size_t n = size_t(mine.size());
+      if (to_owners)
+        comm_->send(local, n, DType::F32, m.owner, kTagPiece);
+      else
+        comm_->recv(local, n, DType::F32, m.owner, kTagResult);
+      continue;
+    }
+    float* whole = owned_.data() + m.owned_offset;
+    for (int r = first; r <= last; ++r) {
+      const FlatPiece pc = piece_of(p, shard_, r);
+      float* at = whole + (pc.begin - int64_t(p.offset));
+      const size_t n = size_t(pc.size());
+      if (r == shard_.rank) {
+        if (to_owners)
+          std::copy_n(local, n, at);
+        else
+          std::copy_n(at, n, local);
+      } else if (to_owners) {
+        comm_->recv(at, n, DType::F32, r, kTagPiece);
+      } else {
+        comm_->send(at, n, DType::F32, r, kTagResult);
+      }
+    }
   }
 }
 

@@ -22,16 +22,12 @@
 // and updates only the weights in that range; the caller reduce-scatters gradients into the
 // range before step() and all-gathers weights after (see optim/zero1_sync.h). Everything is
 // elementwise except two things: the gradient norm (local fp64 sums added in rank order), and
-// Muon's Newton–Schulz, which needs the whole matrix. A Muon matrix that straddles shard
-// boundaries is orthogonalised by the rank holding its largest piece: the other ranks compute
-// the momentum and Nesterov direction of their own piece, send that piece to the owner, and get
-// the orthogonalised piece back (the ZAYA1 paper's neighbour exchange: only boundary-split
-// matrices move, 2 × 4 bytes per element not on the owner, per step). Every other matrix is
-// handled by the rank that holds it whole, so Newton–Schulz work is spread over the ranks.
+// Muon's Newton–Schulz, which needs whole matrices. Each rank computes the momentum and the
+// Nesterov direction of its own pieces; then, following a MuonPlan (optim/muon_plan.h), pieces
+// go to the rank that orthogonalises the matrix, every rank runs Newton–Schulz on its matrices at
+// the same time, and the orthogonalised pieces come back for the elementwise weight update.
 // With clipping off the result is bitwise that of one process; with clipping the norm's
 // summation order differs by world size (relative differences ~1e-7).
-// Elementwise work is parallel with OpenMP (order-independent); reductions use fixed partitions
-// and the Muon matrices run one after another, so a step is bitwise reproducible.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +37,7 @@
 
 #include "core/tensor.h"
 #include "model/params.h"
+#include "optim/muon_plan.h"
 #include "optim/newton_schulz.h"
 #include "optim/optim_config.h"
 #include "optim/shard_layout.h"
@@ -78,31 +75,28 @@ class Optimizer {
 
   const OptimConfig& config() const { return config_; }
   const ShardLayout& shard() const { return shard_; }
-  // Bytes this rank sends + receives per step for boundary-split Muon matrices.
-  int64_t muon_exchange_bytes() const { return muon_exchange_bytes_; }
+  // Bytes this rank sends + receives per step in the Muon exchange (see muon_plan.h).
+  int64_t muon_exchange_bytes() const { return muon_.exchange_bytes; }
+  const MuonPlan& muon_plan() const { return muon_; }
 
  private:
-  // The part [begin, end) of tensor p inside this rank's shard (empty: begin == end).
-  struct Piece {
-    int64_t begin, end;
-  };
-  Piece piece(const ParamSpec& p, int rank) const;
   double grad_norm(const float* shard_grads) const;
   void adamw_update(const ParamSpec& p, float* weights, const float* shard_grads, double lr);
-  void muon_update(const ParamSpec& p, float* weights, const float* shard_grads, double lr);
-  // Newton–Schulz on direction_ for a matrix split over several ranks (see the header comment).
-  void orthogonalise_split(const ParamSpec& p);
-  int muon_owner(const ParamSpec& p) const;
+  // Muon: momentum and direction of the local pieces, the exchange, Newton–Schulz on this rank's
+  // matrices, the exchange back, the weight update.
+  void muon_step(float* weights, const float* shard_grads, double lr);
+  void exchange_pieces(bool to_owners);
 
   std::vector<ParamSpec> specs_;
   size_t total_ = 0;
   OptimConfig config_;
   dist::Communicator* comm_ = nullptr;
   ShardLayout shard_;
-  int64_t muon_exchange_bytes_ = 0;
+  MuonPlan muon_;
   Tensor exp_avg_, exp_avg_sq_;
   int64_t step_count_ = 0;
-  std::vector<float> direction_;  // Muon scratch: the whole matrix handed to Newton–Schulz
+  std::vector<float> direction_;  // Muon directions of this rank's range [shard().size()]
+  std::vector<float> owned_;      // whole matrices this rank orthogonalises [muon_.owned_floats]
   NsWorkspace ns_;
 };
 

@@ -186,11 +186,13 @@ TrainSummary run_training(const TrainOptions& opt) {
                  path.c_str(), tc.out_dir.c_str(), (long long)total_steps,
                  (long long)dc.total_tokens(), world, world == 1 ? "" : "s", omp_get_max_threads());
     if (zero1)
-      std::fprintf(stderr,
-                   "ZeRO-1: %lld floats per rank shard; per step each rank sends %.1f MiB in "
-                   "reduce-scatter + all-gather and %.1f KiB in the Muon boundary exchange\n",
-                   (long long)zero1->layout().chunk(), double(zero1->bytes_per_step()) / 1048576.0,
-                   double(optimizer.muon_exchange_bytes()) / 1024.0);
+      std::fprintf(
+          stderr,
+          "ZeRO-1: %lld floats per rank shard; per step each rank sends %.1f MiB in "
+          "reduce-scatter + all-gather and %.1f KiB in the Muon exchange (split and rebalanced "
+          "matrices)\n",
+          (long long)zero1->layout().chunk(), double(zero1->bytes_per_step()) / 1048576.0,
+          double(optimizer.muon_exchange_bytes()) / 1024.0);
   }
 
   std::vector<int32_t> window, tokens, targets;

@@ -1,0 +1,78 @@
+// The Muon work plan under ZeRO-1 (optim/muon_plan.h): every matrix has one owner, whole
+// matrices stay home unless the work is uneven, the Newton–Schulz work ends balanced, and the
+// byte counts follow from the pieces that move.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "model/config.h"
+#include "optim/muon_plan.h"
+#include "test_util.h"
+
+namespace zaya {
+namespace {
+
+std::vector<ParamSpec> uneven_layout(size_t& total) {
+  // An AdamW embedding first (so rank 0 of 2 holds few matrices), then matrices of mixed shapes.
+  std::vector<std::pair<Shape, OptimGroup>> list = {{{400, 32}, OptimGroup::AdamW}};
+  for (int i = 0; i < 12; ++i) list.push_back({{int64_t(16 + 8 * (i % 3)), 32}, OptimGroup::Muon});
+  list.push_back({{32}, OptimGroup::AdamW});
+  return test::flat_layout(list, total);
+}
+
+TEST(MuonPlan, OneProcessOwnsEverythingAndMovesNothing) {
+  size_t total = 0;
+  const auto specs = uneven_layout(total);
+  const MuonPlan plan = plan_muon(specs, ShardLayout{int64_t(total), 1, 0});
+  EXPECT_EQ(plan.matrices.size(), 12u);
+  int64_t muon_floats = 0;
+  for (const auto& m : plan.matrices) {
+    EXPECT_EQ(m.owner, 0);
+    muon_floats += specs[m.spec].numel;
+  }
+  EXPECT_EQ(plan.owned_floats, muon_floats);
+  EXPECT_EQ(plan.exchange_bytes, 0);
+}
+
+TEST(MuonPlan, RanksAgreeAndTheWorkEndsBalanced) {
+  size_t total = 0;
+  const auto specs = uneven_layout(total);
+  for (int world : {2, 3, 4}) {
+    std::vector<MuonPlan> plans;
+    for (int r = 0; r < world; ++r) plans.push_back(plan_muon(specs, {int64_t(total), world, r}));
+    int64_t owned = 0, muon_floats = 0;
+    for (const MuonPlan& p : plans) owned += p.owned_floats;
+    for (size_t i = 0; i < plans[0].matrices.size(); ++i) {
+      muon_floats += specs[plans[0].matrices[i].spec].numel;
+      for (const MuonPlan& p : plans)
+        ASSERT_EQ(p.matrices[i].owner, plans[0].matrices[i].owner) << "world " << world;
+    }
+    EXPECT_EQ(owned, muon_floats) << "every matrix is orthogonalised exactly once";
+    const auto& work = plans[0].work;
+    const double mean = std::accumulate(work.begin(), work.end(), 0.0) / world;
+    const double largest_matrix = 48.0 * 32 * 32;
+    // Balanced to 5 %, or as close as whole matrices allow.
+    EXPECT_LE(*std::max_element(work.begin(), work.end()),
+              std::max(1.05 * mean, mean + largest_matrix))
+        << "world " << world;
+  }
+}
+
+TEST(MuonPlan, ExchangeBytesCountThePiecesThatMove) {
+  size_t total = 0;
+  const auto specs = uneven_layout(total);
+  const ShardLayout l0{int64_t(total), 2, 0}, l1{int64_t(total), 2, 1};
+  const MuonPlan p0 = plan_muon(specs, l0), p1 = plan_muon(specs, l1);
+  int64_t moved = 0;  // floats that leave their holder, over all matrices
+  for (const auto& m : p0.matrices) {
+    const ParamSpec& s = specs[m.spec];
+    moved += s.numel - piece_of(s, m.owner == 0 ? l0 : l1, m.owner).size();
+  }
+  EXPECT_GT(moved, 0) << "the uneven layout must make the plan move work";
+  // Both directions (piece out, result back), 4 bytes each, counted once by each side.
+  EXPECT_EQ(p0.exchange_bytes + p1.exchange_bytes, 2 * 2 * 4 * moved);
+}
+
+}  // namespace
+}  // namespace zaya
