@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # zaya bench comm under mpirun -np 2: the nccl-tests table shape, "#wrong" 0 everywhere, the
-# footers; then a bad flag under mpirun: a non-zero exit and an error naming each rank.
+# footers; -np 3 with -c 1: "#wrong" 0 everywhere; --peer: three more columns and the peer footer;
+# then a bad flag under mpirun: a non-zero exit and an error naming each rank.
 set -euo pipefail
 zaya=$1
 mpirun=$2
@@ -27,6 +28,18 @@ awk 'NF != 13 { print "bad row: " $0; exit 1 }
 # over 2 ranks.
 grep -qE "^ +8 +2 +float +sum +-1 " <<< "$rows" || fail "no 8-byte all_reduce row"
 grep -qE "^ +8 +2 +float +none +0 " <<< "$rows" || fail "no 8-byte broadcast row"
+
+# Three ranks (a non-power-of-two): every collective and size verified.
+out3=$(run -np 3 "$zaya" bench comm -b 8 -e 1M -f 4 -c 1 -n 3 -w 1)
+[[ $(grep -c "^# Out of bounds values : 0 OK$" <<< "$out3") == 4 ]] || fail "np 3: expected 4 OK footers"
+grep -v "^#" <<< "$out3" | grep -v "^$" | awk '$9 != 0 || $13 != 0 { print "np 3 wrong values: " $0; exit 1 }' ||
+  fail "np 3 rows"
+
+# --peer: MPI's own collectives in the same run, 16 columns, a finite ratio, the peer footer.
+peer=$(run -np 2 "$zaya" bench comm -b 1K -e 64K -f 8 -n 3 -w 1 --peer --ops all_reduce)
+grep -v "^#" <<< "$peer" | grep -v "^$" | awk 'NF != 16 || $16 <= 0 { print "bad peer row: " $0; exit 1 }' ||
+  fail "peer rows"
+grep -q "^# Avg bus bandwidth of mpi-native (out-of-place): " <<< "$peer" || fail "no peer footer"
 
 # A bad flag fails on every rank, and each rank's error names the rank.
 set +e
