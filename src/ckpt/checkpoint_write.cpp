@@ -6,6 +6,7 @@
 
 #include "ckpt/checkpoint.h"
 #include "ckpt/ckpt_fs.h"
+#include "ckpt/write_hook.h"
 #include "core/error.h"
 #include "data/checksum.h"
 #include "io/safetensors.h"
@@ -130,6 +131,8 @@ std::string write_checkpoint(const std::string& root, const CheckpointSnapshot& 
     files.push_back(
         {{"name", file}, {"rank", rank}, {"bytes", bytes}, {"fnv1a64", checksum_hex(sum)}});
   }
+
+  run_checkpoint_write_hook(snap.state.step);  // Aegis drill: die before the manifest and rename
 
   const TrainerState& st = snap.state;
   const json manifest = {

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 
 #include <omp.h>
@@ -16,6 +17,7 @@
 
 #include "backend/cpu/loss.h"
 #include "ckpt/async_saver.h"
+#include "ckpt/write_hook.h"
 #include "core/error.h"
 #include "data/loader.h"
 #include "dist/dist_context.h"
@@ -27,9 +29,12 @@
 #include "optim/schedule.h"
 #include "tokenizer/bpe_tokenizer.h"
 #include "tokenizer/tokenizer_files.h"
+#include "train/fault_injection.h"
+#include "train/heartbeat.h"
 #include "train/metrics.h"
 #include "train/plot.h"
 #include "train/sampler.h"
+#include "train/skip_windows.h"
 #include "train/train_config.h"
 
 namespace zaya {
@@ -204,6 +209,16 @@ TrainSummary run_training(const TrainOptions& opt) {
     std::fprintf(stderr, "resumed from %s: step %lld, sample index %lld, %lld tokens\n",
                  resume_dir.c_str(), (long long)step, (long long)g, (long long)tokens_done);
   }
+  // Aegis hooks (see src/aegis/): heartbeats for the supervisor, drills from ZAYA_FAULTS, data
+  // windows a rollback skipped. Declared before the checkpointer, whose writer thread calls
+  // ckpt_hook.
+  HeartbeatWriter heartbeat(tc.out_dir, launch.rank);
+  FaultInjector faults = FaultInjector::from_env(tc.out_dir, launch.rank);
+  const SkipWindows skip_windows = SkipWindows::load(tc.out_dir);
+  const ScopedCheckpointWriteHook ckpt_hook(
+      [&faults](int64_t s) { faults.in_checkpoint_write(s); });
+  heartbeat.beat_phase("start", step, g);
+
   ShardedCheckpoint checkpoints(ckpt_root, tc.keep_last, tc.keep_every);
 
   const bool tty = opt.progress && isatty(STDERR_FILENO);
@@ -218,6 +233,8 @@ TrainSummary run_training(const TrainOptions& opt) {
   double train_s = 0;
   for (; step < total_steps; ++step) {
     const auto t0 = std::chrono::steady_clock::now();
+    faults.at_step_start(step + 1);  // Aegis drills: kill, hang, slow
+    const int64_t g_begin = g;
     const int phase = loader.phase_at(tokens_done);
     const auto& ph = dc.phases[size_t(phase)];
     const int S = int(ph.seq_len);
@@ -233,6 +250,7 @@ TrainSummary run_training(const TrainOptions& opt) {
       tokens.resize(size_t(B) * S);
       targets.resize(size_t(B) * S);
       for (int b = 0; b < B; ++b, ++g) {
+        g = skip_windows.next_unskipped(g);  // Aegis: never train on a skipped window
         loader.sample(g, phase, window);
         std::copy_n(window.begin(), S, tokens.begin() + size_t(b) * S);
         std::copy_n(window.begin() + 1, S, targets.begin() + size_t(b) * S);
@@ -241,6 +259,10 @@ TrainSummary run_training(const TrainOptions& opt) {
       for (int k = 0; k < n_moe; ++k)
         accumulate_routes(route_counts[size_t(k)], model.routes(balancer.stage_of(k)));
       model.backward(1.0f / float(micro_steps));
+    }
+    if (faults.loss_fault(step + 1)) {  // Aegis drill: NaN loss and gradients (update skipped)
+      loss_sum = std::numeric_limits<double>::quiet_NaN();
+      std::fill_n(model.params().grads(), model.params().size(), std::nanf(""));
     }
     const double lr = learning_rate(oc, step, schedule_steps);
     const double grad_norm = optimizer.step(model.params(), lr);
@@ -269,6 +291,7 @@ TrainSummary run_training(const TrainOptions& opt) {
       rec["val_loss"] = last_eval.loss;
     }
     metrics.write(rec);
+    heartbeat.beat_step(step + 1, loss, grad_norm, dt, g_begin, g);
     sum.final_loss = loss;
 
     const double eta = train_s / double(step + 1) * double(total_steps - step - 1);
@@ -301,6 +324,7 @@ TrainSummary run_training(const TrainOptions& opt) {
   if (tty) std::fprintf(stderr, "\n");
   std::signal(SIGINT, previous_handler);
 
+  heartbeat.beat_phase("checkpoint", step, g);
   checkpoints.wait();  // the final save must be on disk before the run reports success
   sum.last_checkpoint = checkpoints.last_saved();
   sum.steps = step;
@@ -338,6 +362,7 @@ TrainSummary run_training(const TrainOptions& opt) {
                   {"interrupted", sum.interrupted},
                   {"elapsed_s", sum.elapsed_s}};
   std::ofstream(fs::path(tc.out_dir) / "summary.json") << summary.dump(2) << "\n";
+  heartbeat.beat_phase("done", step, g);
   return sum;
 }
 
