@@ -10,9 +10,17 @@ namespace zaya::aegis {
 
 namespace fs = std::filesystem;
 
-void HeartbeatReader::clear() {
-  std::error_code ec;
-  fs::remove_all(heartbeat_dir(out_dir_), ec);
+void HeartbeatReader::clear(const std::string& archive_dir) {
+  const std::string dir = heartbeat_dir(out_dir_);
+  if (fs::exists(dir)) {
+    if (archive_dir.empty()) {
+      fs::remove_all(dir);
+    } else {
+      fs::remove_all(archive_dir);  // left by an earlier supervision of this run directory
+      fs::create_directories(fs::path(archive_dir).parent_path());
+      fs::rename(dir, archive_dir);
+    }
+  }
   offsets_.clear();
 }
 

@@ -14,9 +14,10 @@ namespace zaya::aegis {
 class HeartbeatReader {
  public:
   explicit HeartbeatReader(std::string out_dir) : out_dir_(std::move(out_dir)) {}
-  // Removes the heartbeat files of an earlier attempt and forgets the read positions; called
-  // before each launch so that only this attempt's beats are read.
-  void clear();
+  // Before each launch, so that only the new attempt's beats are read: moves the heartbeat files
+  // of the previous attempt to archive_dir (kept for post-mortems; empty: deletes them) and
+  // forgets the read positions.
+  void clear(const std::string& archive_dir);
   std::vector<Heartbeat> read_new();
 
  private:

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <thread>
 
 #include "aegis/recovery.h"
@@ -71,7 +72,13 @@ int Supervisor::run() {
   std::vector<std::string> command = opt_.command;
   while (true) {
     ++state_.attempts;
-    reader_.clear();
+    // The previous attempt's heartbeats go to OUT/aegis/heartbeat-attempt-N; stale ones from
+    // before this supervision are dropped.
+    reader_.clear(state_.attempts == 1
+                      ? ""
+                      : (std::filesystem::path(aegis_dir(opt_.run_dir)) /
+                         ("heartbeat-attempt-" + std::to_string(state_.attempts - 1)))
+                            .string());
     latest_.clear();
     stepped_this_attempt_ = false;
     hang_.start_attempt(unix_now());
