@@ -3,7 +3,8 @@
 // accounting behind `zaya aegis status`:
 //   useful_step_s  sum over the steps of the final model of the slowest rank's step time, each
 //                  step counted once however often it was redone after a restart;
-//   downtime_s     sum over faults of the fault to the first step of the restarted job;
+//   downtime_s     from each fault to the next step the job completes (a restart that fails
+//                  again before its first step extends the same stretch);
 //   goodput        useful_step_s / wall time of the supervision.
 // The skipped data windows themselves live in OUT/skip_windows.json (train/skip_windows.h),
 // where the trainer reads them.

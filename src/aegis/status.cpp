@@ -39,8 +39,9 @@ std::string format_status(const std::string& run_dir) {
                              f.value("cause", ""));
   for (const auto& r : s.recoveries)
     out += line("recovery", r.value("fault", "") + ": " + num("%.2f", r.value("recovery_s", 0.0)) +
-                                " s from the fault to the first new step (detected after " +
-                                num("%.2f", r.value("detect_s", 0.0)) + " s)");
+                                " s from the fault to the first new step (detection " +
+                                num("%.2f", r.value("detect_s", 0.0)) + " s, back-off " +
+                                num("%.2f", r.value("backoff_s", 0.0)) + " s)");
   const SkipWindows skipped = SkipWindows::load(run_dir);
   for (const SkipWindow& w : skipped.windows())
     out += line("skipped", "samples [" + std::to_string(w.begin) + ", " + std::to_string(w.end) +

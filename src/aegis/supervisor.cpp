@@ -114,7 +114,9 @@ int Supervisor::run() {
                   "restart " + std::to_string(state_.restarts_used) + " of " +
                       std::to_string(opt_.max_restarts) + " in " + fmt("%.3g", delay) + " s",
                   {{"restart", state_.restarts_used}, {"backoff_s", delay}});
+    if (!unrecovered_) down_since_ = fault->fault_time;  // a failed restart extends the downtime
     unrecovered_ = fault;
+    unrecovered_->backoff_s = delay;
     save();
     if (!wait_interruptibly(delay))
       return finish("interrupted", "the supervisor was interrupted before a restart",
@@ -202,11 +204,13 @@ std::optional<Supervisor::Fault> Supervisor::on_beat(const Heartbeat& hb, double
   if (unrecovered_ && !stepped_this_attempt_) {
     const Fault& f = *unrecovered_;
     const double recovery = hb.time - f.fault_time;
-    state_.downtime_s += recovery;
+    state_.downtime_s += hb.time - down_since_;
+    // recovery_s = detect_s + backoff_s + the restarted job's start-up and first step.
     const json details = {{"fault", f.kind},
                           {"step", hb.step},
                           {"recovery_s", recovery},
-                          {"detect_s", f.detected_at - f.fault_time}};
+                          {"detect_s", f.detected_at - f.fault_time},
+                          {"backoff_s", f.backoff_s}};
     events_.write("recovered",
                   "recovered from the " + f.kind + ": step " + std::to_string(hb.step) + " done " +
                       fmt("%.2f", recovery) + " s after the fault",

@@ -53,6 +53,7 @@ class Supervisor {
     std::string cause;  // one sentence
     Response response = Response::Restart;
     double fault_time = 0, detected_at = 0;
+    double backoff_s = 0;  // the wait before the restart that follows it
     int64_t step = 0;      // last step reported (crash, hang) or the bad step (nan, spike)
     SkipWindow window;     // rollback: the bad step's samples
     std::string bad_host;  // mark_bad_host rules
@@ -82,6 +83,7 @@ class Supervisor {
   std::string hostname_;
   RunState state_;
   std::optional<Fault> unrecovered_;  // the last fault, until the restarted job's first step
+  double down_since_ = 0;             // the first fault since the job last made a step
   bool stepped_this_attempt_ = false;
 };
 
