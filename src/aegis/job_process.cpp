@@ -143,13 +143,13 @@ std::string JobProcess::describe_exit() const {
   return "wait status " + std::to_string(wait_status_);
 }
 
-std::string JobProcess::stop(double grace_s) {
+std::string JobProcess::stop(double grace_s, int first_signal) {
   if (poll_exit()) return "already exited";
-  kill_group(SIGTERM);
+  kill_group(first_signal);
   const auto t0 = std::chrono::steady_clock::now();
   while (seconds_since(t0) < grace_s) {
     pump(0.05);  // keep reading: a job blocked on a full output pipe could not act on SIGTERM
-    if (poll_exit()) return "SIGTERM";
+    if (poll_exit()) return first_signal == SIGINT ? "SIGINT" : "SIGTERM";
   }
   kill_group(SIGKILL);
   ::waitpid(pid_, &wait_status_, 0);

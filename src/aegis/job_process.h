@@ -5,6 +5,8 @@
 
 #include <sys/types.h>
 
+#include <csignal>
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,9 +31,9 @@ class JobProcess {
   bool exited() const { return exited_; }
   bool succeeded() const;
   std::string describe_exit() const;  // "exit code 1", "signal 9 (SIGKILL)"
-  // SIGTERM to the group; SIGKILL after grace_s. Returns what it took, e.g. "SIGTERM" or
-  // "SIGKILL after 15 s grace".
-  std::string stop(double grace_s);
+  // first_signal (SIGTERM, or SIGINT for the trainer's save-and-exit) to the group; SIGKILL
+  // after grace_s. Returns what it took, e.g. "SIGTERM" or "SIGKILL after 15 s grace".
+  std::string stop(double grace_s, int first_signal = SIGTERM);
 
  private:
   void kill_group(int sig) const;

@@ -7,11 +7,13 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
 #include "aegis/recovery.h"
 #include "core/error.h"
+#include "train/fault_injection.h"
 
 namespace zaya::aegis {
 
@@ -30,6 +32,28 @@ std::string fmt(const char* format, double x) {
   return b;
 }
 
+// Heartbeats and checkpoints are found under --run-dir: a trainer writing elsewhere would look
+// hung. Only a visible --out can be compared (a wrapper script may set it itself).
+void check_run_dir_matches_out(const std::vector<std::string>& command,
+                               const std::string& run_dir) {
+  namespace fs = std::filesystem;
+  for (size_t i = 0; i < command.size(); ++i) {
+    std::string out;
+    if (command[i] == "--out" && i + 1 < command.size()) out = command[i + 1];
+    if (command[i].rfind("--out=", 0) == 0) out = command[i].substr(6);
+    if (out.empty()) continue;
+    ZAYA_CHECK(fs::weakly_canonical(out) == fs::weakly_canonical(run_dir),
+               "zaya aegis: --run-dir '", run_dir, "' differs from the launch command's --out '",
+               out, "'; they must name the same directory");
+  }
+}
+
+// The job's output passes through to the supervisor's stdout.
+void echo(const std::string& line) {
+  std::fprintf(stdout, "%s\n", line.c_str());
+  std::fflush(stdout);
+}
+
 std::string join(const std::vector<std::string>& parts, const std::string& sep) {
   std::string out;
   for (const std::string& p : parts) out += (out.empty() ? "" : sep) + p;
@@ -45,6 +69,9 @@ Supervisor::Supervisor(AegisOptions options)
       hang_(opt_.hang_factor, opt_.hang_floor_s, opt_.startup_timeout_s),
       stragglers_(opt_.straggler_factor, opt_.straggler_steps) {
   if (!opt_.rules_file.empty()) rules_ = load_log_rules(opt_.rules_file);
+  // A bad drill spec would fail every attempt: reject it before the first launch.
+  if (const char* faults = std::getenv("ZAYA_FAULTS")) parse_fault_specs(faults);
+  check_run_dir_matches_out(opt_.command, opt_.run_dir);
   char host[256] = "";
   ::gethostname(host, sizeof host - 1);
   hostname_ = host;
@@ -92,7 +119,9 @@ int Supervisor::run() {
     save();
     const std::optional<Fault> fault = watch(job);
     if (g_interrupted) {
-      const std::string how = job.stop(opt_.grace_s);
+      // SIGINT first: the trainer finishes its step, saves a checkpoint and exits.
+      const std::string how = job.stop(opt_.grace_s, SIGINT);
+      for (const std::string& line : job.drain()) echo(line);
       return finish("interrupted", "the supervisor was interrupted; job stopped (" + how + ")",
                     kExitInterrupted);
     }
@@ -157,14 +186,18 @@ std::optional<Supervisor::Fault> Supervisor::watch(JobProcess& job) {
                    {"startup", stall->startup}};
       return f;
     }
-    if (auto f = lost_rank(now)) return f;
+    if (lost_rank(now)) {
+      // A rank that just finished may have written its "done" beat after the read above.
+      for (const Heartbeat& hb : reader_.read_new())
+        if (auto f = on_beat(hb, now)) return f;
+      if (auto f = lost_rank(now)) return f;
+    }
   }
   return std::nullopt;
 }
 
 std::optional<Supervisor::Fault> Supervisor::on_line(const std::string& line) {
-  std::fprintf(stdout, "%s\n", line.c_str());
-  std::fflush(stdout);
+  echo(line);
   const auto m = match_log_rules(rules_, line);
   if (!m) return std::nullopt;
   const double now = unix_now();
@@ -267,7 +300,7 @@ void Supervisor::record_fault(const Fault& f, JobProcess& job) {
     const std::string how = job.stop(opt_.grace_s);
     events_.write("job_stopped", "stopped the job (" + how + ")", {{"how", how}});
   }
-  for (const std::string& line : job.drain()) std::fprintf(stdout, "%s\n", line.c_str());
+  for (const std::string& line : job.drain()) echo(line);
   if (!f.bad_host.empty()) {
     state_.bad_hosts.push_back(f.bad_host);
     events_.write("bad_host", "marked host " + f.bad_host + " bad", {{"host", f.bad_host}});
