@@ -125,7 +125,11 @@ int Supervisor::run() {
       return finish("interrupted", "the supervisor was interrupted; job stopped (" + how + ")",
                     kExitInterrupted);
     }
-    if (!fault) return finish("completed", "", 0);
+    if (!fault) {
+      // Resumed at the last step (a crash during the final save): no new step to wait for.
+      if (unrecovered_) state_.downtime_s += unix_now() - down_since_;
+      return finish("completed", "", 0);
+    }
     record_fault(*fault, job);
     if (fault->response == Response::Stop)
       return finish("stopped", fault->cause + "; a stop rule ended the run", kExitStopped);
