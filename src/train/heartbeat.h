@@ -19,7 +19,9 @@ struct Heartbeat {
   int64_t step = 0;  // optimizer steps done
   double loss = 0;   // non-finite losses travel as JSON null
   double grad_norm = 0;
-  double step_time_s = 0;  // this rank's time for the step
+  // This rank's own time for the step. With several ranks, leave out time spent waiting for the
+  // others in collectives, or every rank shows the slowest one's time and stragglers are hidden.
+  double step_time_s = 0;
   // The global sample-index range [sample_begin, sample_end) the step consumed.
   int64_t sample_begin = 0, sample_end = 0;
   std::string phase = "step";  // "start" (step = resumed step), "step", "checkpoint", "done"
