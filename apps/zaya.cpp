@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/step_bench.h"
+#include "cmd_aegis.h"
 #include "cmd_ckpt.h"
 #include "cmd_comm.h"
 #include "cmd_data.h"
@@ -103,6 +104,7 @@ int main(int argc, char** argv) {
   runners.push_back(zaya::cli::add_data_commands(app));
   runners.push_back(zaya::cli::add_train_commands(app));
   runners.push_back(zaya::cli::add_ckpt_commands(app));
+  runners.push_back(zaya::cli::add_aegis_commands(app));
   runners.push_back(zaya::cli::add_comm_commands(*bench));
 
   try {

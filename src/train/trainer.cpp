@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include <omp.h>
 #include <nlohmann/json.hpp>
@@ -26,8 +27,11 @@
 #include "optim/schedule.h"
 #include "optim/zero1_sync.h"
 #include "train/evaluate.h"
+#include "train/fault_injection.h"
+#include "train/heartbeat.h"
 #include "train/metrics.h"
 #include "train/run_outputs.h"
+#include "train/skip_windows.h"
 #include "train/train_config.h"
 
 namespace zaya {
@@ -176,7 +180,15 @@ TrainSummary run_training(const TrainOptions& opt) {
                    resume_dir.c_str(), resumed.world_size, resumed.world_size == 1 ? "" : "s",
                    world, (long long)step, (long long)g, (long long)tokens_done);
   }
+  // Aegis hooks (see src/aegis/): heartbeats for the supervisor, drills from ZAYA_FAULTS, and the
+  // data windows a rollback skipped (the same on every rank: the mapping is a pure function).
+  HeartbeatWriter heartbeat(tc.out_dir, rank);
+  FaultInjector faults = FaultInjector::from_env(tc.out_dir, rank);
+  const SkipWindows skip_windows = SkipWindows::load(tc.out_dir);
+  heartbeat.beat_phase("start", step, g);
   ShardedCheckpoint checkpoints(ckpt_root, tc.keep_last, tc.keep_every, comm);
+  // Drill "die in the middle of a checkpoint write": every rank file written, not yet committed.
+  checkpoints.set_before_commit([&faults](int64_t s) { faults.in_checkpoint_write(s); });
 
   const bool tty = lead && opt.progress && isatty(STDERR_FILENO);
   g_interrupts = 0;
@@ -196,29 +208,38 @@ TrainSummary run_training(const TrainOptions& opt) {
   }
 
   std::vector<int32_t> window, tokens, targets;
+  std::vector<int64_t> samples;
   EvalResult last_eval;
   double train_s = 0;
   for (; step < total_steps; ++step) {
     const auto t0 = std::chrono::steady_clock::now();
+    faults.at_step_start(step + 1);  // Aegis drills: kill, hang, slow
     const int phase = loader.phase_at(tokens_done);
     const auto& ph = dc.phases[size_t(phase)];
     const int S = int(ph.seq_len);
     model.set_rope_theta(ph.rope_theta);
-    // The step's sequences are global sample indices [g, g + seqs); rank r takes the r-th slice.
+    // The step's sequences are the next `seqs` global sample indices from g that no skipped window
+    // holds; rank r takes the r-th slice.
     const int64_t seqs = batch_sequences(oc, step, tc.global_batch, granule);
+    const int64_t g_begin = g;
+    samples.clear();
+    for (int64_t i = 0; i < seqs; ++i, ++g) {
+      g = skip_windows.next_unskipped(g);
+      samples.push_back(g);
+    }
     const int64_t per_rank = seqs / world;
     const int micro_steps = int(per_rank / tc.micro_batch);
     model.params().zero_grads();
     std::vector<int64_t> route_counts(size_t(n_moe) * size_t(n_routes), 0);
     double loss_sum = 0;
     window.resize(size_t(S) + 1);
-    int64_t mine = g + int64_t(rank) * per_rank;
+    size_t mine = size_t(rank * per_rank);
     for (int m = 0; m < micro_steps; ++m) {
       const int B = tc.micro_batch;
       tokens.resize(size_t(B) * S);
       targets.resize(size_t(B) * S);
       for (int b = 0; b < B; ++b, ++mine) {
-        loader.sample(mine, phase, window);
+        loader.sample(samples[mine], phase, window);
         std::copy_n(window.begin(), S, tokens.begin() + size_t(b) * S);
         std::copy_n(window.begin() + 1, S, targets.begin() + size_t(b) * S);
       }
@@ -232,7 +253,13 @@ TrainSummary run_training(const TrainOptions& opt) {
       // all ranks, so each backward carries 1 / (micro-batches of the whole step).
       model.backward(1.0f / float(micro_steps * world));
     }
-    g += seqs;
+    if (faults.loss_fault(step + 1)) {  // Aegis drill: NaN loss and gradients (update skipped)
+      loss_sum = std::numeric_limits<double>::quiet_NaN();
+      std::fill_n(model.params().grads(), model.params().size(), std::nanf(""));
+    }
+    // This rank's own work, before it waits for the others (stragglers show up in heartbeats).
+    const double own_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     // Global figures: the loss and the routers' loads over every rank's micro-batches.
     dist::sum_over_ranks(comm, std::span<double>(&loss_sum, 1));
     dist::sum_over_ranks(comm, route_counts);
@@ -291,6 +318,7 @@ TrainSummary run_training(const TrainOptions& opt) {
       else if ((step + 1) % tc.log_every == 0 || last || eval)
         std::fprintf(stderr, "%s\n", line);
     }
+    heartbeat.beat_step(step + 1, loss, grad_norm, own_s, g_begin, g);
     checkpoints.poll();  // commits a save once every rank has written its file
     if (tc.checkpoint_every > 0 && ((step + 1) % tc.checkpoint_every == 0 || last)) {
       TrainerState st;
@@ -310,6 +338,7 @@ TrainSummary run_training(const TrainOptions& opt) {
   if (tty) std::fprintf(stderr, "\n");
   std::signal(SIGINT, previous_handler);
 
+  heartbeat.beat_phase("checkpoint", step, g);
   checkpoints.wait();  // the final save must be on disk before the run reports success
   sum.last_checkpoint = checkpoints.last_saved();
   sum.steps = step;
@@ -320,6 +349,7 @@ TrainSummary run_training(const TrainOptions& opt) {
   comm->barrier();  // the run's files are complete when any rank returns
   sum.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
   if (lead) write_run_summary(sum);
+  heartbeat.beat_phase("done", step, g);
   return sum;
 }
 

@@ -1,0 +1,95 @@
+// zaya aegis: the fault-tolerance supervisor (src/aegis/supervisor.h, docs/aegis.md).
+#include "cmd_aegis.h"
+
+#include <cstdio>
+#include <memory>
+
+#include "aegis/status.h"
+#include "aegis/supervisor.h"
+#include "core/error.h"
+
+namespace zaya::cli {
+
+namespace {
+
+struct AegisArgs {
+  aegis::AegisOptions options;
+  std::string status_dir;
+};
+
+}  // namespace
+
+Runner add_aegis_commands(CLI::App& app) {
+  auto args = std::make_shared<AegisArgs>();
+  aegis::AegisOptions& o = args->options;
+  auto* cmd = app.add_subcommand(
+      "aegis",
+      "Run a training job under the fault-tolerance supervisor: zaya aegis --run-dir OUT "
+      "[options] -- mpirun -np 2 zaya train --config C --out OUT");
+  cmd->add_option("--run-dir", o.run_dir,
+                  "the run directory: must equal the trainer's --out (heartbeats, checkpoints, "
+                  "OUT/aegis/events.jsonl and state.json live there)");
+  cmd->add_option("--max-restarts", o.max_restarts, "restart budget; then stop with exit 3")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--backoff", o.backoff_s,
+                  "seconds before the first restart, doubling per restart (at most 300 s)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--hang-factor", o.hang_factor,
+                  "hang timeout = max(--hang-floor, this x the longest recent step interval)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--hang-floor", o.hang_floor_s,
+                  "seconds; the least hang timeout once steps run (covers evaluations and "
+                  "checkpoint saves)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--startup-timeout", o.startup_timeout_s,
+                  "seconds from a launch to the job's first step")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--grace", o.grace_s, "seconds from SIGTERM to SIGKILL when stopping the job")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--spike-z", o.spike_z,
+                  "a loss more than this many standard deviations above the window's mean is a "
+                  "spike (roll back and skip its data)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--spike-window", o.spike_window, "steps of loss history behind the z-score")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 1000000));
+  cmd->add_option("--straggler-factor", o.straggler_factor,
+                  "report a rank slower than the other ranks' median step time by this factor "
+                  "for several steps in a row")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 1e9));
+  cmd->add_option("--rules", o.rules_file,
+                  "JSON list of {\"regex\": ..., \"action\": restart|stop|mark_bad_host} "
+                  "matched against the job's output lines")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--poll", o.poll_s, "seconds between checks of heartbeats and processes")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 60.0));
+  cmd->add_option("command", o.command, "the launch command, after --");
+
+  auto* status = cmd->add_subcommand(
+      "status", "Summarise a supervised run: restarts, faults, recovery, downtime, goodput");
+  status->add_option("run_dir", args->status_dir, "the run directory")->required();
+
+  return [=]() -> int {
+    if (*status) {
+      std::printf("%s", aegis::format_status(args->status_dir).c_str());
+      return 0;
+    }
+    if (!*cmd) return kNotMine;
+    const aegis::AegisOptions& o = args->options;  // parsed values (the lambda's copy is not)
+    ZAYA_CHECK(!o.run_dir.empty(), "zaya aegis: --run-dir is required (the trainer's --out)");
+    ZAYA_CHECK(!o.command.empty(),
+               "zaya aegis: no launch command; expected zaya aegis --run-dir OUT -- CMD...");
+    return aegis::Supervisor(o).run();
+  };
+}
+
+}  // namespace zaya::cli

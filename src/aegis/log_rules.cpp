@@ -1,0 +1,74 @@
+#include "aegis/log_rules.h"
+
+#include "core/error.h"
+#include "io/text_file.h"
+
+namespace zaya::aegis {
+
+using nlohmann::json;
+
+const char* rule_action_name(RuleAction a) {
+  switch (a) {
+    case RuleAction::Restart:
+      return "restart";
+    case RuleAction::Stop:
+      return "stop";
+    case RuleAction::MarkHostBad:
+      return "mark_bad_host";
+  }
+  return "?";
+}
+
+std::vector<LogRule> parse_log_rules(const json& list, const std::string& where) {
+  ZAYA_CHECK(list.is_array(), where, ": expected a JSON list of {\"regex\": ..., \"action\": ...}");
+  std::vector<LogRule> rules;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const json& r = list[i];
+    ZAYA_CHECK(r.is_object() && r.contains("regex") && r["regex"].is_string(), where, ": rule ", i,
+               " needs a string 'regex'");
+    ZAYA_CHECK(r.contains("action") && r["action"].is_string(), where, ": rule ", i,
+               " needs a string 'action' (restart, stop or mark_bad_host)");
+    LogRule rule;
+    rule.regex = r["regex"].get<std::string>();
+    const std::string action = r["action"].get<std::string>();
+    if (action == "restart")
+      rule.action = RuleAction::Restart;
+    else if (action == "stop")
+      rule.action = RuleAction::Stop;
+    else if (action == "mark_bad_host")
+      rule.action = RuleAction::MarkHostBad;
+    else
+      ZAYA_FAIL(where, ": rule ", i, " has action '", action,
+                "'; expected restart, stop or mark_bad_host");
+    try {
+      rule.compiled = std::regex(rule.regex, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      ZAYA_FAIL(where, ": rule ", i, " regex '", rule.regex, "' does not compile: ", e.what());
+    }
+    rules.push_back(std::move(rule));
+  }
+  return rules;
+}
+
+std::vector<LogRule> load_log_rules(const std::string& path) {
+  json list;
+  try {
+    list = json::parse(read_text_file(path));
+  } catch (const json::parse_error& e) {
+    ZAYA_FAIL(path, ": not valid JSON: ", e.what());
+  }
+  return parse_log_rules(list, path);
+}
+
+std::optional<RuleMatch> match_log_rules(const std::vector<LogRule>& rules,
+                                         const std::string& line) {
+  for (size_t i = 0; i < rules.size(); ++i) {
+    std::smatch m;
+    if (!std::regex_search(line, m, rules[i].compiled)) continue;
+    RuleMatch match{i, rules[i].action, m.size() > 1 ? m[1].str() : ""};
+    return match;
+  }
+  return std::nullopt;
+}
+
+}  // namespace zaya::aegis

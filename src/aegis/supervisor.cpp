@@ -1,0 +1,358 @@
+#include "aegis/supervisor.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "aegis/recovery.h"
+#include "core/error.h"
+#include "train/fault_injection.h"
+
+namespace zaya::aegis {
+
+using nlohmann::json;
+
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_stop_signal(int) {
+  g_interrupted = true;
+}
+
+std::string fmt(const char* format, double x) {
+  char b[64];
+  std::snprintf(b, sizeof b, format, x);
+  return b;
+}
+
+// Heartbeats and checkpoints are found under --run-dir: a trainer writing elsewhere would look
+// hung. Only a visible --out can be compared (a wrapper script may set it itself).
+void check_run_dir_matches_out(const std::vector<std::string>& command,
+                               const std::string& run_dir) {
+  namespace fs = std::filesystem;
+  for (size_t i = 0; i < command.size(); ++i) {
+    std::string out;
+    if (command[i] == "--out" && i + 1 < command.size()) out = command[i + 1];
+    if (command[i].rfind("--out=", 0) == 0) out = command[i].substr(6);
+    if (out.empty()) continue;
+    ZAYA_CHECK(fs::weakly_canonical(out) == fs::weakly_canonical(run_dir),
+               "zaya aegis: --run-dir '", run_dir, "' differs from the launch command's --out '",
+               out, "'; they must name the same directory");
+  }
+}
+
+// The job's output passes through to the supervisor's stdout.
+void echo(const std::string& line) {
+  std::fprintf(stdout, "%s\n", line.c_str());
+  std::fflush(stdout);
+}
+
+std::string join(const std::vector<std::string>& parts, const std::string& sep) {
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : sep) + p;
+  return out;
+}
+
+}  // namespace
+
+Supervisor::Supervisor(AegisOptions options)
+    : opt_(std::move(options)),
+      events_(opt_.run_dir),
+      reader_(opt_.run_dir),
+      hang_(opt_.hang_factor, opt_.hang_floor_s, opt_.startup_timeout_s),
+      stragglers_(opt_.straggler_factor, opt_.straggler_steps) {
+  if (!opt_.rules_file.empty()) rules_ = load_log_rules(opt_.rules_file);
+  // A bad drill spec would fail every attempt: reject it before the first launch.
+  if (const char* faults = std::getenv("ZAYA_FAULTS")) parse_fault_specs(faults);
+  check_run_dir_matches_out(opt_.command, opt_.run_dir);
+  char host[256] = "";
+  ::gethostname(host, sizeof host - 1);
+  hostname_ = host;
+  state_.command = opt_.command;
+  state_.max_restarts = opt_.max_restarts;
+}
+
+void Supervisor::save() {
+  state_.updated_at = unix_now();
+  state_.useful_step_s = 0;
+  for (const auto& [step, s] : step_time_s_) state_.useful_step_s += s;
+  save_state(opt_.run_dir, state_);
+}
+
+int Supervisor::run() {
+  g_interrupted = false;
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+  state_.started_at = unix_now();
+  events_.write("aegis_start", "supervising " + opt_.run_dir + ": " + join(opt_.command, " "),
+                {{"run_dir", opt_.run_dir},
+                 {"command", opt_.command},
+                 {"max_restarts", opt_.max_restarts},
+                 {"rules", rules_.size()}});
+  std::vector<std::string> command = opt_.command;
+  while (true) {
+    ++state_.attempts;
+    // The previous attempt's heartbeats go to OUT/aegis/heartbeat-attempt-N; stale ones from
+    // before this supervision are dropped.
+    reader_.clear(state_.attempts == 1
+                      ? ""
+                      : (std::filesystem::path(aegis_dir(opt_.run_dir)) /
+                         ("heartbeat-attempt-" + std::to_string(state_.attempts - 1)))
+                            .string());
+    latest_.clear();
+    stepped_this_attempt_ = false;
+    hang_.start_attempt(unix_now());
+    std::vector<std::string> env;
+    if (!state_.bad_hosts.empty()) env.push_back("ZAYA_BAD_HOSTS=" + join(state_.bad_hosts, ","));
+    JobProcess job(command, env);
+    events_.write(
+        "launch",
+        "attempt " + std::to_string(state_.attempts) + ": started pid " + std::to_string(job.pid()),
+        {{"attempt", state_.attempts}, {"pid", job.pid()}, {"command", command}});
+    save();
+    const std::optional<Fault> fault = watch(job);
+    if (g_interrupted) {
+      // SIGINT first: the trainer finishes its step, saves a checkpoint and exits.
+      const std::string how = job.stop(opt_.grace_s, SIGINT);
+      for (const std::string& line : job.drain()) echo(line);
+      return finish("interrupted", "the supervisor was interrupted; job stopped (" + how + ")",
+                    kExitInterrupted);
+    }
+    if (!fault) {
+      // Resumed at the last step (a crash during the final save): no new step to wait for.
+      if (unrecovered_) state_.downtime_s += unix_now() - down_since_;
+      return finish("completed", "", 0);
+    }
+    record_fault(*fault, job);
+    if (fault->response == Response::Stop)
+      return finish("stopped", fault->cause + "; a stop rule ended the run", kExitStopped);
+    if (fault->response == Response::Rollback) roll_back(*fault);
+    if (state_.restarts_used >= opt_.max_restarts)
+      return finish("failed",
+                    "restart budget exhausted (" + std::to_string(state_.restarts_used) + " of " +
+                        std::to_string(opt_.max_restarts) +
+                        " restarts used); last fault: " + fault->kind + ": " + fault->cause,
+                    kExitBudgetExhausted);
+    ++state_.restarts_used;
+    command = with_resume_auto(command);
+    const double delay = backoff_delay(opt_.backoff_s, state_.restarts_used, kMaxBackoffS);
+    events_.write("restart",
+                  "restart " + std::to_string(state_.restarts_used) + " of " +
+                      std::to_string(opt_.max_restarts) + " in " + fmt("%.3g", delay) + " s",
+                  {{"restart", state_.restarts_used}, {"backoff_s", delay}});
+    if (!unrecovered_) down_since_ = fault->fault_time;  // a failed restart extends the downtime
+    unrecovered_ = fault;
+    unrecovered_->backoff_s = delay;
+    save();
+    if (!wait_interruptibly(delay))
+      return finish("interrupted", "the supervisor was interrupted before a restart",
+                    kExitInterrupted);
+  }
+}
+
+std::optional<Supervisor::Fault> Supervisor::watch(JobProcess& job) {
+  while (!g_interrupted) {
+    for (const std::string& line : job.read_lines(opt_.poll_s))
+      if (auto f = on_line(line)) return f;
+    double now = unix_now();
+    for (const Heartbeat& hb : reader_.read_new())
+      if (auto f = on_beat(hb, now)) return f;
+    if (job.poll_exit()) {
+      for (const std::string& line : job.drain())
+        if (auto f = on_line(line)) return f;
+      now = unix_now();
+      for (const Heartbeat& hb : reader_.read_new())  // beats written just before the exit
+        if (auto f = on_beat(hb, now)) return f;
+      if (job.succeeded()) return std::nullopt;
+      return Fault("crash",
+                   "the job ended with " + job.describe_exit() + " after step " +
+                       std::to_string(state_.last_step),
+                   state_.last_step, now, now);
+    }
+    if (const auto stall = hang_.check(now)) {
+      Fault f("hang",
+              stall->startup
+                  ? "no step within the start-up timeout of " + fmt("%.3g", stall->timeout_s) + " s"
+                  : "rank " + std::to_string(stall->rank) + " made no progress after step " +
+                        std::to_string(stall->step) + " for " + fmt("%.3g", stall->stalled_s) +
+                        " s (timeout " + fmt("%.3g", stall->timeout_s) + " s)",
+              stall->step, now - stall->stalled_s, now);
+      f.details = {{"rank", stall->rank},
+                   {"stalled_s", stall->stalled_s},
+                   {"timeout_s", stall->timeout_s},
+                   {"startup", stall->startup}};
+      return f;
+    }
+    if (lost_rank(now)) {
+      // A rank that just finished may have written its "done" beat after the read above.
+      for (const Heartbeat& hb : reader_.read_new())
+        if (auto f = on_beat(hb, now)) return f;
+      if (auto f = lost_rank(now)) return f;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Supervisor::Fault> Supervisor::on_line(const std::string& line) {
+  echo(line);
+  const auto m = match_log_rules(rules_, line);
+  if (!m) return std::nullopt;
+  const double now = unix_now();
+  Fault f("rule",
+          "log rule " + std::to_string(m->index) + " (/" + rules_[m->index].regex + "/ -> " +
+              rule_action_name(m->action) + ") matched: " + line,
+          state_.last_step, now, now);
+  if (m->action == RuleAction::Stop) f.response = Response::Stop;
+  if (m->action == RuleAction::MarkHostBad) f.bad_host = m->host.empty() ? hostname_ : m->host;
+  return f;
+}
+
+std::optional<Supervisor::Fault> Supervisor::on_beat(const Heartbeat& hb, double now) {
+  latest_[hb.rank] = hb;
+  hang_.observe(hb, now);
+  for (const StragglerReport& s : stragglers_.observe(hb)) {
+    const std::string what = "rank " + std::to_string(s.rank) + " on " + s.host +
+                             " is a straggler: step " + std::to_string(s.step) + " took " +
+                             fmt("%.3g", s.step_time_s) + " s, the other ranks' median " +
+                             fmt("%.3g", s.others_median_s) + " s";
+    const json details = {{"rank", s.rank},
+                          {"host", s.host},
+                          {"step", s.step},
+                          {"step_time_s", s.step_time_s},
+                          {"others_median_s", s.others_median_s}};
+    events_.write("straggler", what, details);
+    state_.stragglers.push_back(details);
+  }
+  if (hb.phase == "start") {  // a resumed job redoes the steps after its checkpoint
+    step_time_s_.erase(step_time_s_.upper_bound(hb.step), step_time_s_.end());
+    return std::nullopt;
+  }
+  if (hb.phase != "step") return std::nullopt;
+  double& t = step_time_s_[hb.step];
+  t = std::max(t, hb.step_time_s);
+  state_.last_step = hb.step;
+  if (unrecovered_ && !stepped_this_attempt_) {
+    const Fault& f = *unrecovered_;
+    const double recovery = hb.time - f.fault_time;
+    state_.downtime_s += hb.time - down_since_;
+    // recovery_s = detect_s + backoff_s + the restarted job's start-up and first step.
+    const json details = {{"fault", f.kind},
+                          {"step", hb.step},
+                          {"recovery_s", recovery},
+                          {"detect_s", f.detected_at - f.fault_time},
+                          {"backoff_s", f.backoff_s}};
+    events_.write("recovered",
+                  "recovered from the " + f.kind + ": step " + std::to_string(hb.step) + " done " +
+                      fmt("%.2f", recovery) + " s after the fault",
+                  details);
+    state_.recoveries.push_back(details);
+    unrecovered_.reset();
+    save();
+  }
+  stepped_this_attempt_ = true;
+  const LossVerdict v = loss_guards_.try_emplace(hb.rank, opt_.spike_z, opt_.spike_window)
+                            .first->second.observe(hb.step, hb.loss);
+  if (v.kind == LossVerdict::Kind::Ok) return std::nullopt;
+  const bool nan = v.kind == LossVerdict::Kind::NonFinite;
+  Fault f(nan ? "nan" : "spike",
+          nan ? "rank " + std::to_string(hb.rank) + " reported a non-finite loss at step " +
+                    std::to_string(hb.step)
+              : "rank " + std::to_string(hb.rank) + " loss " + fmt("%.4g", hb.loss) + " at step " +
+                    std::to_string(hb.step) + " is a spike (z " + fmt("%.3g", v.z) + " over mean " +
+                    fmt("%.4g", v.mean) + ")",
+          hb.step, hb.time, now);
+  f.response = Response::Rollback;
+  f.details = {{"rank", hb.rank}, {"loss", hb.loss}, {"z", v.z}, {"window_mean", v.mean}};
+  f.window = {hb.sample_begin, hb.sample_end, f.kind + " at step " + std::to_string(hb.step)};
+  return f;
+}
+
+std::optional<Supervisor::Fault> Supervisor::lost_rank(double now) const {
+  for (const auto& [rank, hb] : latest_) {
+    if (hb.phase == "done" || hb.host != hostname_) continue;  // only local pids can be checked
+    if (::kill(pid_t(hb.pid), 0) == 0 || errno != ESRCH) continue;
+    return Fault("crash",
+                 "rank " + std::to_string(rank) + " (pid " + std::to_string(hb.pid) +
+                     ") disappeared after step " + std::to_string(hb.step),
+                 hb.step, now, now);
+  }
+  return std::nullopt;
+}
+
+void Supervisor::record_fault(const Fault& f, JobProcess& job) {
+  json details = f.details;
+  details["step"] = f.step;
+  details["fault_time"] = f.fault_time;
+  details["detected_at"] = f.detected_at;
+  if (!f.bad_host.empty()) details["host"] = f.bad_host;
+  events_.write(f.kind, f.cause, details);
+  state_.faults.push_back({{"time", f.detected_at},
+                           {"kind", f.kind},
+                           {"cause", f.cause},
+                           {"step", f.step},
+                           {"response", f.response == Response::Stop       ? "stop"
+                                        : f.response == Response::Rollback ? "rollback"
+                                                                           : "restart"}});
+  if (!job.exited()) {
+    const std::string how = job.stop(opt_.grace_s);
+    events_.write("job_stopped", "stopped the job (" + how + ")", {{"how", how}});
+  }
+  for (const std::string& line : job.drain()) echo(line);
+  if (!f.bad_host.empty()) {
+    state_.bad_hosts.push_back(f.bad_host);
+    events_.write("bad_host", "marked host " + f.bad_host + " bad", {{"host", f.bad_host}});
+  }
+  save();
+}
+
+void Supervisor::roll_back(const Fault& f) {
+  const std::vector<std::string> moved = quarantine_checkpoints_from(opt_.run_dir, f.step);
+  json window = json::object();
+  if (f.window.end > f.window.begin) {
+    add_skip_window(opt_.run_dir, f.window);
+    window = {{"begin", f.window.begin}, {"end", f.window.end}, {"reason", f.window.reason}};
+  }
+  events_.write("rollback",
+                "rolled back before step " + std::to_string(f.step) + ": " +
+                    std::to_string(moved.size()) + " checkpoint(s) quarantined, samples [" +
+                    std::to_string(f.window.begin) + ", " + std::to_string(f.window.end) +
+                    ") skipped from now on",
+                {{"step", f.step}, {"quarantined", moved}, {"skip_window", window}});
+}
+
+bool Supervisor::wait_interruptibly(double seconds) const {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+    if (g_interrupted) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return !g_interrupted;
+}
+
+int Supervisor::finish(const std::string& outcome, const std::string& cause, int exit_code) {
+  state_.outcome = outcome;
+  state_.cause = cause;
+  state_.ended_at = unix_now();
+  save();
+  const double wall = state_.wall_s(state_.ended_at);
+  events_.write(outcome,
+                outcome + (cause.empty() ? "" : ": " + cause) + " (" +
+                    std::to_string(state_.restarts_used) + " restarts, goodput " +
+                    fmt("%.1f", wall > 0 ? 100 * state_.useful_step_s / wall : 0) + " %)",
+                {{"exit_code", exit_code},
+                 {"cause", cause},
+                 {"restarts", state_.restarts_used},
+                 {"useful_step_s", state_.useful_step_s},
+                 {"downtime_s", state_.downtime_s},
+                 {"wall_s", wall}});
+  return exit_code;
+}
+
+}  // namespace zaya::aegis

@@ -1,0 +1,90 @@
+// Aegis: runs a training job, watches it, and keeps it alive.
+//   detect   the job exiting non-zero or a rank's process vanishing (crash), no step progress past
+//            the derived timeout (hang, hang_watch.h), log rules over the job's output
+//            (log_rules.h), NaN/Inf or spiking losses (loss_guard.h); stragglers are reported
+//            (straggler_watch.h) but not acted on
+//   respond  stop the job's process group (SIGTERM, SIGKILL after the grace period) and restart it
+//            with --resume auto, after a back-off, within a restart budget; on a NaN/spike first
+//            roll back: quarantine the checkpoints from the bad step on and skip the step's data
+//            window (OUT/skip_windows.json); a "stop" rule ends the run; a "mark_bad_host" rule
+//            records the host (state.json, and ZAYA_BAD_HOSTS for the relaunched command) and
+//            restarts
+//   record   every event in OUT/aegis/events.jsonl, the totals in OUT/aegis/state.json
+// run() returns the exit code: 0 completed, 2 stopped by a rule, 3 restart budget exhausted,
+// 130 interrupted (SIGINT/SIGTERM to the supervisor, which stops the job first).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "aegis/aegis_options.h"
+#include "aegis/event_log.h"
+#include "aegis/hang_watch.h"
+#include "aegis/heartbeat_reader.h"
+#include "aegis/job_process.h"
+#include "aegis/log_rules.h"
+#include "aegis/loss_guard.h"
+#include "aegis/run_state.h"
+#include "aegis/straggler_watch.h"
+#include "train/skip_windows.h"
+
+namespace zaya::aegis {
+
+constexpr int kExitStopped = 2, kExitBudgetExhausted = 3, kExitInterrupted = 130;
+
+class Supervisor {
+ public:
+  explicit Supervisor(AegisOptions options);
+  int run();
+
+ private:
+  enum class Response { Restart, Rollback, Stop };
+  struct Fault {
+    Fault(std::string kind_, std::string cause_, int64_t step_, double fault_time_,
+          double detected_at_)
+        : kind(std::move(kind_)),
+          cause(std::move(cause_)),
+          fault_time(fault_time_),
+          detected_at(detected_at_),
+          step(step_) {}
+    std::string kind;   // crash, hang, rule, nan, spike
+    std::string cause;  // one sentence
+    Response response = Response::Restart;
+    double fault_time = 0, detected_at = 0;
+    double backoff_s = 0;  // the wait before the restart that follows it
+    int64_t step = 0;      // last step reported (crash, hang) or the bad step (nan, spike)
+    SkipWindow window;     // rollback: the bad step's samples
+    std::string bad_host;  // mark_bad_host rules
+    nlohmann::json details = nlohmann::json::object();  // extra fields of its event
+  };
+
+  // Watches one attempt; nullopt when the job completed (or the supervisor was interrupted).
+  std::optional<Fault> watch(JobProcess& job);
+  std::optional<Fault> on_line(const std::string& line);
+  std::optional<Fault> on_beat(const Heartbeat& hb, double now);
+  std::optional<Fault> lost_rank(double now) const;
+  void record_fault(const Fault& f, JobProcess& job);
+  void roll_back(const Fault& f);
+  bool wait_interruptibly(double seconds) const;
+  int finish(const std::string& outcome, const std::string& cause, int exit_code);
+  void save();
+
+  AegisOptions opt_;
+  std::vector<LogRule> rules_;
+  EventLog events_;
+  HeartbeatReader reader_;
+  HangWatch hang_;
+  StragglerWatch stragglers_;
+  std::map<int, LossGuard> loss_guards_;
+  std::map<int, Heartbeat> latest_;        // each rank's newest beat in this attempt
+  std::map<int64_t, double> step_time_s_;  // step -> slowest rank's time, latest run of the step
+  std::string hostname_;
+  RunState state_;
+  std::optional<Fault> unrecovered_;  // the last fault, until the restarted job's first step
+  double down_since_ = 0;             // the first fault since the job last made a step
+  bool stepped_this_attempt_ = false;
+};
+
+}  // namespace zaya::aegis

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Aegis end to end: one fault drill per invocation against the reference run of setup.sh.
+# Usage: aegis_e2e.sh ZAYA SRC WORK SCENARIO   (NP in the environment: ranks, default 1)
+set -uo pipefail
+ZAYA=$1; SRC=$2; WORK=$3; SCENARIO=$4
+source "$SRC/tests/aegis/lib.sh"
+OUT=$WORK/$SCENARIO; LOG=$WORK/$SCENARIO.log
+A_SAMPLES=$(py "import json; print(sum(json.loads(l)['batch_sequences'] for l in open('$WORK/A/metrics.jsonl')))")
+
+case $SCENARIO in
+kill)  # kill the last rank at step 7 of 20 (checkpoints every 5)
+  ZAYA_FAULTS="kill@7:rank=$LAST_RANK" run_aegis "$OUT" "$LOG" --max-restarts 2
+  check "aegis exits 0" test "$AEGIS_RC" = 0
+  check "one crash detected, one restart" test "$(events "$OUT" crash)/$(state "$OUT" "['restarts_used']")" = 1/1
+  check "the restart resumed from the step-5 checkpoint" \
+    grep -q "resumed from $OUT/ckpt/step-00000005 (saved by .*): step 5" "$LOG"
+  check "recovery recorded (fault to first new step)" test "$(events "$OUT" recovered)" = 1
+  check "final weights bitwise equal to the uninterrupted run" same_model "$OUT"
+  check "20 finite metric lines" finite_metrics "$OUT" 20
+  ;;
+hang)  # rank 0 hangs at step 6; the timeout comes from the observed step intervals
+  ZAYA_FAULTS="hang@6:rank=0" run_aegis "$OUT" "$LOG" --hang-floor 1 --hang-factor 20
+  check "aegis exits 0" test "$AEGIS_RC" = 0
+  check "one hang detected after step 5" \
+    test "$(events "$OUT" hang)/$(state "$OUT" "['faults'][0]['step']")" = 1/5
+  # The first attempt's heartbeats (archived by Aegis) give the step intervals it saw.
+  check "timeout = max(floor, factor x longest step interval); detected within it (+ polling)" py "
+import glob, json, sys
+files = sorted(glob.glob('$OUT/aegis/heartbeat-attempt-1/rank-*.jsonl'))
+gaps, steps = [], []
+for f in files:  # fewer than 20 intervals in all, so every one is in the watch's window
+    mine = [b for b in map(json.loads, open(f)) if b['phase'] == 'step']
+    steps.append(len(mine))
+    gaps += [b['time'] - a['time'] for a, b in zip(mine, mine[1:]) if b['step'] == a['step'] + 1]
+expect = max(1.0, 20 * max(gaps))
+e = [json.loads(l) for l in open('$OUT/aegis/events.jsonl') if '\"hang\"' in l][0]
+print('steps per rank', steps, 'longest interval %.3f s: expected timeout %.3f s, got %.3f s, detected after %.3f s'
+      % (max(gaps), expect, e['timeout_s'], e['stalled_s']))
+sys.exit(not (len(files) == $NP and steps == [5] * $NP and abs(e['timeout_s'] - expect) < 1e-6 and expect > 1.0 and
+              expect < e['stalled_s'] <= expect + 0.3))"
+  check "the job was stopped by SIGTERM" grep -q '"how":"SIGTERM"' "$OUT/aegis/events.jsonl"
+  check "final weights bitwise equal to the uninterrupted run" same_model "$OUT"
+  ;;
+nan)  # step 9's loss turns NaN: roll back, skip step 9's samples, finish with finite losses
+  ZAYA_FAULTS="nan@9" run_aegis "$OUT" "$LOG"
+  check "aegis exits 0" test "$AEGIS_RC" = 0
+  check "nan at step 9, then a rollback" \
+    test "$(events "$OUT" nan)/$(events "$OUT" rollback)/$(state "$OUT" "['faults'][0]['step']")" = 1/1/9
+  # Step 9 drew samples [sum of steps 1-8's batches, + step 9's batch) of the reference run.
+  check "skip_windows.json holds exactly step 9's samples" py "
+import json, sys
+b = [json.loads(l)['batch_sequences'] for l in open('$WORK/A/metrics.jsonl')]
+w = json.load(open('$OUT/skip_windows.json'))
+print('skip window', w)
+sys.exit(not (len(w) == 1 and w[0]['begin'] == sum(b[:8]) and w[0]['end'] == sum(b[:9])))"
+  check "the rollback quarantined only checkpoints of step >= 9 (moved, not deleted)" py "
+import json, os, sys
+e = [json.loads(l) for l in open('$OUT/aegis/events.jsonl') if '\"rollback\"' in l][0]
+moved = [os.path.basename(p) for p in e['quarantined']]
+print('quarantined', moved)
+sys.exit(not (all(int(n[5:13]) >= 9 and os.path.isdir('$OUT/ckpt-quarantine/' + n) for n in moved)
+              and os.path.isdir('$OUT/ckpt/step-00000005')))"
+  check "resumed from the step-5 checkpoint" grep -q "resumed from $OUT/ckpt/step-00000005 (saved by .*): step 5" "$LOG"
+  check "20 finite metric lines" finite_metrics "$OUT" 20
+  # Independent reference: a plain run given the same skip window from the start.
+  mkdir -p "$WORK/nan_ref" && cp "$OUT/skip_windows.json" "$WORK/nan_ref/"
+  launch_command "$WORK/nan_ref"
+  "${LAUNCH[@]}" > "$WORK/nan_ref.log" 2>&1
+  check "final weights equal a fault-free run that skips the same window" \
+    cmp "$WORK/nan_ref/model/model.safetensors" "$OUT/model/model.safetensors"
+  check "and differ from the run that trained on the window" bash -c "! cmp -s '$WORK/A/model/model.safetensors' '$OUT/model/model.safetensors'"
+  ;;
+ckpt_die)  # die while writing the checkpoint of step 10
+  ZAYA_FAULTS="ckpt_die@10" run_aegis "$OUT" "$LOG"
+  check "aegis exits 0" test "$AEGIS_RC" = 0
+  check "the death was detected as a crash" test "$(events "$OUT" crash)" = 1
+  check "the half-written step-10 checkpoint was never loaded: resumed from step 5" bash -c \
+    "grep -q 'resumed from $OUT/ckpt/step-00000005 (saved by .*): step 5' '$LOG' && ! grep -q 'resumed from $OUT/ckpt/step-00000010' '$LOG'"
+  check "final weights bitwise equal to the uninterrupted run" same_model "$OUT"
+  ;;
+budget)  # two crashes, one restart allowed
+  ZAYA_FAULTS="kill@3,kill@4" run_aegis "$OUT" "$LOG" --max-restarts 1
+  check "aegis exits 3 (restart budget exhausted)" test "$AEGIS_RC" = 3
+  check "state: failed, the cause names the budget and the crash" py "
+import json, sys
+s = json.load(open('$OUT/aegis/state.json'))
+print(s['cause'])
+sys.exit(not (s['outcome'] == 'failed' and 'restart budget exhausted (1 of 1' in s['cause'] and ('signal 9' in s['cause'] or 'crash: rank' in s['cause'])))"
+  check "the report on stderr names the cause" grep -q "^\[aegis\] failed: restart budget exhausted" "$LOG"
+  check "zaya aegis status reports it" bash -c "'$ZAYA' aegis status '$OUT' | grep -q '^outcome     failed (restart budget exhausted'"
+  ;;
+rules)  # a stop rule over the job's output ends the run; a restart rule restarts it
+  echo '[{"regex": "^step 5/[0-9]+ ", "action": "stop"}]' > "$WORK/stop_rules.json"
+  run_aegis "$OUT" "$LOG" --rules "$WORK/stop_rules.json"
+  check "aegis exits 2 (stopped by a rule)" test "$AEGIS_RC" = 2
+  check "the rule event quotes the line" grep -q '"kind":"rule".*matched: step 5/20' "$OUT/aegis/events.jsonl"
+  check "state: stopped, no restart" test "$(state "$OUT" "['outcome']")/$(state "$OUT" "['restarts_used']")" = stopped/0
+  # A restart rule catches a hang from its log line long before the 60 s hang floor would.
+  echo '[{"regex": "^fault injection: hang@", "action": "restart"}]' > "$WORK/restart_rules.json"
+  ZAYA_FAULTS="hang@6:rank=0" run_aegis "$OUT.restart" "$LOG.restart" --rules "$WORK/restart_rules.json" \
+    --hang-floor 60
+  check "restart rule: exit 0, one rule event, no hang event" \
+    test "$AEGIS_RC/$(events "$OUT.restart" rule)/$(events "$OUT.restart" hang)" = 0/1/0
+  check "restart rule: final weights bitwise equal to the uninterrupted run" same_model "$OUT.restart"
+  ;;
+two_faults)  # a crash and a hang in one run: recovery times and goodput (see docs/aegis.md)
+  ZAYA_FAULTS="kill@7:rank=$LAST_RANK,hang@13:rank=0" run_aegis "$OUT" "$LOG" --hang-floor 2
+  check "aegis exits 0 after two restarts" test "$AEGIS_RC/$(state "$OUT" "['restarts_used']")" = 0/2
+  check "two recoveries recorded" test "$(events "$OUT" recovered)" = 2
+  check "final weights bitwise equal to the uninterrupted run" same_model "$OUT"
+  "$ZAYA" aegis status "$OUT" | tee "$WORK/two_faults.status"
+  check "status: 2 restarts, goodput line" bash -c \
+    "grep -q '^attempts    3 (2 restarts of 3 allowed)' '$WORK/two_faults.status' && grep -q '^goodput' '$WORK/two_faults.status'"
+  ;;
+straggler)  # needs two ranks
+  if [[ $NP -lt 2 ]]; then echo "straggler: skipped, needs NP >= 2"; exit 77; fi
+  ZAYA_FAULTS="slow:rank=1:factor=3" run_aegis "$OUT" "$LOG" --straggler-factor 1.5
+  check "aegis exits 0" test "$AEGIS_RC" = 0
+  check "rank 1 reported as a straggler" grep -q '"kind":"straggler".*"rank":1' "$OUT/aegis/events.jsonl"
+  ;;
+*) echo "unknown scenario $SCENARIO"; exit 1 ;;
+esac
+[[ $fails == 0 ]] || { echo "--- $LOG"; tail -40 "$LOG"; }
+finish
