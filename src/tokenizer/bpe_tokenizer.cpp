@@ -68,16 +68,11 @@ BpeTokenizer::BpeTokenizer(BpeModel model) : model_(std::move(model)) {
   }
 }
 
-std::vector<int32_t> BpeTokenizer::encode(std::string_view text, SpecialTokens specials) const {
-  std::vector<int32_t> out;
-  out.reserve(text.size() / 3 + 1);
-  encode_append(text, out, specials);
-  return out;
-}
-
 void BpeTokenizer::encode_append(std::string_view text, std::vector<int32_t>& out,
-                                 SpecialTokens specials) const {
-  if (specials == SpecialTokens::kAsText || id_of_special_.empty()) {
+                                 const EncodeOptions& options) const {
+  ZAYA_CHECK(!options.add_bos, model_.source,
+             ": this byte-level BPE tokenizer has no beginning-of-sequence token to add");
+  if (options.specials == SpecialTokens::kAsText || id_of_special_.empty()) {
     encode_text(text, out);
     return;
   }

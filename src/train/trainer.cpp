@@ -25,7 +25,6 @@
 #include "optim/optimizer.h"
 #include "optim/router_balancer.h"
 #include "optim/schedule.h"
-#include "tokenizer/bpe_tokenizer.h"
 #include "tokenizer/tokenizer_files.h"
 #include "train/metrics.h"
 #include "train/plot.h"
@@ -315,7 +314,7 @@ TrainSummary run_training(const TrainOptions& opt) {
 
   // Samples from the trained model.
   if (tc.sample_tokens > 0 && !tc.tokenizer.empty()) {
-    const BpeTokenizer tok = load_tokenizer(tc.tokenizer);
+    const auto tok = load_tokenizer(tc.tokenizer);
     std::ofstream samples(fs::path(tc.out_dir) / "samples.txt");
     for (size_t i = 0; i < tc.sample_prompts.size(); ++i) {
       SampleOptions so;
@@ -324,8 +323,8 @@ TrainSummary run_training(const TrainOptions& opt) {
       so.top_k = tc.sample_top_k;
       so.seed = tc.seed + i;
       so.stop_token = loader.eos_id();
-      const auto ids = generate(model, tok.encode(tc.sample_prompts[i]), so);
-      sum.samples.push_back(tok.decode(ids));
+      const auto ids = generate(model, tok->encode(tc.sample_prompts[i]), so);
+      sum.samples.push_back(tok->decode(ids));
       samples << sum.samples.back() << "\n\n";
     }
   }

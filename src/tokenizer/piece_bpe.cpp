@@ -1,0 +1,183 @@
+#include "tokenizer/piece_bpe.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <queue>
+
+#include "core/error.h"
+#include "tokenizer/unicode_class.h"
+
+namespace zaya {
+namespace {
+
+// Words longer than this are not cached: a word here is a whole line of text (Gemma does not split
+// at spaces), long ones rarely repeat, and random data would flood the cache.
+constexpr size_t kMaxCachedWordBytes = 256;
+constexpr size_t kMaxCacheEntries = size_t(1) << 18;
+
+// A merge candidate: the pair starting at symbol `pos`, valid while both symbols still hold the
+// ids it was made from (a symbol only ever grows, so an id never comes back to a position).
+struct Candidate {
+  int32_t rank, pos, left, right;
+  bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
+};
+
+// The single code point of `piece`, or nullopt when it is not exactly one UTF-8 character.
+std::optional<uint32_t> single_code_point(std::string_view piece) {
+  if (piece.empty()) return std::nullopt;
+  const Utf8Unit u = decode_utf8_unit(piece, 0);
+  if (u.invalid || u.length != piece.size()) return std::nullopt;
+  return u.code_point;
+}
+
+}  // namespace
+
+void PieceBpe::PairTable::reserve(size_t entries) {
+  size_t n = 16;
+  while (n < 2 * entries) n *= 2;  // at most half full: short probe runs
+  slots_.assign(n, Slot{kEmpty, 0, 0});
+}
+
+size_t PieceBpe::PairTable::home(uint64_t key) const {
+  key ^= key >> 33;  // a 64-bit mix (MurmurHash3's finaliser) so nearby ids spread out
+  key *= 0xff51afd7ed558ccdULL;
+  key ^= key >> 33;
+  return size_t(key) & (slots_.size() - 1);
+}
+
+bool PieceBpe::PairTable::insert(uint64_t key, int32_t rank, int32_t merged) {
+  for (size_t i = home(key);; i = (i + 1) & (slots_.size() - 1)) {
+    if (slots_[i].key == key) return false;
+    if (slots_[i].key == kEmpty) {
+      slots_[i] = {key, rank, merged};
+      return true;
+    }
+  }
+}
+
+const PieceBpe::PairTable::Slot* PieceBpe::PairTable::find(uint64_t key) const {
+  for (size_t i = home(key);; i = (i + 1) & (slots_.size() - 1)) {
+    if (slots_[i].key == key) return &slots_[i];
+    if (slots_[i].key == kEmpty) return nullptr;
+  }
+}
+
+PieceBpe::PieceBpe(const PieceBpeSpec& spec)
+    : byte_fallback_(spec.byte_fallback), fuse_unk_(spec.fuse_unk) {
+  const std::string& src = spec.source;
+  bmp_piece_.assign(0x10000, -1);
+  for (const auto& [piece, id] : spec.id_of_piece) {
+    const auto cp = single_code_point(piece);
+    if (!cp) continue;
+    if (*cp < 0x10000) {
+      bmp_piece_[*cp] = id;
+    } else {
+      astral_piece_[*cp] = id;
+    }
+  }
+  const auto id_of = [&](const std::string& piece) {
+    const auto it = spec.id_of_piece.find(piece);
+    return it == spec.id_of_piece.end() ? -1 : it->second;
+  };
+  if (byte_fallback_) {
+    for (int b = 0; b < 256; ++b) {
+      char name[8];
+      std::snprintf(name, sizeof name, "<0x%02X>", b);
+      byte_piece_[b] = id_of(name);
+      ZAYA_CHECK(byte_piece_[b] >= 0, src, ".byte_fallback is true but the vocabulary has no \"",
+                 name, "\" (byte fallback needs all 256 byte pieces)");
+    }
+  }
+  if (spec.unk_id) unk_id_ = *spec.unk_id;
+  ZAYA_CHECK(byte_fallback_ || unk_id_ >= 0, src,
+             ": without byte_fallback an unk_token in the vocabulary is required");
+
+  merges_.reserve(spec.merges.size());
+  for (size_t r = 0; r < spec.merges.size(); ++r) {
+    const auto& [left, right] = spec.merges[r];
+    const int32_t a = id_of(left), b = id_of(right), merged = id_of(left + right);
+    ZAYA_CHECK(a >= 0 && b >= 0, src, ".merges[", r, "] (\"", left, "\" \"", right, "\"): piece \"",
+               a < 0 ? left : right, "\" is not in the vocabulary");
+    ZAYA_CHECK(merged >= 0, src, ".merges[", r, "] (\"", left, "\" \"", right, "\") makes \"",
+               left + right, "\", which is not in the vocabulary");
+    merges_.insert(pair_key(a, b), int32_t(r), merged);  // a repeated pair keeps its first rank
+  }
+  merge_count_ = int32_t(spec.merges.size());
+}
+
+int32_t PieceBpe::piece_of_char(uint32_t code_point) const {
+  if (code_point < 0x10000) return bmp_piece_[code_point];
+  const auto it = astral_piece_.find(code_point);
+  return it == astral_piece_.end() ? -1 : it->second;
+}
+
+void PieceBpe::encode_word(std::string_view word, std::vector<int32_t>& out) const {
+  if (word.empty()) return;
+  if (word.size() > kMaxCachedWordBytes) return merge_word(word, out);
+  const std::string key(word);
+  if (const auto it = word_cache_.find(key); it != word_cache_.end()) {
+    out.insert(out.end(), it->second.begin(), it->second.end());
+    return;
+  }
+  const size_t begin = out.size();
+  merge_word(word, out);
+  if (word_cache_.size() >= kMaxCacheEntries) word_cache_.clear();
+  word_cache_.emplace(key, std::vector<int32_t>(out.begin() + begin, out.end()));
+}
+
+void PieceBpe::merge_word(std::string_view word, std::vector<int32_t>& out) const {
+  std::vector<Symbol>& sym = symbols_;
+  sym.clear();
+  for (size_t pos = 0; pos < word.size();) {
+    const Utf8Unit u = decode_utf8_unit(word, pos);
+    const int32_t id = u.invalid ? -1 : piece_of_char(u.code_point);
+    const int32_t i = int32_t(sym.size());
+    sym.push_back({id, i - 1, i + 1, uint32_t(pos), u.length});
+    pos += u.length;
+  }
+  sym.back().next = -1;
+
+  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> queue;
+  const auto push_pair = [&](int32_t pos) {
+    if (pos < 0 || sym[pos].next < 0) return;
+    const int32_t left = sym[pos].id, right = sym[sym[pos].next].id;
+    if (left < 0 || right < 0) return;
+    if (const auto* m = merges_.find(pair_key(left, right)))
+      queue.push({m->rank, pos, left, right});
+  };
+  for (int32_t i = 0; i + 1 < int32_t(sym.size()); ++i) push_pair(i);
+
+  while (!queue.empty()) {
+    const Candidate c = queue.top();
+    queue.pop();
+    Symbol& left = sym[c.pos];
+    if (left.id != c.left || left.next < 0 || sym[left.next].id != c.right) continue;  // stale
+    Symbol& right = sym[left.next];
+    left.id = merges_.find(pair_key(c.left, c.right))->merged;
+    left.length += right.length;
+    right.id = -2;  // merged away: no candidate can match it again
+    left.next = right.next;
+    if (right.next >= 0) sym[right.next].prev = c.pos;
+    push_pair(left.prev);
+    push_pair(c.pos);
+  }
+  const size_t begin = out.size();
+  for (int32_t i = 0; i >= 0; i = sym[i].next) {
+    if (sym[i].id >= 0) {
+      out.push_back(sym[i].id);
+    } else {
+      emit_unknown(word.substr(sym[i].begin, sym[i].length), begin, out);
+    }
+  }
+}
+
+void PieceBpe::emit_unknown(std::string_view bytes, size_t word_begin,
+                            std::vector<int32_t>& out) const {
+  if (byte_fallback_) {
+    for (const char c : bytes) out.push_back(byte_piece_[uint8_t(c)]);
+  } else if (!(fuse_unk_ && out.size() > word_begin && out.back() == unk_id_)) {
+    out.push_back(unk_id_);
+  }
+}
+
+}  // namespace zaya
