@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "tokenizer/bpe_common.h"
 #include "tokenizer/tokenizer.h"
 
 namespace zaya {
@@ -63,7 +64,7 @@ class BpeTokenizer final : public Tokenizer {
   std::vector<bool> special_;
   int32_t byte_id_[256];
   std::unordered_map<uint64_t, Merge> merges_;
-  mutable std::unordered_map<std::string, std::vector<int32_t>> word_cache_;
+  mutable WordCache word_cache_{64, size_t(1) << 20};
 };
 
 }  // namespace zaya

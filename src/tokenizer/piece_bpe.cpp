@@ -10,17 +10,7 @@
 namespace zaya {
 namespace {
 
-// Words longer than this are not cached: a word here is a whole line of text (Gemma does not split
-// at spaces), long ones rarely repeat, and random data would flood the cache.
-constexpr size_t kMaxCachedWordBytes = 256;
-constexpr size_t kMaxCacheEntries = size_t(1) << 18;
-
-// A merge candidate: the pair starting at symbol `pos`, valid while both symbols still hold the
-// ids it was made from (a symbol only ever grows, so an id never comes back to a position).
-struct Candidate {
-  int32_t rank, pos, left, right;
-  bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
-};
+using Candidate = MergeCandidate;
 
 // The single code point of `piece`, or nullopt when it is not exactly one UTF-8 character.
 std::optional<uint32_t> single_code_point(std::string_view piece) {
@@ -113,16 +103,11 @@ int32_t PieceBpe::piece_of_char(uint32_t code_point) const {
 
 void PieceBpe::encode_word(std::string_view word, std::vector<int32_t>& out) const {
   if (word.empty()) return;
-  if (word.size() > kMaxCachedWordBytes) return merge_word(word, out);
-  const std::string key(word);
-  if (const auto it = word_cache_.find(key); it != word_cache_.end()) {
-    out.insert(out.end(), it->second.begin(), it->second.end());
-    return;
-  }
+  if (!word_cache_.holds_words_of(word)) return merge_word(word, out);
+  if (word_cache_.append(word, out)) return;
   const size_t begin = out.size();
   merge_word(word, out);
-  if (word_cache_.size() >= kMaxCacheEntries) word_cache_.clear();
-  word_cache_.emplace(key, std::vector<int32_t>(out.begin() + begin, out.end()));
+  word_cache_.remember(word, std::span(out).subspan(begin));
 }
 
 void PieceBpe::merge_word(std::string_view word, std::vector<int32_t>& out) const {

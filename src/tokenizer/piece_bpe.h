@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "tokenizer/bpe_common.h"
+
 namespace zaya {
 
 struct PieceBpeSpec {
@@ -74,7 +76,8 @@ class PieceBpe {
   int32_t unk_id_ = -1;
   bool fuse_unk_;
   mutable std::vector<Symbol> symbols_;  // scratch, reused across words
-  mutable std::unordered_map<std::string, std::vector<int32_t>> word_cache_;
+  // A word here is a whole line of text (Gemma does not split at spaces): long ones rarely repeat.
+  mutable WordCache word_cache_{256, size_t(1) << 18};
 };
 
 }  // namespace zaya

@@ -4,9 +4,9 @@
 // space: the file's decoder replaces it, as Hugging Face does. Items: gemma3_strings.json plus
 // seeded random strings built from characters and fragments that stress the tokenizer.
 // Usage: node compare_gemma3_with_js.js STRINGS_JSON ZAYA_ENCODE_STRINGS TOKENIZER_JSON
-const { spawnSync } = require('child_process');
 const fs = require('fs');
 const path = require('path');
+const runJson = require('./run_json');
 
 const [stringsPath, zayaBinary, tokenizerJson] = process.argv.slice(2);
 
@@ -32,17 +32,8 @@ function randomStrings(count, seed) {
 const items = JSON.parse(fs.readFileSync(stringsPath, 'utf8')).concat(randomStrings(300, 2463534242));
 const input = JSON.stringify(items);
 
-function run(command, args) {
-  const r = spawnSync(command, args, { input, maxBuffer: 1 << 28, encoding: 'utf8' });
-  if (r.status !== 0) {
-    console.error(`${command} failed (exit ${r.status}):\n${r.stderr}`);
-    process.exit(1);
-  }
-  return JSON.parse(r.stdout);
-}
-
-const js = run(process.execPath, [path.join(__dirname, 'encode_gemma3_js.js')]);
-const zaya = run(zayaBinary, ['--special', '--bos', '--decode', tokenizerJson]);
+const js = runJson(process.execPath, [path.join(__dirname, 'encode_gemma3_js.js')], input);
+const zaya = runJson(zayaBinary, ['--special', '--bos', '--decode', tokenizerJson], input);
 let passed = 0, failed = 0;
 items.forEach((item, i) => {
   const bytes = typeof item === 'string' ? Buffer.from(item, 'utf8') : Buffer.from(item.hex, 'hex');
