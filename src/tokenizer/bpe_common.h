@@ -14,9 +14,9 @@ namespace zaya {
 
 // A merge candidate: the adjacent pair starting at symbol `pos`, valid while both symbols still
 // hold the ids it was made from (a symbol's token only grows, so an id never comes back to a
-// position). Ordered by rank, then leftmost first.
+// position). Ordered by rank, then leftmost first. `merged` is the id the merge makes.
 struct MergeCandidate {
-  int32_t rank, pos, left, right;
+  int32_t rank, pos, left, right, merged;
   bool operator>(const MergeCandidate& o) const {
     return rank != o.rank ? rank > o.rank : pos > o.pos;
   }

@@ -117,7 +117,8 @@ void BpeTokenizer::merge_word(std::string_view word, std::vector<int32_t>& out) 
     if (pos < 0 || sym[pos].next < 0) return;
     const int32_t right = sym[sym[pos].next].id;
     const auto it = merges_.find(pair_key(sym[pos].id, right));
-    if (it != merges_.end()) queue.push({it->second.rank, pos, sym[pos].id, right});
+    if (it != merges_.end())
+      queue.push({it->second.rank, pos, sym[pos].id, right, it->second.merged_id});
   };
   for (int32_t i = 0; i + 1 < n; ++i) push_pair(i);
 
@@ -137,7 +138,7 @@ void BpeTokenizer::merge_word(std::string_view word, std::vector<int32_t>& out) 
       Symbol& left = sym[c.pos];
       if (left.id != c.left || left.next < 0 || sym[left.next].id != c.right) continue;  // stale
       Symbol& right = sym[left.next];
-      left.id = merges_.at(pair_key(c.left, c.right)).merged_id;
+      left.id = c.merged;
       right.id = -1;
       left.next = right.next;
       if (right.next >= 0) sym[right.next].prev = c.pos;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <queue>
 
 #include "core/error.h"
 #include "tokenizer/unicode_class.h"
@@ -12,12 +11,26 @@ namespace {
 
 using Candidate = MergeCandidate;
 
+constexpr uint32_t kMetaSymbol = 0x2581;  // "▁", SentencePiece's stand-in for a space
+
 // The single code point of `piece`, or nullopt when it is not exactly one UTF-8 character.
 std::optional<uint32_t> single_code_point(std::string_view piece) {
   if (piece.empty()) return std::nullopt;
   const Utf8Unit u = decode_utf8_unit(piece, 0);
   if (u.invalid || u.length != piece.size()) return std::nullopt;
   return u.code_point;
+}
+
+// Appends the characters of `piece` (other than "▁") that are directly followed by "▁".
+void collect_chars_before_meta(std::string_view piece, std::vector<uint32_t>& out) {
+  std::optional<uint32_t> before;
+  for (size_t pos = 0; pos < piece.size();) {
+    const Utf8Unit u = decode_utf8_unit(piece, pos);
+    const bool meta = !u.invalid && u.code_point == kMetaSymbol;
+    if (meta && before) out.push_back(*before);
+    before = u.invalid || meta ? std::nullopt : std::optional<uint32_t>(u.code_point);
+    pos += u.length;
+  }
 }
 
 }  // namespace
@@ -57,6 +70,7 @@ PieceBpe::PieceBpe(const PieceBpeSpec& spec)
   const std::string& src = spec.source;
   bmp_piece_.assign(0x10000, -1);
   for (const auto& [piece, id] : spec.id_of_piece) {
+    collect_chars_before_meta(piece, glues_to_meta_);
     const auto cp = single_code_point(piece);
     if (!cp) continue;
     if (*cp < 0x10000) {
@@ -93,6 +107,11 @@ PieceBpe::PieceBpe(const PieceBpeSpec& spec)
     merges_.insert(pair_key(a, b), int32_t(r), merged);  // a repeated pair keeps its first rank
   }
   merge_count_ = int32_t(spec.merges.size());
+  std::sort(glues_to_meta_.begin(), glues_to_meta_.end());
+}
+
+bool PieceBpe::glues_to_meta(uint32_t code_point) const {
+  return std::binary_search(glues_to_meta_.begin(), glues_to_meta_.end(), code_point);
 }
 
 int32_t PieceBpe::piece_of_char(uint32_t code_point) const {
@@ -101,16 +120,42 @@ int32_t PieceBpe::piece_of_char(uint32_t code_point) const {
   return it == astral_piece_.end() ? -1 : it->second;
 }
 
-void PieceBpe::encode_word(std::string_view word, std::vector<int32_t>& out) const {
-  if (word.empty()) return;
-  if (!word_cache_.holds_words_of(word)) return merge_word(word, out);
-  if (word_cache_.append(word, out)) return;
+void PieceBpe::encode_words(std::span<const std::string_view> words,
+                            std::vector<int32_t>& out) const {
   const size_t begin = out.size();
-  merge_word(word, out);
-  word_cache_.remember(word, std::span(out).subspan(begin));
+  for (const std::string_view word : words) encode_word(word, out);
+  if (!fuse_unk_ || unk_id_ < 0) return;
+  const auto repeated_unk = [&](int32_t a, int32_t b) { return a == unk_id_ && b == unk_id_; };
+  out.erase(std::unique(out.begin() + begin, out.end(), repeated_unk), out.end());
 }
 
-void PieceBpe::merge_word(std::string_view word, std::vector<int32_t>& out) const {
+void PieceBpe::encode_word(std::string_view word, std::vector<int32_t>& out) const {
+  size_t part = 0;
+  bool glued = true;  // whether a "▁" here would stay with what comes before it
+  for (size_t pos = 0; pos < word.size();) {
+    const Utf8Unit u = decode_utf8_unit(word, pos);
+    const bool meta = !u.invalid && u.code_point == kMetaSymbol;
+    if (meta && !glued) {
+      encode_part(word.substr(part, pos - part), out);
+      part = pos;
+    }
+    // A byte that is not UTF-8 never merges, so a "▁" after it may start a part.
+    glued = meta || (!u.invalid && glues_to_meta(u.code_point));
+    pos += u.length;
+  }
+  encode_part(word.substr(part), out);
+}
+
+void PieceBpe::encode_part(std::string_view part, std::vector<int32_t>& out) const {
+  if (part.empty()) return;
+  if (!word_cache_.holds_words_of(part)) return merge_part(part, out);
+  if (word_cache_.append(part, out)) return;
+  const size_t begin = out.size();
+  merge_part(part, out);
+  word_cache_.remember(part, std::span(out).subspan(begin));
+}
+
+void PieceBpe::merge_part(std::string_view word, std::vector<int32_t>& out) const {
   std::vector<Symbol>& sym = symbols_;
   sym.clear();
   for (size_t pos = 0; pos < word.size();) {
@@ -122,23 +167,29 @@ void PieceBpe::merge_word(std::string_view word, std::vector<int32_t>& out) cons
   }
   sym.back().next = -1;
 
-  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> queue;
+  // A min-heap of candidates in a buffer reused across parts.
+  std::vector<Candidate>& heap = heap_;
+  heap.clear();
+  const std::greater<Candidate> later;
   const auto push_pair = [&](int32_t pos) {
     if (pos < 0 || sym[pos].next < 0) return;
     const int32_t left = sym[pos].id, right = sym[sym[pos].next].id;
     if (left < 0 || right < 0) return;
-    if (const auto* m = merges_.find(pair_key(left, right)))
-      queue.push({m->rank, pos, left, right});
+    if (const auto* m = merges_.find(pair_key(left, right))) {
+      heap.push_back({m->rank, pos, left, right, m->merged});
+      std::push_heap(heap.begin(), heap.end(), later);
+    }
   };
   for (int32_t i = 0; i + 1 < int32_t(sym.size()); ++i) push_pair(i);
 
-  while (!queue.empty()) {
-    const Candidate c = queue.top();
-    queue.pop();
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    const Candidate c = heap.back();
+    heap.pop_back();
     Symbol& left = sym[c.pos];
     if (left.id != c.left || left.next < 0 || sym[left.next].id != c.right) continue;  // stale
     Symbol& right = sym[left.next];
-    left.id = merges_.find(pair_key(c.left, c.right))->merged;
+    left.id = c.merged;
     left.length += right.length;
     right.id = -2;  // merged away: no candidate can match it again
     left.next = right.next;
@@ -146,22 +197,15 @@ void PieceBpe::merge_word(std::string_view word, std::vector<int32_t>& out) cons
     push_pair(left.prev);
     push_pair(c.pos);
   }
-  const size_t begin = out.size();
   for (int32_t i = 0; i >= 0; i = sym[i].next) {
     if (sym[i].id >= 0) {
       out.push_back(sym[i].id);
+    } else if (byte_fallback_) {
+      for (const char c : word.substr(sym[i].begin, sym[i].length))
+        out.push_back(byte_piece_[uint8_t(c)]);
     } else {
-      emit_unknown(word.substr(sym[i].begin, sym[i].length), begin, out);
+      out.push_back(unk_id_);
     }
-  }
-}
-
-void PieceBpe::emit_unknown(std::string_view bytes, size_t word_begin,
-                            std::vector<int32_t>& out) const {
-  if (byte_fallback_) {
-    for (const char c : bytes) out.push_back(byte_piece_[uint8_t(c)]);
-  } else if (!(fuse_unk_ && out.size() > word_begin && out.back() == unk_id_)) {
-    out.push_back(unk_id_);
   }
 }
 

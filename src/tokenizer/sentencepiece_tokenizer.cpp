@@ -59,7 +59,7 @@ void SentencePieceBpeTokenizer::encode_section(std::string_view text,
   const std::string normalized = normalizer_.apply(text);
   words_.clear();
   pre_tokenizer_.split(normalized, words_);
-  for (const std::string_view word : words_) bpe_.encode_word(word, out);
+  bpe_.encode_words(words_, out);
 }
 
 std::string SentencePieceBpeTokenizer::decode(std::span<const int32_t> ids) const {

@@ -22,8 +22,9 @@ using Ids = std::vector<int32_t>;
 
 // Ids: 0 <unk>, 1 <bos>, 2 <eos>, 3 "\n", 4 "\n\n", 5..260 <0x00>..<0xFF>, then the pieces below.
 // Merges by rank: (b,c) before (a,b), so "abc" becomes "a"+"bc" and then "abc" by the third merge.
+// "c▁a" is the one piece where a character is followed by "▁" (as Gemma's ">▁</").
 constexpr int32_t kByte0 = 5, kA = 261, kB = 262, kC = 263, kSpace = 264, kBc = 265, kAb = 266,
-                  kAbc = 267, kSpaceA = 268, kAa = 269, kTag = 270;
+                  kAbc = 267, kSpaceA = 268, kAa = 269, kTag = 270, kCSpaceA = 271;
 json tiny_tokenizer_json() {
   json vocab = {{"<unk>", 0}, {"<bos>", 1}, {"<eos>", 2}, {"\n", 3}, {"\n\n", 4}};
   for (int b = 0; b < 256; ++b) {
@@ -34,6 +35,7 @@ json tiny_tokenizer_json() {
   const std::vector<std::string> pieces = {"a",  "b",   "c",       "\u2581", "bc",
                                            "ab", "abc", "\u2581a", "aa"};
   for (size_t i = 0; i < pieces.size(); ++i) vocab[pieces[i]] = kA + int32_t(i);
+  vocab["c\u2581a"] = kCSpaceA;
   const auto added = [](int id, const char* content, bool special) {
     return json{{"id", id},        {"content", content},  {"single_word", false}, {"lstrip", false},
                 {"rstrip", false}, {"normalized", false}, {"special", special}};
@@ -65,9 +67,9 @@ json tiny_tokenizer_json() {
         {"fuse_unk", true},
         {"byte_fallback", true},
         {"vocab", vocab},
-        {"merges",
-         json::array({json::array({"b", "c"}), json::array({"a", "b"}), json::array({"a", "bc"}),
-                      json::array({"\u2581", "a"}), json::array({"a", "a"})})}}}};
+        {"merges", json::array({json::array({"b", "c"}), json::array({"a", "b"}),
+                                json::array({"a", "bc"}), json::array({"\u2581", "a"}),
+                                json::array({"a", "a"}), json::array({"c", "\u2581a"})})}}}};
 }
 
 class TinyTokenizer : public ::testing::Test {
@@ -84,7 +86,7 @@ class TinyTokenizer : public ::testing::Test {
 
 TEST_F(TinyTokenizer, MergesLowestRankFirstOneAtATime) {
   const auto tok = load(tiny_tokenizer_json());
-  EXPECT_EQ(tok->vocab_size(), kTag + 1);
+  EXPECT_EQ(tok->vocab_size(), kCSpaceA + 1);
   EXPECT_EQ(tok->encode("abc"), (Ids{kAbc}));  // (b,c) first, then (a,bc)
   EXPECT_EQ(tok->encode("abcb"), (Ids{kAbc, kB}));
   EXPECT_EQ(tok->encode("aaa"), (Ids{kAa, kA}));  // equal ranks: the leftmost pair first
@@ -97,6 +99,22 @@ TEST_F(TinyTokenizer, NormalizerTurnsSpacesIntoTheMetaSymbol) {
   EXPECT_EQ(tok->encode("a a"), (Ids{kA, kSpaceA}));
   EXPECT_EQ(tok->encode("  "), (Ids{kSpace, kSpace}));
   EXPECT_EQ(tok->decode(Ids{kA, kSpaceA}), "a a");
+  // zaya encodes the parts of a line between "▁"s apart, except where a piece joins a character
+  // to the "▁" after it: "c▁a" must still form.
+  EXPECT_EQ(tok->encode("b c a"), (Ids{kB, kSpace, kCSpaceA}));
+  EXPECT_EQ(tok->encode("b a c a"), (Ids{kB, kSpaceA, kSpace, kCSpaceA}));
+}
+
+TEST_F(TinyTokenizer, UnknownTokensWithoutByteFallbackAndTheirFusing) {
+  json j = tiny_tokenizer_json();
+  j["model"]["byte_fallback"] = false;
+  EXPECT_EQ(load(j)->encode("a\xC3\xA9\xC3\xA9 \xC3\xA9"
+                            "b"),
+            (Ids{kA, 0, kSpace, 0, kB}));
+  j["model"]["fuse_unk"] = false;
+  EXPECT_EQ(load(j)->encode("a\xC3\xA9\xC3\xA9"
+                            "b"),
+            (Ids{kA, 0, 0, kB}));
 }
 
 TEST_F(TinyTokenizer, ByteFallbackForCharactersWithoutPieceAndForBadBytes) {
@@ -188,7 +206,7 @@ TEST_F(TinyTokenizer, UnsupportedPartsAreErrorsNamingFileAndField) {
   expect(j, {"pre_tokenizer.pattern", "Regex patterns are not supported"});
   j = tiny_tokenizer_json();
   j["model"]["merges"].push_back(json::array({"c", "c"}));
-  expect(j, {"model.merges[5]", "makes \"cc\", which is not in the vocabulary"});
+  expect(j, {"model.merges[6]", "makes \"cc\", which is not in the vocabulary"});
   j = tiny_tokenizer_json();
   j["model"]["vocab"].erase("<0x41>");
   j["model"]["vocab"]["<0x41>x"] = kByte0 + 0x41;
