@@ -60,15 +60,18 @@ std::optional<int32_t> parse_bos(const json& j, const std::string& path,
              "\" is not supported (expected null or TemplateProcessing)");
   ZAYA_CHECK(p.contains("single") && p["single"].is_array(), where, ".single must be an array");
   const json& single = p["single"];
-  const auto is_sequence_a = [](const json& item) {
-    return item.contains("Sequence") && item["Sequence"].value("id", "") == "A";
+  // {"Sequence": {"id": "A"}} or {"SpecialToken": {"id": "<bos>"}}: the id, or "" for others.
+  const auto id_in = [](const json& item, const char* kind) {
+    if (!item.is_object() || !item.contains(kind) || !item[kind].is_object()) return std::string();
+    const json& inner = item[kind];
+    return inner.contains("id") && inner["id"].is_string() ? inner["id"].get<std::string>() : "";
   };
-  if (single.size() == 1 && is_sequence_a(single[0])) return std::nullopt;
-  ZAYA_CHECK(single.size() == 2 && single[0].contains("SpecialToken") &&
-                 single[0]["SpecialToken"].contains("id") && is_sequence_a(single[1]),
+  if (single.size() == 1 && id_in(single[0], "Sequence") == "A") return std::nullopt;
+  ZAYA_CHECK(single.size() == 2 && !id_in(single[0], "SpecialToken").empty() &&
+                 id_in(single[1], "Sequence") == "A",
              where, ".single is not supported (zaya supports [Sequence A] or [SpecialToken, ",
              "Sequence A]: one leading beginning-of-sequence token)");
-  const std::string name = single[0]["SpecialToken"]["id"].get<std::string>();
+  const std::string name = id_in(single[0], "SpecialToken");
   const auto it = id_of.find(name);
   ZAYA_CHECK(it != id_of.end(), where, ".single: special token \"", name,
              "\" is not in the vocabulary");

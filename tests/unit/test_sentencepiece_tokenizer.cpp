@@ -217,6 +217,9 @@ TEST_F(TinyTokenizer, UnsupportedPartsAreErrorsNamingFileAndField) {
   j = tiny_tokenizer_json();
   j["truncation"] = {{"max_length", 8}};
   expect(j, {"truncation is not supported"});
+  j = tiny_tokenizer_json();
+  j["post_processor"]["single"].push_back({{"SpecialToken", {{"id", "<eos>"}, {"type_id", 0}}}});
+  expect(j, {"post_processor.single is not supported"});
 }
 
 // The real file, when scripts/setup.sh has fetched it (tokenizer.gemma3_vs_js compares it with

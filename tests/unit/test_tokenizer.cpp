@@ -94,6 +94,7 @@ TEST(BpeTokenizer, Gpt2RoundTripsRandomBytes) {
   if (!fs::exists(kGpt2Dir)) GTEST_SKIP() << kGpt2Dir << " missing: run scripts/setup.sh";
   const auto tok = load_tokenizer(kGpt2Dir.string());
   EXPECT_EQ(tok->vocab_size(), 50257);
+  EXPECT_EQ(dynamic_cast<const BpeTokenizer&>(*tok).merge_count(), 50000);
   EXPECT_EQ(tok->encode("Hello world"), (std::vector<int32_t>{15496, 995}));
   for (const std::string& s : random_byte_strings(1)) ASSERT_EQ(tok->decode(tok->encode(s)), s);
 }
