@@ -78,6 +78,47 @@ std::optional<int32_t> parse_bos(const json& j, const std::string& path,
   return it->second;
 }
 
+// Token texts by id: model.vocab (also into `id_of_piece`), then the added tokens, which may repeat
+// a piece at its own id. Ids must run from 0 without gaps.
+std::vector<std::string> tokens_by_id(const json& vocab, const std::vector<AddedTokenEntry>& added,
+                                      const std::string& path,
+                                      std::unordered_map<std::string, int32_t>& id_of_piece) {
+  std::vector<std::string> tokens;
+  std::vector<bool> filled;
+  const auto place = [&](int64_t id, const std::string& text) {
+    if (size_t(id) >= tokens.size()) tokens.resize(id + 1), filled.resize(id + 1);
+    const bool fresh = !filled[id];
+    tokens[id] = text;
+    filled[id] = true;
+    return fresh;
+  };
+  const std::string where = path + ": model.vocab";
+  for (const auto& [piece, id_json] : vocab.items()) {
+    ZAYA_CHECK(id_json.is_number_integer(), where, "[\"", piece, "\"] must be an integer id");
+    const int64_t id = id_json.get<int64_t>();
+    ZAYA_CHECK(id >= 0 && id < (int64_t(1) << 24), where, "[\"", piece, "\"]: id ", id,
+               " is out of range");
+    const bool fresh = place(id, piece);
+    ZAYA_CHECK(fresh, where, ": id ", id, " is given to two pieces");
+    id_of_piece.emplace(piece, int32_t(id));
+  }
+  for (size_t i = 0; i < added.size(); ++i) {
+    const AddedTokenEntry& t = added[i];
+    ZAYA_CHECK(!t.lstrip && !t.rstrip && !t.single_word && !t.normalized, path, ": added_tokens[",
+               i, "] (\"", t.content, "\"): lstrip, rstrip, single_word and normalized true are ",
+               "not supported (zaya matches added tokens exactly in the raw text)");
+    const bool same = size_t(t.id) < tokens.size() && filled[t.id] && tokens[t.id] == t.content;
+    const bool fresh = place(t.id, t.content);
+    ZAYA_CHECK(fresh || same, path, ": added_tokens[", i, "] id ", t.id,
+               " already belongs to another token (\"", t.content, "\" expected)");
+  }
+  for (size_t id = 0; id < filled.size(); ++id) {
+    ZAYA_CHECK(filled[id], path, ": no token has id ", id, " (ids must run 0..", filled.size() - 1,
+               " without gaps)");
+  }
+  return tokens;
+}
+
 }  // namespace
 
 std::unique_ptr<Tokenizer> load_sentencepiece_bpe_json(const json& j, const std::string& path) {
@@ -97,36 +138,8 @@ std::unique_ptr<Tokenizer> load_sentencepiece_bpe_json(const json& j, const std:
   check_model_options(model, model_where);
   PieceBpeSpec spec;
   spec.source = model_where;
-  std::vector<bool> filled;
-  for (const auto& [piece, id_json] : model["vocab"].items()) {
-    ZAYA_CHECK(id_json.is_number_integer(), model_where, ".vocab[\"", piece,
-               "\"] must be an integer id");
-    const int64_t id = id_json.get<int64_t>();
-    ZAYA_CHECK(id >= 0 && id < (int64_t(1) << 24), model_where, ".vocab[\"", piece, "\"]: id ", id,
-               " is out of range");
-    if (size_t(id) >= parts.tokens.size()) parts.tokens.resize(id + 1), filled.resize(id + 1);
-    ZAYA_CHECK(!filled[id], model_where, ".vocab: id ", id, " is given to two pieces");
-    parts.tokens[id] = piece;
-    filled[id] = true;
-    spec.id_of_piece.emplace(piece, int32_t(id));
-  }
   parts.added = parse_added_tokens(j, path);
-  for (size_t i = 0; i < parts.added.size(); ++i) {
-    const AddedTokenEntry& t = parts.added[i];
-    ZAYA_CHECK(!t.lstrip && !t.rstrip && !t.single_word && !t.normalized, path, ": added_tokens[",
-               i, "] (\"", t.content, "\"): lstrip, rstrip, single_word and normalized true are ",
-               "not supported (zaya matches added tokens exactly in the raw text)");
-    if (size_t(t.id) >= parts.tokens.size()) parts.tokens.resize(t.id + 1), filled.resize(t.id + 1);
-    ZAYA_CHECK(!filled[t.id] || parts.tokens[t.id] == t.content, path, ": added_tokens[", i,
-               "] id ", t.id, " is the piece \"", parts.tokens[t.id], "\", not \"", t.content,
-               "\"");
-    parts.tokens[t.id] = t.content;
-    filled[t.id] = true;
-  }
-  for (size_t id = 0; id < filled.size(); ++id) {
-    ZAYA_CHECK(filled[id], path, ": no token has id ", id, " (ids must run 0..", filled.size() - 1,
-               " without gaps)");
-  }
+  parts.tokens = tokens_by_id(model["vocab"], parts.added, path, spec.id_of_piece);
   spec.merges = parse_merge_texts(model["merges"], model_where + ".merges");
   spec.byte_fallback = json_flag(model, "byte_fallback", false, model_where);
   spec.fuse_unk = json_flag(model, "fuse_unk", false, model_where);

@@ -215,6 +215,12 @@ TEST_F(TinyTokenizer, UnsupportedPartsAreErrorsNamingFileAndField) {
   j["added_tokens"][5]["lstrip"] = true;
   expect(j, {"added_tokens[5]", "lstrip"});
   j = tiny_tokenizer_json();
+  j["added_tokens"][5]["id"] = kA;
+  expect(j, {"added_tokens[5] id 261 already belongs to another token"});
+  j = tiny_tokenizer_json();
+  j["model"]["vocab"]["zz"] = kCSpaceA + 2;
+  expect(j, {"no token has id 272"});
+  j = tiny_tokenizer_json();
   j["truncation"] = {{"max_length", 8}};
   expect(j, {"truncation is not supported"});
   j = tiny_tokenizer_json();
