@@ -44,8 +44,8 @@ Runner add_data_commands(CLI::App& app) {
                       "blank line)");
   prepare
       ->add_option("--tokenizer", args->tokenizer,
-                   "a tokenizer.json (zaya tokenizer train), a directory with GPT-2's "
-                   "encoder.json + vocab.bpe, or 'bytes' (byte-level, vocab 257)")
+                   "a tokenizer.json (zaya tokenizer train, GPT-2, Gemma-3), a directory with "
+                   "GPT-2's encoder.json + vocab.bpe, or 'bytes' (byte-level, vocab 257)")
       ->capture_default_str();
   prepare->add_option("--seed", o.seed, "seed of the train/val split")->capture_default_str();
   prepare->add_flag("!--no-progress", o.progress, "no progress lines on stderr");

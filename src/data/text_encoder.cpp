@@ -1,6 +1,5 @@
 #include "data/text_encoder.h"
 
-#include "tokenizer/bpe_tokenizer.h"
 #include "tokenizer/tokenizer_files.h"
 
 #include "core/error.h"
@@ -9,20 +8,21 @@ namespace zaya {
 
 namespace {
 
-class BpeTextEncoder final : public TextEncoder {
+class TokenizerTextEncoder final : public TextEncoder {
  public:
-  BpeTextEncoder(BpeTokenizer tok, const std::string& path) : tok_(std::move(tok)) {
-    const auto eos = tok_.end_of_text_id();
-    ZAYA_CHECK(eos.has_value(), path, ": the tokenizer has no <|endoftext|> token to separate ",
-               "documents (zaya tokenizer train adds one)");
+  TokenizerTextEncoder(std::unique_ptr<Tokenizer> tok, const std::string& path)
+      : tok_(std::move(tok)) {
+    const auto eos = tok_->end_of_text_id();
+    ZAYA_CHECK(eos.has_value(), path, ": the tokenizer has no end-of-text token (<|endoftext|> ",
+               "or <eos>) to separate documents (zaya tokenizer train adds one)");
     eos_ = *eos;
   }
-  std::vector<int32_t> encode(std::string_view text) const override { return tok_.encode(text); }
-  int64_t vocab_size() const override { return tok_.vocab_size(); }
+  std::vector<int32_t> encode(std::string_view text) const override { return tok_->encode(text); }
+  int64_t vocab_size() const override { return tok_->vocab_size(); }
   int32_t eos_id() const override { return eos_; }
 
  private:
-  BpeTokenizer tok_;
+  std::unique_ptr<Tokenizer> tok_;
   int32_t eos_ = 0;
 };
 
@@ -39,7 +39,7 @@ std::unique_ptr<TextEncoder> make_text_encoder(const std::string& spec) {
   // A tokenizer.json (or GPT-2 encoder.json + vocab.bpe directory); documents end with its
   // <|endoftext|> token.
   try {
-    return std::make_unique<BpeTextEncoder>(load_tokenizer(spec), spec);
+    return std::make_unique<TokenizerTextEncoder>(load_tokenizer(spec), spec);
   } catch (const Error& e) {
     ZAYA_FAIL("--tokenizer '", spec, "': ", e.what(), " (expected 'bytes', a tokenizer.json, or a ",
               "directory with encoder.json + vocab.bpe)");

@@ -28,8 +28,8 @@ struct ByteEncoder final : TextEncoder {
   int32_t eos_id() const override { return kEos; }
 };
 
-// Hook for the tokenizer: "bytes" selects ByteEncoder. Loading a tokenizer.json is to be added
-// here (and only here) when the tokenizer lands; until then any other value is an error.
+// "bytes" selects ByteEncoder; anything else is loaded by load_tokenizer (a tokenizer.json of
+// byte-level or Gemma-3 style BPE, or GPT-2's files) and documents end with its end-of-text id.
 std::unique_ptr<TextEncoder> make_text_encoder(const std::string& spec);
 
 }  // namespace zaya

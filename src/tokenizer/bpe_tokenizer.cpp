@@ -4,22 +4,14 @@
 #include <queue>
 
 #include "core/error.h"
+#include "tokenizer/bpe_common.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/gpt2_pretokenizer.h"
 
 namespace zaya {
 namespace {
 
-// Words longer than this are not cached: they are rare, and random data would flood the cache.
-constexpr size_t kMaxCachedWordBytes = 64;
-constexpr size_t kMaxCacheEntries = size_t(1) << 20;
-
-// A merge candidate: the adjacent pair starting at symbol `pos`, valid while both symbols still
-// hold the ids it was made from (a symbol's token only grows, so ids never come back).
-struct Candidate {
-  int32_t rank, pos, left, right;
-  bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
-};
+using Candidate = MergeCandidate;
 
 struct Symbol {
   int32_t id, prev, next;  // id -1: merged into its left neighbour
@@ -68,16 +60,11 @@ BpeTokenizer::BpeTokenizer(BpeModel model) : model_(std::move(model)) {
   }
 }
 
-std::vector<int32_t> BpeTokenizer::encode(std::string_view text, SpecialTokens specials) const {
-  std::vector<int32_t> out;
-  out.reserve(text.size() / 3 + 1);
-  encode_append(text, out, specials);
-  return out;
-}
-
 void BpeTokenizer::encode_append(std::string_view text, std::vector<int32_t>& out,
-                                 SpecialTokens specials) const {
-  if (specials == SpecialTokens::kAsText || id_of_special_.empty()) {
+                                 const EncodeOptions& options) const {
+  ZAYA_CHECK(!options.add_bos, model_.source,
+             ": this byte-level BPE tokenizer has no beginning-of-sequence token to add");
+  if (options.specials == SpecialTokens::kAsText || id_of_special_.empty()) {
     encode_text(text, out);
     return;
   }
@@ -112,19 +99,11 @@ void BpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out)
     out.push_back(byte_id_[static_cast<uint8_t>(word[0])]);
     return;
   }
-  if (word.size() > kMaxCachedWordBytes) {
-    merge_word(word, out);
-    return;
-  }
-  const std::string key(word);
-  if (const auto it = word_cache_.find(key); it != word_cache_.end()) {
-    out.insert(out.end(), it->second.begin(), it->second.end());
-    return;
-  }
+  if (!word_cache_.holds_words_of(word)) return merge_word(word, out);
+  if (word_cache_.append(word, out)) return;
   const size_t begin = out.size();
   merge_word(word, out);
-  if (word_cache_.size() >= kMaxCacheEntries) word_cache_.clear();
-  word_cache_.emplace(key, std::vector<int32_t>(out.begin() + begin, out.end()));
+  word_cache_.remember(word, std::span(out).subspan(begin));
 }
 
 void BpeTokenizer::merge_word(std::string_view word, std::vector<int32_t>& out) const {
@@ -138,7 +117,8 @@ void BpeTokenizer::merge_word(std::string_view word, std::vector<int32_t>& out) 
     if (pos < 0 || sym[pos].next < 0) return;
     const int32_t right = sym[sym[pos].next].id;
     const auto it = merges_.find(pair_key(sym[pos].id, right));
-    if (it != merges_.end()) queue.push({it->second.rank, pos, sym[pos].id, right});
+    if (it != merges_.end())
+      queue.push({it->second.rank, pos, sym[pos].id, right, it->second.merged_id});
   };
   for (int32_t i = 0; i + 1 < n; ++i) push_pair(i);
 
@@ -158,7 +138,7 @@ void BpeTokenizer::merge_word(std::string_view word, std::vector<int32_t>& out) 
       Symbol& left = sym[c.pos];
       if (left.id != c.left || left.next < 0 || sym[left.next].id != c.right) continue;  // stale
       Symbol& right = sym[left.next];
-      left.id = merges_.at(pair_key(c.left, c.right)).merged_id;
+      left.id = c.merged;
       right.id = -1;
       left.next = right.next;
       if (right.next >= 0) sym[right.next].prev = c.pos;

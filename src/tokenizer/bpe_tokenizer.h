@@ -13,6 +13,9 @@
 #include <utility>
 #include <vector>
 
+#include "tokenizer/bpe_common.h"
+#include "tokenizer/tokenizer.h"
+
 namespace zaya {
 
 // What a tokenizer is made of. Tokens are raw bytes (not the byte-level alphabet of the files).
@@ -23,29 +26,24 @@ struct BpeModel {
   std::string source = "tokenizer";                 // names the origin in error messages
 };
 
-// Whether encode() turns the text of special tokens (e.g. "<|endoftext|>") into their ids.
-// kAsText (the default, as GPT-2's encoder) encodes it like any other text.
-enum class SpecialTokens { kAsText, kRecognise };
-
-class BpeTokenizer {
+class BpeTokenizer final : public Tokenizer {
  public:
   // Validates the model: every byte has a single-byte token, merges refer to existing tokens and
   // their concatenation is itself a token. Errors name `model.source`.
   explicit BpeTokenizer(BpeModel model);
 
-  // Not thread-safe: encode() fills a per-object cache of word encodings. Use one copy per thread.
-  std::vector<int32_t> encode(std::string_view text,
-                              SpecialTokens specials = SpecialTokens::kAsText) const;
+  // Not thread-safe: encoding fills a per-object cache of word encodings. Use one copy per thread.
   void encode_append(std::string_view text, std::vector<int32_t>& out,
-                     SpecialTokens specials = SpecialTokens::kAsText) const;
-  std::string decode(std::span<const int32_t> ids) const;  // throws on an id out of range
+                     const EncodeOptions& options) const override;
+  std::string decode(std::span<const int32_t> ids) const override;
 
-  int32_t vocab_size() const { return int32_t(model_.tokens.size()); }
+  int32_t vocab_size() const override { return int32_t(model_.tokens.size()); }
   int32_t merge_count() const { return int32_t(model_.merges.size()); }
-  std::optional<int32_t> token_to_id(std::string_view token_bytes) const;
+  std::optional<int32_t> token_to_id(std::string_view token_bytes) const override;
   const std::string& id_to_token(int32_t id) const;  // raw bytes; throws on an id out of range
   bool is_special(int32_t id) const;
-  std::optional<int32_t> end_of_text_id() const { return token_to_id("<|endoftext|>"); }
+  std::optional<int32_t> end_of_text_id() const override { return token_to_id("<|endoftext|>"); }
+  std::optional<int32_t> bos_id() const override { return std::nullopt; }  // GPT-2 has none
   const BpeModel& model() const { return model_; }
 
  private:
@@ -66,7 +64,7 @@ class BpeTokenizer {
   std::vector<bool> special_;
   int32_t byte_id_[256];
   std::unordered_map<uint64_t, Merge> merges_;
-  mutable std::unordered_map<std::string, std::vector<int32_t>> word_cache_;
+  mutable WordCache word_cache_{64, size_t(1) << 20};
 };
 
 }  // namespace zaya

@@ -4,38 +4,16 @@
 #include <fstream>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
-
 #include "core/error.h"
 #include "tokenizer/byte_level.h"
+#include "tokenizer/hf_json.h"
+#include "tokenizer/hf_sentencepiece_json.h"
 
 namespace zaya {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-std::string read_file(const std::string& path) {
-  ZAYA_CHECK(fs::is_regular_file(path), path, ": no such file (expected a tokenizer file)");
-  std::ifstream in(path, std::ios::binary);
-  ZAYA_CHECK(in, path, ": cannot open for reading");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-json parse_json_file(const std::string& path) {
-  try {
-    return json::parse(read_file(path));
-  } catch (const json::parse_error& e) {
-    ZAYA_FAIL(path, ": malformed JSON: ", e.what());
-  }
-}
-
-std::string type_of(const json& j) {
-  return j.is_object() && j.contains("type") && j["type"].is_string() ? j["type"].get<std::string>()
-                                                                      : std::string("?");
-}
 
 // Vocabulary entries: byte-level text -> id, into tokens[id] as raw bytes.
 void add_vocab(const json& vocab, const std::string& where, std::vector<std::string>& tokens,
@@ -104,11 +82,11 @@ void check_supported_pipeline(const json& j, const std::string& path) {
   };
   if (j.contains("normalizer") && !j["normalizer"].is_null())
     ZAYA_FAIL(
-        path, ": normalizer \"", type_of(j["normalizer"]),
+        path, ": normalizer \"", json_type_of(j["normalizer"]),
         "\" is not supported (zaya loads byte-level BPE without a normalizer; expected null)");
-  ZAYA_CHECK(j.contains("pre_tokenizer") && type_of(j["pre_tokenizer"]) == "ByteLevel", path,
+  ZAYA_CHECK(j.contains("pre_tokenizer") && json_type_of(j["pre_tokenizer"]) == "ByteLevel", path,
              ": pre_tokenizer \"",
-             j.contains("pre_tokenizer") ? type_of(j["pre_tokenizer"]) : "missing",
+             j.contains("pre_tokenizer") ? json_type_of(j["pre_tokenizer"]) : "missing",
              "\" is not supported (zaya loads BPE with a ByteLevel pre_tokenizer)");
   const json& pre = j["pre_tokenizer"];
   ZAYA_CHECK(!flag(pre, "add_prefix_space", true), path,
@@ -116,8 +94,8 @@ void check_supported_pipeline(const json& j, const std::string& path) {
   ZAYA_CHECK(flag(pre, "use_regex", true), path,
              ": pre_tokenizer.use_regex false is not supported (zaya splits with GPT-2's pattern)");
   if (j.contains("decoder") && !j["decoder"].is_null())
-    ZAYA_CHECK(type_of(j["decoder"]) == "ByteLevel", path, ": decoder \"", type_of(j["decoder"]),
-               "\" is not supported (expected ByteLevel)");
+    ZAYA_CHECK(json_type_of(j["decoder"]) == "ByteLevel", path, ": decoder \"",
+               json_type_of(j["decoder"]), "\" is not supported (expected ByteLevel)");
   const json& model = j["model"];
   const auto empty_or_null = [&](const char* key) {
     return !model.contains(key) || model[key].is_null() ||
@@ -131,16 +109,8 @@ void check_supported_pipeline(const json& j, const std::string& path) {
              ": model.byte_fallback / model.ignore_merges true are not supported (expected false)");
 }
 
-}  // namespace
-
-BpeTokenizer load_hf_tokenizer_json(const std::string& path) {
-  const json j = parse_json_file(path);
-  ZAYA_CHECK(j.is_object() && j.contains("model") && j["model"].is_object(), path,
-             ": expected a Hugging Face tokenizer.json with a \"model\" object");
+BpeTokenizer load_byte_level_bpe_json(const json& j, const std::string& path) {
   const json& model = j["model"];
-  if (model.contains("type"))  // tokenizers reads a model without "type" as BPE
-    ZAYA_CHECK(type_of(model) == "BPE", path, ": model.type \"", type_of(model),
-               "\" is not supported (zaya loads BPE)");
   check_supported_pipeline(j, path);
   ZAYA_CHECK(model.contains("vocab") && model.contains("merges"), path,
              ": model.vocab and model.merges are required");
@@ -150,28 +120,19 @@ BpeTokenizer load_hf_tokenizer_json(const std::string& path) {
   std::vector<bool> filled;
   add_vocab(model["vocab"], path + ": model.vocab", m.tokens, filled);
   const auto id_of = byte_level_ids(m);  // before added tokens: merges use only the vocab
-  if (j.contains("added_tokens") && !j["added_tokens"].is_null()) {
-    // Added tokens are kept whole; zaya recognises them only when asked (SpecialTokens).
-    const json& added = j["added_tokens"];
-    ZAYA_CHECK(added.is_array(), path, ": added_tokens must be an array");
-    for (size_t i = 0; i < added.size(); ++i) {
-      const json& t = added[i];
-      ZAYA_CHECK(t.is_object() && t.contains("id") && t["id"].is_number_integer() &&
-                     t.contains("content") && t["content"].is_string(),
-                 path, ": added_tokens[", i, "] needs an integer \"id\" and a string \"content\"");
-      const int64_t id = t["id"].get<int64_t>();
-      ZAYA_CHECK(id >= 0 && id < (int64_t(1) << 24), path, ": added_tokens[", i, "].id ", id,
-                 " is out of range");
-      if (size_t(id) >= m.tokens.size()) m.tokens.resize(id + 1), filled.resize(id + 1, false);
-      m.tokens[id] = t["content"].get<std::string>();
-      filled[id] = true;
-      m.special_ids.push_back(int32_t(id));
-    }
+  // Added tokens are kept whole; zaya recognises them only when asked (SpecialTokens).
+  for (const AddedTokenEntry& t : parse_added_tokens(j, path)) {
+    if (size_t(t.id) >= m.tokens.size()) m.tokens.resize(t.id + 1), filled.resize(t.id + 1, false);
+    m.tokens[t.id] = t.content;
+    filled[t.id] = true;
+    m.special_ids.push_back(t.id);
   }
   check_dense(filled, path);
   m.merges = parse_merges(model["merges"], path + ": model.merges", id_of);
   return BpeTokenizer(std::move(m));
 }
+
+}  // namespace
 
 BpeTokenizer load_gpt2_tokenizer(const std::string& encoder_json, const std::string& vocab_bpe) {
   BpeModel m;
@@ -183,7 +144,7 @@ BpeTokenizer load_gpt2_tokenizer(const std::string& encoder_json, const std::str
   if (const auto eot = id_of.find("<|endoftext|>"); eot != id_of.end())
     m.special_ids.push_back(eot->second);
 
-  std::istringstream lines(read_file(vocab_bpe));
+  std::istringstream lines(read_tokenizer_file(vocab_bpe));
   std::string line;
   json merges = json::array();
   for (int line_no = 1; std::getline(lines, line); ++line_no) {
@@ -200,14 +161,31 @@ BpeTokenizer load_gpt2_tokenizer(const std::string& encoder_json, const std::str
   return BpeTokenizer(std::move(m));
 }
 
-BpeTokenizer load_tokenizer(const std::string& path) {
+std::unique_ptr<Tokenizer> load_hf_tokenizer_json(const std::string& path) {
+  const json j = parse_json_file(path);
+  ZAYA_CHECK(j.is_object() && j.contains("model") && j["model"].is_object(), path,
+             ": expected a Hugging Face tokenizer.json with a \"model\" object");
+  const json& model = j["model"];
+  if (model.contains("type"))  // tokenizers reads a model without "type" as BPE
+    ZAYA_CHECK(json_type_of(model) == "BPE", path, ": model.type \"", json_type_of(model),
+               "\" is not supported (zaya loads BPE)");
+  // GPT-2 style files say so with a ByteLevel pre-tokenizer; the rest are read as BPE over
+  // characters (SentencePiece-style: Gemma, Llama), which rejects what it does not support.
+  const bool byte_level =
+      j.contains("pre_tokenizer") && json_type_of(j["pre_tokenizer"]) == "ByteLevel";
+  if (byte_level) return std::make_unique<BpeTokenizer>(load_byte_level_bpe_json(j, path));
+  return load_sentencepiece_bpe_json(j, path);
+}
+
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
   if (fs::is_directory(path)) {
     const fs::path dir(path);
     if (fs::exists(dir / "tokenizer.json"))
       return load_hf_tokenizer_json((dir / "tokenizer.json").string());
     ZAYA_CHECK(fs::exists(dir / "encoder.json") && fs::exists(dir / "vocab.bpe"), path,
                ": directory holds neither tokenizer.json nor encoder.json + vocab.bpe");
-    return load_gpt2_tokenizer((dir / "encoder.json").string(), (dir / "vocab.bpe").string());
+    return std::make_unique<BpeTokenizer>(
+        load_gpt2_tokenizer((dir / "encoder.json").string(), (dir / "vocab.bpe").string()));
   }
   return load_hf_tokenizer_json(path);
 }

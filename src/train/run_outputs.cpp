@@ -7,7 +7,6 @@
 
 #include "model/weights_io.h"
 #include "model/zaya_model.h"
-#include "tokenizer/bpe_tokenizer.h"
 #include "tokenizer/tokenizer_files.h"
 #include "train/plot.h"
 #include "train/sampler.h"
@@ -24,7 +23,7 @@ void write_run_outputs(TrainSummary& sum, ZayaModel& model, const TrainConfig& t
   po.baseline = sum.unigram_val_loss;
   plot_loss_svg(sum.metrics_path, sum.plot_path, po);
   if (tc.sample_tokens <= 0 || tc.tokenizer.empty()) return;
-  const BpeTokenizer tok = load_tokenizer(tc.tokenizer);
+  const auto tok = load_tokenizer(tc.tokenizer);
   std::ofstream samples(fs::path(tc.out_dir) / "samples.txt");
   for (size_t i = 0; i < tc.sample_prompts.size(); ++i) {
     SampleOptions so;
@@ -33,8 +32,8 @@ void write_run_outputs(TrainSummary& sum, ZayaModel& model, const TrainConfig& t
     so.top_k = tc.sample_top_k;
     so.seed = tc.seed + i;
     so.stop_token = stop_token;
-    const auto ids = generate(model, tok.encode(tc.sample_prompts[i]), so);
-    sum.samples.push_back(tok.decode(ids));
+    const auto ids = generate(model, tok->encode(tc.sample_prompts[i]), so);
+    sum.samples.push_back(tok->decode(ids));
     samples << sum.samples.back() << "\n\n";
   }
 }

@@ -1,25 +1,16 @@
 // Encodes every string of strings.json with zaya (a command that reads a JSON array of strings on
 // stdin and prints their ids) and with gpt-3-encoder, and requires identical ids.
 // Usage: node compare_with_js.js STRINGS_JSON ZAYA_COMMAND...
-const { spawnSync } = require('child_process');
 const fs = require('fs');
 const path = require('path');
+const runJson = require('./run_json');
 
 const [stringsPath, ...zayaCommand] = process.argv.slice(2);
 const input = fs.readFileSync(stringsPath, 'utf8');
 
-function run(command, args) {
-  const r = spawnSync(command, args, { input, maxBuffer: 1 << 28, encoding: 'utf8' });
-  if (r.status !== 0) {
-    console.error(`${command} failed (exit ${r.status}):\n${r.stderr}`);
-    process.exit(1);
-  }
-  return JSON.parse(r.stdout);
-}
-
 const strings = JSON.parse(input);
-const js = run(process.execPath, [path.join(__dirname, 'encode_js.js')]);
-const zaya = run(zayaCommand[0], zayaCommand.slice(1));
+const js = runJson(process.execPath, [path.join(__dirname, 'encode_js.js')], input);
+const zaya = runJson(zayaCommand[0], zayaCommand.slice(1), input);
 let passed = 0, failed = 0;
 strings.forEach((s, i) => {
   const a = JSON.stringify(zaya[i]), b = JSON.stringify(js[i]);

@@ -92,23 +92,23 @@ TEST(Gpt2Pretokenizer, WordsCoverAnyByteString) {
 
 TEST(BpeTokenizer, Gpt2RoundTripsRandomBytes) {
   if (!fs::exists(kGpt2Dir)) GTEST_SKIP() << kGpt2Dir << " missing: run scripts/setup.sh";
-  const BpeTokenizer tok = load_tokenizer(kGpt2Dir.string());
-  EXPECT_EQ(tok.vocab_size(), 50257);
-  EXPECT_EQ(tok.merge_count(), 50000);
-  EXPECT_EQ(tok.encode("Hello world"), (std::vector<int32_t>{15496, 995}));
-  for (const std::string& s : random_byte_strings(1)) ASSERT_EQ(tok.decode(tok.encode(s)), s);
+  const auto tok = load_tokenizer(kGpt2Dir.string());
+  EXPECT_EQ(tok->vocab_size(), 50257);
+  EXPECT_EQ(dynamic_cast<const BpeTokenizer&>(*tok).merge_count(), 50000);
+  EXPECT_EQ(tok->encode("Hello world"), (std::vector<int32_t>{15496, 995}));
+  for (const std::string& s : random_byte_strings(1)) ASSERT_EQ(tok->decode(tok->encode(s)), s);
 }
 
 TEST(BpeTokenizer, SpecialTokensOnlyWhenAsked) {
   if (!fs::exists(kGpt2Dir)) GTEST_SKIP() << kGpt2Dir << " missing: run scripts/setup.sh";
-  const BpeTokenizer tok = load_tokenizer(kGpt2Dir.string());
-  ASSERT_EQ(tok.end_of_text_id(), 50256);
+  const auto tok = load_tokenizer(kGpt2Dir.string());
+  ASSERT_EQ(tok->end_of_text_id(), 50256);
   const std::string text = "a<|endoftext|>b";
-  const auto plain = tok.encode(text);
+  const auto plain = tok->encode(text);
   EXPECT_EQ(std::count(plain.begin(), plain.end(), 50256), 0);
-  EXPECT_EQ(tok.encode(text, SpecialTokens::kRecognise), (std::vector<int32_t>{64, 50256, 65}));
-  EXPECT_EQ(tok.decode(std::vector<int32_t>{64, 50256, 65}), text);
-  EXPECT_EQ(tok.decode(plain), text);
+  EXPECT_EQ(tok->encode(text, {SpecialTokens::kRecognise}), (std::vector<int32_t>{64, 50256, 65}));
+  EXPECT_EQ(tok->decode(std::vector<int32_t>{64, 50256, 65}), text);
+  EXPECT_EQ(tok->decode(plain), text);
 }
 
 TEST(BpeTrainer, DeterministicMergesThatEncodeUses) {
@@ -146,12 +146,14 @@ TEST(TokenizerFiles, SaveLoadKeepsTheEncoding) {
   const fs::path dir = temp_dir("tokenizer_save");
   const std::string path = (dir / "tokenizer.json").string();
   save_hf_tokenizer_json(a, path);
-  const BpeTokenizer b = load_tokenizer(path);
-  EXPECT_EQ(b.model().tokens, a.model().tokens);
-  EXPECT_EQ(b.model().merges, a.model().merges);
-  EXPECT_EQ(b.model().special_ids, a.model().special_ids);
-  for (const std::string& s : random_byte_strings(3)) ASSERT_EQ(b.encode(s), a.encode(s));
-  EXPECT_EQ(load_tokenizer(dir.string()).encode(kCorpus[1]), a.encode(kCorpus[1]));
+  const auto loaded = load_tokenizer(path);
+  const auto* b = dynamic_cast<const BpeTokenizer*>(loaded.get());
+  ASSERT_NE(b, nullptr) << "a ByteLevel tokenizer.json must load as byte-level BPE";
+  EXPECT_EQ(b->model().tokens, a.model().tokens);
+  EXPECT_EQ(b->model().merges, a.model().merges);
+  EXPECT_EQ(b->model().special_ids, a.model().special_ids);
+  for (const std::string& s : random_byte_strings(3)) ASSERT_EQ(b->encode(s), a.encode(s));
+  EXPECT_EQ(load_tokenizer(dir.string())->encode(kCorpus[1]), a.encode(kCorpus[1]));
   fs::remove_all(dir);
 }
 
