@@ -1,4 +1,4 @@
-// Helpers shared by the unit tests: scratch directories and error capture.
+// Helpers shared by the unit tests: scratch directories, error capture, the tiny config.
 #pragma once
 
 #include <unistd.h>
@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "model/config.h"
 
 namespace zaya::test {
 
@@ -28,6 +29,11 @@ inline std::string error_of(const std::function<void()>& f) {
     return e.what();
   }
   return "";
+}
+
+// configs/tiny.json's model: 6 stages, 4 experts, vocabulary 97.
+inline ModelConfig tiny_config() {
+  return load_model_config(ZAYA_SOURCE_DIR "/configs/tiny.json");
 }
 
 }  // namespace zaya::test
