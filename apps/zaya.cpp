@@ -165,7 +165,9 @@ int main(int argc, char** argv) {
         tokens.push_back(int32_t(v));
         pos = comma + 1;
       }
-      auto model = zaya::load_model_any(fwd_model).model;
+      zaya::LoadedModel loaded = zaya::load_model_any(fwd_model);
+      for (const auto& w : loaded.warnings) std::fprintf(stderr, "zaya: warning: %s\n", w.c_str());
+      auto& model = loaded.model;
       const int S = int(tokens.size());
       const auto targets = zaya::ZayaModel::shifted_targets(tokens, 1, S);
       const float loss = model->forward(tokens, targets, 1, S);
