@@ -1,5 +1,6 @@
 // zaya ckpt inspect DIR: what a checkpoint holds and whether it is complete and intact. DIR is one
 // checkpoint (step-N/) or a directory of them (a run's ckpt/), which lists each with its status.
+// zaya ckpt export-hf / import-hf: to and from a Hugging Face model directory (ZAYA1 layout).
 #include "cmd_ckpt.h"
 
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <memory>
 
 #include "ckpt/checkpoint.h"
+#include "ckpt/hf_interop.h"
 #include "core/error.h"
 
 namespace zaya::cli {
@@ -57,6 +59,32 @@ bool inspect_one(const std::string& dir) {
   return true;
 }
 
+struct HfArgs {
+  std::string from, to, dtype = "fp32", max_shard_size = "5GB";
+};
+
+int export_hf(const HfArgs& a) {
+  HfWriteOptions opt;
+  ZAYA_CHECK(a.dtype == "fp32" || a.dtype == "bf16", "--dtype: '", a.dtype,
+             "' is not one of fp32, bf16");
+  opt.dtype = a.dtype == "fp32" ? DType::F32 : DType::BF16;
+  opt.max_shard_bytes = parse_hf_size(a.max_shard_size, "--max-shard-size");
+  export_checkpoint_to_hf(a.from, a.to, opt);
+  const bool sharded = fs::exists(fs::path(a.to) / "model.safetensors.index.json");
+  std::printf("exported %s to %s (%s, %s)\n", a.from.c_str(), a.to.c_str(), a.dtype.c_str(),
+              sharded ? "sharded, model.safetensors.index.json" : "model.safetensors");
+  return 0;
+}
+
+int import_hf(const HfArgs& a) {
+  std::vector<std::string> warnings;
+  const std::string dir = import_hf_to_checkpoint(a.from, a.to, &warnings);
+  for (const std::string& w : warnings) std::fprintf(stderr, "zaya: warning: %s\n", w.c_str());
+  std::printf("imported %s as checkpoint %s (step 0, fresh optimizer state)\n", a.from.c_str(),
+              dir.c_str());
+  return 0;
+}
+
 }  // namespace
 
 Runner add_ckpt_commands(CLI::App& app) {
@@ -67,7 +95,31 @@ Runner add_ckpt_commands(CLI::App& app) {
       "inspect", "Show a checkpoint (or every checkpoint in a directory) and verify it");
   inspect->add_option("dir", *dir, "step-N checkpoint directory, or a run's ckpt/ directory")
       ->required();
+
+  auto hf = std::make_shared<HfArgs>();
+  auto* exp = ckpt->add_subcommand(
+      "export-hf",
+      "Write a checkpoint's weights (any world size) as a Hugging Face ZAYA1 model "
+      "directory: config.json + model.safetensors, or shards + index");
+  exp->add_option("ckpt_dir", hf->from, "step-N checkpoint directory")->required();
+  exp->add_option("out_dir", hf->to, "output model directory")->required();
+  exp->add_option("--dtype", hf->dtype,
+                  "fp32 (bitwise round trip) or bf16 (half the size, rounded: lossy; the "
+                  "routers' balancing_biases stay fp32)")
+      ->capture_default_str();
+  exp->add_option("--max-shard-size", hf->max_shard_size,
+                  "shard the weights above this size, e.g. 5GB, 200MB, 64MiB")
+      ->capture_default_str();
+  auto* imp = ckpt->add_subcommand(
+      "import-hf",
+      "Turn a Hugging Face ZAYA1 model directory into a zaya checkpoint (step 0, "
+      "zero optimizer state) under OUT_ROOT/step-00000000");
+  imp->add_option("hf_dir", hf->from, "Hugging Face model directory")->required();
+  imp->add_option("out_root", hf->to, "checkpoint root directory")->required();
+
   return [=]() -> int {
+    if (*exp) return export_hf(*hf);
+    if (*imp) return import_hf(*hf);
     if (!*inspect) return kNotMine;
     ZAYA_CHECK(fs::is_directory(*dir), "ckpt inspect: '", *dir, "' is not a directory");
     if (fs::exists(fs::path(*dir) / "manifest.json") || fs::exists(fs::path(*dir) / "COMPLETE") ||

@@ -4,7 +4,7 @@
 
 namespace zaya::cli {
 
-// zaya ckpt inspect.
+// zaya ckpt inspect / export-hf / import-hf.
 Runner add_ckpt_commands(CLI::App& app);
 
 }  // namespace zaya::cli

@@ -13,10 +13,12 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/step_bench.h"
+#include "ckpt/hf_interop.h"
 #include "cmd_aegis.h"
 #include "cmd_ckpt.h"
 #include "cmd_comm.h"
 #include "cmd_data.h"
+#include "cmd_score.h"
 #include "cmd_tokenizer.h"
 #include "cmd_train.h"
 #include "core/error.h"
@@ -94,7 +96,8 @@ int main(int argc, char** argv) {
   auto* fwd = app.add_subcommand(
       "forward", "Run a model directory on a token sequence; print the mean next-token loss");
   std::string fwd_model, fwd_tokens;
-  fwd->add_option("--model", fwd_model, "model directory (config.json + model.safetensors)")
+  fwd->add_option("--model", fwd_model,
+                  "Hugging Face model directory or zaya checkpoint (as for zaya score)")
       ->required();
   fwd->add_option("--tokens", fwd_tokens, "comma-separated token ids, e.g. 2,17,99")->required();
 
@@ -105,6 +108,7 @@ int main(int argc, char** argv) {
   runners.push_back(zaya::cli::add_train_commands(app));
   runners.push_back(zaya::cli::add_ckpt_commands(app));
   runners.push_back(zaya::cli::add_aegis_commands(app));
+  runners.push_back(zaya::cli::add_score_commands(app));
   runners.push_back(zaya::cli::add_comm_commands(*bench));
 
   try {
@@ -163,7 +167,9 @@ int main(int argc, char** argv) {
         tokens.push_back(int32_t(v));
         pos = comma + 1;
       }
-      auto model = zaya::load_model_dir(fwd_model);
+      zaya::LoadedModel loaded = zaya::load_model_any(fwd_model);
+      for (const auto& w : loaded.warnings) std::fprintf(stderr, "zaya: warning: %s\n", w.c_str());
+      auto& model = loaded.model;
       const int S = int(tokens.size());
       const auto targets = zaya::ZayaModel::shifted_targets(tokens, 1, S);
       const float loss = model->forward(tokens, targets, 1, S);

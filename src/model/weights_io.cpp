@@ -1,8 +1,13 @@
+// Writing HF model directories (single file or sharded with an index), and the helpers shared
+// with reading (weights_read.cpp).
 #include "model/weights_io.h"
 
+#include <cctype>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 #include <nlohmann/json.hpp>
 
@@ -13,71 +18,123 @@
 namespace zaya {
 
 namespace fs = std::filesystem;
+using nlohmann::json;
 
-void save_model_dir(const std::string& dir, const ZayaModel& model) {
-  fs::create_directories(dir);
-  std::vector<std::pair<std::string, Tensor>> tensors;
-  for (const ParamSpec& s : model.params().registry().specs())
-    tensors.emplace_back(s.name, model.params().weight(s.name));
-  write_safetensors((fs::path(dir) / "model.safetensors").string(), tensors, {{"format", "pt"}});
-  const std::string cfg = (fs::path(dir) / "config.json").string();
-  std::ofstream out(cfg + ".tmp");
-  out << hf_config_from_model(model.config()).dump(2) << "\n";
+namespace {
+
+const char* kSingleFile = "model.safetensors";
+const char* kIndexFile = "model.safetensors.index.json";
+
+std::string shard_name(size_t i, size_t n) {
+  char b[64];
+  std::snprintf(b, sizeof b, "model-%05zu-of-%05zu.safetensors", i + 1, n);
+  return b;
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  const std::string tmp = path.string() + ".tmp";
+  std::ofstream out(tmp, std::ios::trunc);
+  out << text;
   out.close();
-  ZAYA_CHECK(out.good(), "writing '", cfg, "' failed");
-  fs::rename(cfg + ".tmp", cfg);
+  ZAYA_CHECK(out.good(), "writing '", path.string(), "' failed (disk full?)");
+  fs::rename(tmp, path);
 }
 
-void load_weights(ZayaModel& model, const std::string& path) {
-  SafetensorsFile file = read_safetensors(path);
-  ParamStore& ps = model.params();
-  for (const ParamSpec& s : ps.registry().specs()) {
-    auto it = file.tensors.find(s.name);
-    ZAYA_CHECK(it != file.tensors.end(), path, ": missing tensor '", s.name, "' (shape ",
-               shape_str(s.shape), ")");
-    const Tensor& t = it->second;
-    ZAYA_CHECK(t.shape() == s.shape, path, ": tensor '", s.name, "' has shape ",
-               shape_str(t.shape()), ", the config needs ", shape_str(s.shape));
-    ZAYA_CHECK(t.dtype() == DType::F32 || t.dtype() == DType::BF16, path, ": tensor '", s.name,
-               "' has dtype ", dtype_name(t.dtype()), "; expected F32 or BF16 (or F16)");
-    const Tensor f = t.dtype() == DType::F32 ? t : t.to_dtype(DType::F32);
-    std::memcpy(ps.weights() + s.offset, f.raw(), size_t(s.numel) * sizeof(float));
+// Weight files of an earlier save (either layout), so that a reader never mixes two saves.
+void remove_old_weights(const fs::path& dir) {
+  static const std::regex shard(R"(model-\d{5}-of-\d{5}\.safetensors)");
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string n = e.path().filename().string();
+    if (n == kSingleFile || n == kIndexFile || std::regex_match(n, shard)) fs::remove(e.path());
   }
-  for (const auto& [name, t] : file.tensors) {
-    if (ps.registry().find(name)) continue;
-    if (name == "lm_head.weight") {
-      // Tied head: accept a stored copy only if it equals the embedding.
-      const Tensor f = t.dtype() == DType::F32 ? t : t.to_dtype(DType::F32);
-      const Tensor emb = ps.weight("model.embed_tokens.weight");
-      ZAYA_CHECK(f.shape() == emb.shape() && std::memcmp(f.raw(), emb.raw(), emb.nbytes()) == 0,
-                 path, ": 'lm_head.weight' differs from 'model.embed_tokens.weight', but ZAYA1 ",
-                 "ties them");
-      continue;
+}
+
+}  // namespace
+
+void write_hf_model_dir(const std::string& dir, const ModelConfig& config,
+                        const std::vector<std::pair<std::string, Tensor>>& weights,
+                        const HfWriteOptions& options) {
+  ZAYA_CHECK(options.dtype == DType::F32 || options.dtype == DType::BF16,
+             "HF export: dtype must be F32 or BF16, got ", dtype_name(options.dtype));
+  ZAYA_CHECK(options.max_shard_bytes > 0, "HF export: the maximum shard size must be > 0");
+  fs::create_directories(dir);
+  remove_old_weights(dir);
+  // Stored tensors and their grouping into shards: a new shard starts when the next tensor would
+  // push the current one past the limit (a tensor larger than the limit gets a shard alone).
+  std::vector<std::vector<std::pair<std::string, Tensor>>> shards(1);
+  uint64_t shard_bytes = 0, total_bytes = 0;
+  for (const auto& [name, t] : weights) {
+    ZAYA_CHECK(t.dtype() == DType::F32, "HF export: tensor '", name, "' must be F32");
+    const bool keep_f32 = name.ends_with(".balancing_biases");
+    const Tensor stored = keep_f32 ? t : t.to_dtype(options.dtype);
+    if (!shards.back().empty() && shard_bytes + stored.nbytes() > options.max_shard_bytes) {
+      shards.emplace_back();
+      shard_bytes = 0;
     }
-    ZAYA_FAIL(path, ": unexpected tensor '", name, "' (not part of a model with this config)");
+    shards.back().emplace_back(name, stored);
+    shard_bytes += stored.nbytes();
+    total_bytes += stored.nbytes();
   }
+  const std::map<std::string, std::string> meta = {{"format", "pt"}};
+  if (shards.size() == 1) {
+    write_safetensors((fs::path(dir) / kSingleFile).string(), shards[0], meta);
+  } else {
+    json map = json::object();
+    for (size_t i = 0; i < shards.size(); ++i) {
+      const std::string file = shard_name(i, shards.size());
+      write_safetensors((fs::path(dir) / file).string(), shards[i], meta);
+      for (const auto& [name, t] : shards[i]) map[name] = file;
+    }
+    const json index = {{"metadata", {{"total_size", total_bytes}}}, {"weight_map", map}};
+    write_text(fs::path(dir) / kIndexFile, index.dump(2) + "\n");
+  }
+  const std::string dtype = options.dtype == DType::F32 ? "float32" : "bfloat16";
+  write_text(fs::path(dir) / "config.json", hf_config_from_model(config, dtype).dump(2) + "\n");
 }
 
-std::unique_ptr<ZayaModel> load_model_dir(const std::string& dir) {
-  const std::string cfg = (fs::path(dir) / "config.json").string();
-  std::ifstream in(cfg);
-  ZAYA_CHECK(in.good(), "cannot open '", cfg, "' (a model directory holds config.json and ",
-             "model.safetensors)");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    ZAYA_FAIL(cfg, ": malformed JSON: ", e.what());
-  }
-  ModelConfig c;
-  try {
-    c = model_config_from_hf(j, cfg);
-  } catch (const nlohmann::json::exception& e) {
-    ZAYA_FAIL(cfg, ": a field has the wrong type: ", e.what());
-  }
-  auto model = std::make_unique<ZayaModel>(c);
-  load_weights(*model, (fs::path(dir) / "model.safetensors").string());
-  return model;
+void save_model_dir(const std::string& dir, const ZayaModel& model, const HfWriteOptions& options) {
+  std::vector<std::pair<std::string, Tensor>> weights;
+  for (const ParamSpec& s : model.params().registry().specs())
+    weights.emplace_back(s.name, model.params().weight(s.name));
+  write_hf_model_dir(dir, model.config(), weights, options);
+}
+
+void assign_weight(ParamStore& params, const std::string& name, const Tensor& t,
+                   const std::string& where) {
+  const ParamSpec* s = params.registry().find(name);
+  ZAYA_CHECK(s, where, ": unexpected tensor '", name, "' (not part of a model with this config)");
+  ZAYA_CHECK(t.shape() == s->shape, where, ": tensor '", name, "' has shape ", shape_str(t.shape()),
+             ", the config needs ", shape_str(s->shape));
+  ZAYA_CHECK(t.dtype() == DType::F32 || t.dtype() == DType::BF16, where, ": tensor '", name,
+             "' has dtype ", dtype_name(t.dtype()), "; expected F32, BF16 or F16");
+  const Tensor f = t.dtype() == DType::F32 ? t : t.to_dtype(DType::F32);
+  std::memcpy(params.weights() + s->offset, f.raw(), size_t(s->numel) * sizeof(float));
+}
+
+uint64_t parse_hf_size(const std::string& text, const std::string& flag) {
+  size_t pos = 0;
+  while (pos < text.size() &&
+         (std::isdigit(static_cast<unsigned char>(text[pos])) || text[pos] == '.'))
+    ++pos;
+  std::string unit = text.substr(pos);
+  for (char& ch : unit) ch = char(std::toupper(static_cast<unsigned char>(ch)));
+  static const std::map<std::string, double> units = {{"", 1.0},
+                                                      {"B", 1.0},
+                                                      {"KB", 1e3},
+                                                      {"MB", 1e6},
+                                                      {"GB", 1e9},
+                                                      {"TB", 1e12},
+                                                      {"KIB", 1024.0},
+                                                      {"MIB", 1048576.0},
+                                                      {"GIB", 1073741824.0},
+                                                      {"TIB", 1099511627776.0}};
+  const auto it = units.find(unit);
+  char* end = nullptr;
+  const std::string number = text.substr(0, pos);
+  const double v = number.empty() ? -1.0 : std::strtod(number.c_str(), &end);
+  ZAYA_CHECK(it != units.end() && v > 0 && end && *end == '\0', flag, ": '", text,
+             "' is not a size (expected e.g. 5GB, 200MB, 64MiB or a byte count)");
+  return uint64_t(v * it->second);
 }
 
 }  // namespace zaya

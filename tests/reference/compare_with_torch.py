@@ -57,6 +57,30 @@ def rel_err(a, b):
     return float(diff.max() / max(float(np.abs(b).max()), 1e-12))
 
 
+def compare_grads(params, trained, outs, fails):
+    """Checks outs["grad.<name>"] (C++) against params[name].grad (reference) for exactly the names in
+    `trained`, appending a message per problem to `fails`. Returns (worst relative error, its name)."""
+    grads = {k[len("grad."):] for k in outs if k.startswith("grad.")}
+    for n in sorted(trained - grads):
+        fails.append(f"grad.{n} missing from outputs (checkpoint tensor without a gradient)")
+    for n in sorted(grads - trained):
+        fails.append(f"grad.{n} in outputs has no trained checkpoint tensor of that name")
+    worst_g, worst_name = 0.0, "-"
+    for n in sorted(trained & grads):
+        ref = params[n].grad
+        ref = np.zeros(tuple(params[n].shape)) if ref is None else ref.numpy()
+        got = outs["grad." + n]
+        if got.shape != ref.shape:
+            fails.append(f"grad.{n}: shape {got.shape}, expected {ref.shape}")
+            continue
+        e = rel_err(got, ref)
+        if e > worst_g or worst_name == "-":
+            worst_g, worst_name = max(e, worst_g), n
+        if e > GRAD_TOL:
+            fails.append(f"grad.{n}: relative error {e:.3e} > {GRAD_TOL:g}")
+    return worst_g, worst_name
+
+
 class SeedFailure(Exception):
     pass
 
@@ -147,24 +171,7 @@ def run_seed(args, seed):
     params = model.params
     buffers = model.buffers_by_name
     trained = {n for n in ckpt if n not in buffers and n != "lm_head.weight"}
-    grads = {k[len("grad."):] for k in outs if k.startswith("grad.")}
-    for n in sorted(trained - grads):
-        fails.append(f"grad.{n} missing from outputs (checkpoint tensor without a gradient)")
-    for n in sorted(grads - trained):
-        fails.append(f"grad.{n} in outputs has no trained checkpoint tensor of that name")
-    worst_g, worst_name = 0.0, "-"
-    for n in sorted(trained & grads):
-        ref = params[n].grad
-        ref = np.zeros(tuple(params[n].shape)) if ref is None else ref.numpy()
-        got = outs["grad." + n]
-        if got.shape != ref.shape:
-            fails.append(f"grad.{n}: shape {got.shape}, expected {ref.shape}")
-            continue
-        e = rel_err(got, ref)
-        if e > worst_g or worst_name == "-":
-            worst_g, worst_name = max(e, worst_g), n
-        if e > GRAD_TOL:
-            fails.append(f"grad.{n}: relative error {e:.3e} > {GRAD_TOL:g}")
+    worst_g, worst_name = compare_grads(params, trained, outs, fails)
 
     status = "PASS" if not fails else "FAIL"
     line = (f"seed {seed}: {status}  logits {e_logits:.2e}  loss {e_loss:.2e}  worst grad {worst_g:.2e}"

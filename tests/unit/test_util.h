@@ -1,4 +1,5 @@
-// Helpers shared by the unit tests: scratch directories, error capture, flat layouts.
+// Helpers shared by the unit tests: scratch directories, error capture, flat layouts, the tiny
+// config.
 #pragma once
 
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "model/config.h"
 #include "model/params.h"
 
 namespace zaya::test {
@@ -47,6 +49,11 @@ inline std::vector<ParamSpec> flat_layout(const std::vector<std::pair<Shape, Opt
   }
   total = assign_flat_offsets(specs);
   return specs;
+}
+
+// configs/tiny.json's model: 6 stages, 4 experts, vocabulary 97.
+inline ModelConfig tiny_config() {
+  return load_model_config(ZAYA_SOURCE_DIR "/configs/tiny.json");
 }
 
 }  // namespace zaya::test

@@ -1,0 +1,140 @@
+"""CI test: `zaya score` against the independent PyTorch reference (zaya_torch.py).
+
+Usage:
+    /usr/bin/python3 tests/reference/score_vs_torch.py --zaya PATH_TO_ZAYA_BINARY \
+        --config configs/tiny.json --seeds 1 2 --workdir DIR
+
+For each seed N it writes a random non-trivial tiny model whose routes are all taken
+(`zaya debug-dump --seed N`, which also picks the tokens), saves those tokens [B,S] as a JSON list of
+lists, runs
+    zaya score --model DIR/seedN/model --tokens DIR/seedN/tokens.json --out DIR/seedN/score.safetensors --grads
+and checks its output against the reference run on the same weights and tokens:
+    - logits [B,S,V] within 1e-5, loss within 1e-5, log_probs [B,S-1] within 1e-5, every
+      grad.<name> within 1e-4 (compare_with_torch.compare_grads) (relative error max|a-b| / max|b|), and exactly one grad per trained
+      tensor of the model file (none for the balancing_biases buffers);
+    - the one-line JSON summary on stdout: tokens = B*S, loss = the file's loss, perplexity = exp(loss);
+    - the reference takes every route of every MoE stage at a labelled position (else the gradient
+      check would be vacuous for some expert: reported as a test-design failure).
+Prints one line per seed and exits non-zero if any seed failed.
+"""
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare_with_torch import compare_grads, rel_err  # noqa: E402
+from safetensors_np import read_safetensors  # noqa: E402
+from zaya_torch import load_model, missing_routes  # noqa: E402
+
+LOGITS_TOL = 1e-5
+LOSS_TOL = 1e-5
+LOGPROB_TOL = 1e-5
+
+
+def run(cmd, timeout):
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+    if proc.returncode != 0:
+        raise RuntimeError(f"`{' '.join(cmd)}` exited with {proc.returncode}:\n"
+                           f"{proc.stderr.decode('utf-8', 'replace')[-2000:]}")
+    return proc.stdout.decode("utf-8")
+
+
+def check_seed(args, seed):
+    """Returns (summary line, list of failures)."""
+    work = os.path.join(args.workdir, f"seed{seed}")
+    run([args.zaya, "debug-dump", "--config", args.config, "--seed", str(seed), "--out", work], args.timeout)
+    model_dir = os.path.join(work, "model")
+    tokens_np = read_safetensors(os.path.join(work, "outputs.safetensors"))["tokens"]
+    tokens_path = os.path.join(work, "tokens.json")
+    with open(tokens_path, "w") as f:
+        json.dump(tokens_np.astype(int).tolist(), f)
+    out_path = os.path.join(work, "score.safetensors")
+    stdout = run([args.zaya, "score", "--model", model_dir, "--tokens", tokens_path, "--out", out_path,
+                  "--grads"], args.timeout)
+    got = read_safetensors(out_path)
+    fails = []
+
+    # ---- reference on the same weights and tokens
+    model = load_model(model_dir)
+    tokens = torch.from_numpy(tokens_np.astype(np.int64))
+    B, S = tokens.shape
+    model.zero_grad(set_to_none=True)
+    logits, loss, routes = model(tokens)
+    loss.backward()
+    log_probs = F.log_softmax(logits[:, :-1].double(), dim=-1).gather(-1, tokens[:, 1:, None])[..., 0]
+    for i, rt in zip(model.moe_stage_indices, routes):
+        miss = missing_routes(rt, model.model.layers[i].zaya_block.n_routes, S)
+        if miss:
+            fails.append(f"test design: MoE stage {i} never takes route(s) {miss} at a labelled position")
+
+    # ---- outputs
+    for key, shape in [("logits", (B, S, model.cfg.vocab_size)), ("log_probs", (B, S - 1)), ("loss", ())]:
+        if key not in got:
+            fails.append(f"score output lacks {key!r}")
+        elif got[key].shape != shape:
+            fails.append(f"{key}: shape {got[key].shape}, expected {shape}")
+    if fails:
+        return f"seed {seed}: FAIL", fails
+    e_logits = rel_err(got["logits"], logits.detach().numpy())
+    e_loss = rel_err(got["loss"].reshape(1), np.array([loss.item()]))
+    e_lp = rel_err(got["log_probs"], log_probs.detach().numpy())
+    for name, e, tol in [("logits", e_logits, LOGITS_TOL), ("loss", e_loss, LOSS_TOL), ("log_probs", e_lp, LOGPROB_TOL)]:
+        if e > tol:
+            fails.append(f"{name}: relative error {e:.3e} > {tol:g}")
+
+    # every trained tensor of the model file (the balancing_biases are buffers, not in params)
+    params = model.params
+    worst, worst_name = compare_grads(params, set(params), got, fails)
+
+    # ---- the summary line
+    try:
+        summary = json.loads(stdout.strip().splitlines()[-1])
+        file_loss = float(got["loss"].reshape(-1)[0])
+        if summary["tokens"] != B * S:
+            fails.append(f"summary tokens {summary['tokens']}, expected {B * S}")
+        if abs(summary["loss"] - file_loss) > 1e-6 * abs(file_loss):
+            fails.append(f"summary loss {summary['loss']} differs from the file's {file_loss}")
+        if abs(summary["perplexity"] - math.exp(file_loss)) > 1e-9 * math.exp(file_loss):
+            fails.append(f"summary perplexity {summary['perplexity']} is not exp(loss)")
+    except (ValueError, KeyError, IndexError) as e:
+        fails.append(f"stdout is not the JSON summary line: {e!r}: {stdout[-300:]!r}")
+
+    status = "PASS" if not fails else "FAIL"
+    return (f"seed {seed}: {status}  logits {e_logits:.2e}  loss {e_loss:.2e}  log_probs {e_lp:.2e}"
+            f"  worst grad {worst:.2e} ({worst_name})  B={B} S={S}"), fails
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--zaya", required=True)
+    ap.add_argument("--config", required=True)
+    ap.add_argument("--seeds", type=int, nargs="+", required=True)
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--timeout", type=float, default=600.0)
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    os.makedirs(args.workdir, exist_ok=True)
+    failed = 0
+    for seed in args.seeds:
+        try:
+            line, fails = check_seed(args, seed)
+        except Exception as e:  # noqa: BLE001 - report and keep counting
+            line, fails = f"seed {seed}: FAIL (error)", [f"{type(e).__name__}: {e}"]
+        print(line, flush=True)
+        for f in fails:
+            print(f"  seed {seed}: {f}", flush=True)
+        failed += bool(fails)
+    print(f"score_vs_torch: {len(args.seeds) - failed} passed, {failed} failed", flush=True)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
