@@ -37,6 +37,9 @@ Runner add_train_commands(CLI::App& app) {
   train->add_option("--resume", args->train.resume,
                     "continue from a checkpoint: 'auto' (the newest complete one under OUT/ckpt) "
                     "or a checkpoint directory");
+  train->add_option("--init-from", args->train.init_from,
+                    "start from these weights (HF model directory, zaya checkpoint or a run's "
+                    "ckpt/ root) with a fresh optimizer; the model config must match");
   train->add_flag("--no-progress", args->no_progress, "no live progress line");
 
   auto* plot = app.add_subcommand("plot", "Draw a run's loss curve (metrics.jsonl) as SVG");

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ckpt/async_saver.h"
+#include "ckpt/hf_interop.h"
 #include "core/error.h"
 #include "data/loader.h"
 #include "dist/communicator.h"
@@ -157,6 +158,24 @@ TrainSummary run_training(const TrainOptions& opt) {
 
   ZayaModel model(mc);
   model.params().init(tc.seed);
+  if (!opt.init_from.empty() && resume_dir.empty()) {
+    const LoadedModel init = load_model_any(opt.init_from);
+    // Every field must match but rope_theta, which the data phases set anyway.
+    const json want = model_config_to_json(mc), got = model_config_to_json(init.model->config());
+    std::string differ;
+    for (const auto& [key, value] : want.items())
+      if (key != "rope_theta" && got.value(key, json()) != value)
+        differ += " " + key + " (run " + value.dump() + ", weights " +
+                  got.value(key, json()).dump() + ")";
+    ZAYA_CHECK(differ.empty(), "--init-from ", init.path,
+               ": the weights' model config differs from the run's 'model' section in", differ);
+    std::copy_n(init.model->params().weights(), model.params().size(), model.params().weights());
+    if (lead) {
+      for (const std::string& w : init.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+      std::fprintf(stderr, "init from %s (%s): weights loaded, fresh optimizer state\n",
+                   init.path.c_str(), init.kind.c_str());
+    }
+  }
   Optimizer optimizer(model.params().registry(), oc, comm);
   RouterBalancer balancer(model.params().registry(), oc);
   std::unique_ptr<Zero1Sync> zero1;

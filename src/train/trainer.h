@@ -21,6 +21,10 @@ struct TrainOptions {
   // "auto": the newest checkpoint under OUT/ckpt that verifies (none: start from scratch);
   // otherwise a checkpoint directory. Empty: no resume.
   std::string resume;
+  // Start from these weights instead of the seeded init (an HF model directory, a zaya checkpoint
+  // or a run's ckpt/ root; see ckpt/hf_interop.h): continued pretraining with a fresh optimizer,
+  // schedule and data order. The model config must match the run's. Ignored when resuming.
+  std::string init_from;
 };
 
 struct TrainSummary {

@@ -67,6 +67,22 @@ same = [strip(x) == strip(y) and x.get('val_loss', y.get('val_loss')) == y.get('
         for x, y in zip(a, b)]
 sys.exit(not (len(a) == len(b) == 20 and all(same)))"
 
+# --init-from: a fresh run that starts from A's final weights begins where A ended, not at the
+# random init's loss; a model of another shape is refused naming the difference.
+run "$WORK/C.log" --out "$WORK/C" --max-steps 1 --init-from "$WORK/A/model" || exit 1
+check "init-from: the run says where its weights came from" grep -q "init from $WORK/A/model (hf)" "$WORK/C.log"
+check "init-from: step 1 loss is A's late loss, not its first" /usr/bin/python3 -c "
+import json, sys
+a = [json.loads(l) for l in open('$WORK/A/metrics.jsonl')]
+c = json.loads(open('$WORK/C/metrics.jsonl').readline())
+print('  A step 1 %.3f, A step 20 %.3f, C step 1 %.3f' % (a[0]['loss'], a[-1]['loss'], c['loss']))
+sys.exit(not abs(c['loss'] - a[-1]['loss']) < 0.5 * abs(a[0]['loss'] - a[-1]['loss']))"
+sed 's/"hidden_size": 32/"hidden_size": 48/' "$WORK/train.json" > "$WORK/wide.json"
+"${LAUNCH[@]}" "$ZAYA" --threads 1 train --config "$WORK/wide.json" --out "$WORK/W" --max-steps 1 \
+  --no-progress --init-from "$WORK/A/model" > "$WORK/W.log" 2>&1
+check "init-from: a model of another shape is refused, naming the field" \
+  grep -q "init-from $WORK/A/model: the weights' model config differs from the run's 'model' section in hidden_size (run 48, weights 32)" "$WORK/W.log"
+
 # Damage the newest checkpoint (step 10) of B's first half three ways.
 damage() {  # damage NAME "what to do in the copy" "expected message"
   local name=$1 act=$2 expect=$3 d=$WORK/D_$1
