@@ -8,16 +8,12 @@
 #pragma once
 
 #include <optional>
-// GCC 12 reports a false -Wmaybe-uninitialized inside libstdc++'s <regex> (std::function moves in
-// the NFA builder) when optimising with sanitizers; it is not in our code.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <regex>
-#pragma GCC diagnostic pop
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "core/regex.h"
 
 namespace zaya::aegis {
 

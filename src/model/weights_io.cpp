@@ -7,11 +7,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/regex.h"
 #include "io/safetensors.h"
 #include "model/hf_config.h"
 
