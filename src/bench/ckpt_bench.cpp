@@ -7,10 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ckpt/async_saver.h"
 #include "ckpt/checkpoint.h"
 #include "core/error.h"
-#include "data/checksum.h"
-#include "dist/rank_sum.h"
 #include "model/config.h"
 #include "model/params.h"
 #include "optim/optimizer.h"
@@ -34,21 +33,7 @@ double parallel_save(dist::Communicator& comm, const CheckpointSnapshot& snap,
   if (comm.rank() == 0) prepare_checkpoint_dir(root, snap.state.step);
   comm.barrier();
   const std::string tmp = checkpoint_dir_name(root, snap.state.step) + ".tmp";
-  const nlohmann::json entry = write_rank_file(tmp, snap);
-  std::vector<int64_t> table(size_t(comm.world_size()) * 2, 0);
-  table[size_t(comm.rank()) * 2] = entry["bytes"].get<int64_t>();
-  table[size_t(comm.rank()) * 2 + 1] =
-      int64_t(std::stoull(entry["fnv1a64"].get<std::string>(), nullptr, 16));
-  dist::sum_over_ranks(&comm, table);
-  if (comm.rank() == 0) {
-    nlohmann::json files = nlohmann::json::array();
-    for (int r = 0; r < comm.world_size(); ++r)
-      files.push_back({{"name", checkpoint_rank_file(r)},
-                       {"rank", r},
-                       {"bytes", table[size_t(r) * 2]},
-                       {"fnv1a64", checksum_hex(uint64_t(table[size_t(r) * 2 + 1]))}});
-    commit_checkpoint(root, snap, files);
-  }
+  gather_and_commit(&comm, root, snap, write_rank_file(tmp, snap), "");
   comm.barrier();
   return seconds_since(t0);
 }

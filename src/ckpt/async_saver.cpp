@@ -63,34 +63,43 @@ void ShardedCheckpoint::wait() {
 
 void ShardedCheckpoint::finish() {
   writer_.join();
-  const int world = world_of(comm_), rank = rank_of(comm_);
-  // Every rank's (failed, bytes, checksum) in its own slot; the others add zeros.
-  std::vector<int64_t> table(size_t(world) * 3, 0);
   std::string why;
   if (error_) {
-    table[size_t(rank) * 3] = 1;
     try {
       std::rethrow_exception(error_);
     } catch (const std::exception& e) {
       why = e.what();
     }
-  } else {
-    table[size_t(rank) * 3 + 1] = entry_["bytes"].get<int64_t>();
-    table[size_t(rank) * 3 + 2] =
-        int64_t(std::stoull(entry_["fnv1a64"].get<std::string>(), nullptr, 16));
   }
-  dist::sum_over_ranks(comm_, table);
   const auto snap = std::move(snap_);
   snap_.reset();
+  last_saved_ = gather_and_commit(comm_, root_, *snap, entry_, why, before_commit_);
+  if (rank_of(comm_) == 0) apply_retention(root_, keep_last_, keep_every_);
+}
+
+std::string gather_and_commit(dist::Communicator* comm, const std::string& root,
+                              const CheckpointSnapshot& snap, const nlohmann::json& entry,
+                              const std::string& error,
+                              const std::function<void(int64_t)>& before_commit) {
+  const int world = world_of(comm), rank = rank_of(comm);
+  // Every rank's (failed, bytes, checksum) in its own slot; the others add zeros.
+  std::vector<int64_t> table(size_t(world) * 3, 0);
+  if (!error.empty()) {
+    table[size_t(rank) * 3] = 1;
+  } else {
+    table[size_t(rank) * 3 + 1] = entry["bytes"].get<int64_t>();
+    table[size_t(rank) * 3 + 2] =
+        int64_t(std::stoull(entry["fnv1a64"].get<std::string>(), nullptr, 16));
+  }
+  dist::sum_over_ranks(comm, table);
   std::vector<int> failed;
   for (int r = 0; r < world; ++r)
     if (table[size_t(r) * 3] != 0) failed.push_back(r);
   if (!failed.empty()) {
-    if (!why.empty()) ZAYA_FAIL("checkpoint step ", snap->state.step, ": ", why);
-    ZAYA_FAIL("checkpoint step ", snap->state.step, ": rank ", failed.front(),
+    if (!error.empty()) ZAYA_FAIL("checkpoint step ", snap.state.step, ": ", error);
+    ZAYA_FAIL("checkpoint step ", snap.state.step, ": rank ", failed.front(),
               " failed to write its file (its own error names the cause)");
   }
-  const std::string final_dir = checkpoint_dir_name(root_, snap->state.step);
   if (rank == 0) {
     nlohmann::json files = nlohmann::json::array();
     for (int r = 0; r < world; ++r) {
@@ -99,11 +108,10 @@ void ShardedCheckpoint::finish() {
                        {"bytes", table[size_t(r) * 3 + 1]},
                        {"fnv1a64", checksum_hex(uint64_t(table[size_t(r) * 3 + 2]))}});
     }
-    if (before_commit_) before_commit_(snap->state.step);
-    commit_checkpoint(root_, *snap, files);
-    apply_retention(root_, keep_last_, keep_every_);
+    if (before_commit) before_commit(snap.state.step);
+    commit_checkpoint(root, snap, files);
   }
-  last_saved_ = final_dir;
+  return checkpoint_dir_name(root, snap.state.step);
 }
 
 }  // namespace zaya

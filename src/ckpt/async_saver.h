@@ -66,4 +66,12 @@ class ShardedCheckpoint {
   std::function<void(int64_t)> before_commit_;
 };
 
+// Stage 3 of a parallel save (see checkpoint.h), collective: gathers every rank's file entry (from
+// write_rank_file), or its failure (`error` non-empty), and on rank 0 calls before_commit and
+// commits the checkpoint. Throws on every rank when any rank failed. Returns the final directory.
+std::string gather_and_commit(dist::Communicator* comm, const std::string& root,
+                              const CheckpointSnapshot& snap, const nlohmann::json& entry,
+                              const std::string& error,
+                              const std::function<void(int64_t)>& before_commit = {});
+
 }  // namespace zaya
