@@ -5,11 +5,7 @@
 NP=${NP:-1}
 export OMP_NUM_THREADS=1
 export ZAYA_FAULTS=${ZAYA_FAULTS:-}
-passes=0; fails=0
-check() {  # check "what" command...
-  local what=$1; shift
-  if "$@"; then echo "ok   $what"; passes=$((passes + 1)); else echo "FAIL $what"; fails=$((fails + 1)); fi
-}
+source "$SRC/tests/check.sh"
 finish() {
   echo "$(basename "$0" .sh) $SCENARIO: $passes passed, $fails failed"
   exit $((fails > 0))

@@ -15,11 +15,7 @@ RANKS="$NP rank$( ((NP > 1)) && echo s)"
 # ramp's first batch of 4 sequences.
 MICRO=$((4 / NP))
 LAST=$(printf 'rank-%05d.safetensors' $((NP - 1)))
-passes=0; fails=0
-check() {  # check "what" command...
-  local what=$1; shift
-  if "$@"; then echo "ok   $what"; passes=$((passes + 1)); else echo "FAIL $what"; fails=$((fails + 1)); fi
-}
+source "$SRC/tests/check.sh"
 run() {  # run LOG args...: zaya train, keeping the log; a failure is printed
   local log=$1; shift
   "${LAUNCH[@]}" "$ZAYA" --threads 1 train --config "$WORK/train.json" --no-progress "$@" > "$log" 2>&1 \

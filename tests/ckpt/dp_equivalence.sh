@@ -12,11 +12,7 @@ set -uo pipefail
 ZAYA=$1; SRC=$2; WORK=$3; MPIRUN=${4:-mpirun}
 TOL=1e-5
 PY=/usr/bin/python3
-passes=0; fails=0
-check() {  # check "what" command...
-  local what=$1; shift
-  if "$@"; then echo "ok   $what"; passes=$((passes + 1)); else echo "FAIL $what"; fails=$((fails + 1)); fi
-}
+source "$SRC/tests/check.sh"
 run() {  # run NP LOG args...
   local np=$1 log=$2; shift 2
   local launch=()
