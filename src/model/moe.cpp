@@ -9,7 +9,8 @@
 namespace zaya {
 
 void moe_forward(float* out, MoeActivations& act, const float* x, const float* state_in,
-                 const MoeWeights& w, const ModelConfig& c, int N, Arena& arena) {
+                 const MoeWeights& w, const ModelConfig& c, int N, Arena& arena,
+                 const int32_t* held_route) {
   const int E = int(c.hidden_size), R = int(c.router_dim), X = int(c.num_experts), NR = X + 1;
   const int F = int(c.expert_hidden);
   act.x = x;
@@ -44,6 +45,10 @@ void moe_forward(float* out, MoeActivations& act, const float* x, const float* s
   // 6. Top-1 choice: argmax(p + b), exact ties to the lowest index. The biases only select.
   act.route = arena.ints(N);
   for (int t = 0; t < N; ++t) {
+    if (held_route) {
+      act.route[t] = held_route[t];
+      continue;
+    }
     const float* p = act.probs + size_t(t) * NR;
     int best = 0;
     float best_v = p[0] + w.balancing_biases[0];

@@ -44,8 +44,12 @@ struct MoeActivations {
 };
 
 // out[N, E] = MoE(x); act.state receives this stage's router state for the next MoE stage.
+// held_route[N], when given, replaces the top-1 choice (the gates stay the router's probabilities
+// of those routes): finite-difference tests hold routes fixed across a near-tie, where top-1 is
+// not differentiable.
 void moe_forward(float* out, MoeActivations& act, const float* x, const float* state_in,
-                 const MoeWeights& w, const ModelConfig& c, int N, Arena& arena);
+                 const MoeWeights& w, const ModelConfig& c, int N, Arena& arena,
+                 const int32_t* held_route = nullptr);
 // dx += ∂/∂x; dstate_in += ∂/∂state_in (if state_in was given); dstate is the gradient arriving
 // at this stage's router state from later stages (may be nullptr).
 void moe_backward(float* dx, float* dstate_in, MoeGrads& g, const float* dout, const float* dstate,

@@ -174,7 +174,17 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
     if (ModelConfig::is_attention_stage(i)) {
       cca_forward(a.h, a.cca, a.x, st.cca, rope, config_, B, S, arena_);
     } else {
-      moe_forward(a.h, a.moe, a.x, router_state, st.moe, config_, N, arena_);
+      const int32_t* held = nullptr;
+      if (!held_routes_.empty()) {
+        const size_t k = size_t(i / 2);  // MoE stages are the odd ones
+        ZAYA_CHECK(k < held_routes_.size() && held_routes_[k].size() == size_t(N),
+                   "hold_routes: no [", N, "] routes for MoE stage ", i);
+        for (int32_t r : held_routes_[k])
+          ZAYA_CHECK(r >= 0 && r <= int32_t(config_.num_experts), "hold_routes: route ", r,
+                     " outside [0, ", config_.num_experts, "]");
+        held = held_routes_[k].data();
+      }
+      moe_forward(a.h, a.moe, a.x, router_state, st.moe, config_, N, arena_, held);
       router_state = a.moe.state;
     }
     h_prev = a.h;

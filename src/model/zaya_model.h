@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "core/arena.h"
@@ -30,6 +31,11 @@ class ZayaModel {
   // Accumulates loss_scale · d(mean loss)/dθ into params().grads(). Requires a forward() with
   // targets. Gradient accumulation over k equal micro-batches passes loss_scale = 1/k.
   void backward(float loss_scale = 1.0f);
+
+  // Test hook: following forward() calls take these routes (one [B·S] vector per MoE stage, in
+  // stage order) instead of choosing top-1, so that finite differences can cross a near-tie.
+  // An empty argument returns to normal routing.
+  void hold_routes(std::vector<std::vector<int32_t>> routes) { held_routes_ = std::move(routes); }
 
   // RoPE base for the following forward() calls (curriculum phases change it).
   void set_rope_theta(double theta);
@@ -79,6 +85,7 @@ class ZayaModel {
   // Per-step state.
   int B_ = 0, S_ = 0;
   std::vector<int32_t> tokens_, targets_;
+  std::vector<std::vector<int32_t>> held_routes_;
   std::vector<StageActivations> acts_;
   float* emb_ = nullptr;      // h_{-1}: embedded tokens [N, E]
   float* final_r_ = nullptr;  // merged residual after the last stage

@@ -6,8 +6,9 @@ Usage:
 
 DIR holds config.json + model.safetensors (same format as the C++ side writes). Tokens are random
 (torch.manual_seed(0)). Each step: clear grads, forward (logits + mean next-token CE loss), backward.
-The reference forward is vectorised over tokens (experts gather their tokens with index ops, attention
-is batched matmuls with a causal mask), so this is a fair PyTorch peer, not a per-token loop.
+The reference forward is vectorised over tokens (experts gather their tokens with index ops, the
+"sorted" dispatch; attention is batched matmuls with a causal mask), so this is a fair PyTorch peer,
+not a per-token loop.
 Prints one JSON line:
     {"peer": "pytorch", "torch_version": ..., "blas": <BLAS library mapped into this process>,
      "openblas": true/false, "tokens_per_s": ..., "step_ms": ..., ...}
@@ -57,6 +58,7 @@ def main():
 
     torch.set_num_threads(args.threads)
     model = load_model(args.model)
+    model.set_dispatch("sorted")  # the fast dispatch: the peer at its best
     torch.manual_seed(0)
     tokens = torch.randint(0, model.cfg.vocab_size, (args.batch, args.seq))
 

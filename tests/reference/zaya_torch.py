@@ -342,6 +342,8 @@ class _MoE(nn.Module):  # prefix model.layers.{i}.zaya_block.
         self.router = _Router(E, R, self.n_routes, has_eda)
         self.experts = _Experts(E, F2, X)
         self.F = F2 // 2
+        # "dense" (exactly causal; tests) or "sorted" (fast; the benchmark peer): see the methods.
+        self.dispatch = "dense"
 
     def forward(self, x, prev_router_state):
         """x [B,S,E] (normalised stage input). Returns (branch output, post-EDA router state, choice [B*S])."""
@@ -364,27 +366,45 @@ class _MoE(nn.Module):  # prefix model.layers.{i}.zaya_block.
         # 7. gate = un-biased probability of the chosen route (differentiable)
         gate = p.gather(1, choice[:, None])  # [N,1]
 
-        # Dispatch without per-token loops: sort tokens by route (stable), run each expert on its
-        # contiguous slice, put the rows back with the inverse permutation.
         xf = x.reshape(B * S, E)
+        if self.dispatch == "dense":
+            out = self._dense_dispatch(xf, choice, gate)
+        else:
+            out = self._sorted_dispatch(xf, choice, gate)
+        return out.view(B, S, E), state, choice
+
+    def _expert(self, e, xe):
+        ex = self.experts.local_experts[e]
+        y = F.linear(xe, ex.linear_fc1.weight)
+        y = F.silu(y[:, :self.F]) * y[:, self.F:]  # rows 0..F-1 gate (SiLU), rows F..2F-1 up
+        return F.linear(y, ex.linear_fc2.weight)
+
+    def _dense_dispatch(self, xf, choice, gate):
+        """Every expert on every token, then each token keeps its route's row. X times the expert
+        work, but each matmul has all B*S rows in token order, so a token's result never depends on
+        where other (later) tokens were routed: BLAS rounds a row differently with the row count of
+        the call (OpenBLAS's Haswell kernels), and per-route slices would make the model causal only
+        up to an ulp."""
+        out = xf.clone()  # MoD skip route: identity expert (HF-zaya: p_skip * x)
+        for e in range(self.X):
+            sel = (choice == e)[:, None]
+            out = torch.where(sel, self._expert(e, xf), out)
+        return out * gate
+
+    def _sorted_dispatch(self, xf, choice, gate):
+        """Sort tokens by route (stable), run each expert on its contiguous slice, put the rows back
+        with the inverse permutation: the fast way, for the benchmark peer."""
         order = torch.sort(choice, stable=True).indices
         counts = torch.bincount(choice, minlength=self.n_routes).tolist()
         xs = xf.index_select(0, order)
         pieces = []
-        F_ = self.F
         for e, xe in enumerate(torch.split(xs, counts)):
             if xe.shape[0] == 0:
                 continue
-            if e < self.X:
-                ex = self.experts.local_experts[e]
-                y = F.linear(xe, ex.linear_fc1.weight)
-                y = F.silu(y[:, :F_]) * y[:, F_:]  # rows 0..F-1 gate (SiLU), rows F..2F-1 up
-                pieces.append(F.linear(y, ex.linear_fc2.weight))
-            else:
-                pieces.append(xe)  # MoD skip route: identity expert (HF-zaya: p_skip * x)
+            # MoD skip route: identity expert (HF-zaya: p_skip * x)
+            pieces.append(self._expert(e, xe) if e < self.X else xe)
         ys = torch.cat(pieces, dim=0) * gate.index_select(0, order)
-        out = ys.index_select(0, torch.argsort(order))
-        return out.view(B, S, E), state, choice
+        return ys.index_select(0, torch.argsort(order))
 
 
 def first_argmax(scores):
@@ -432,6 +452,14 @@ class ZayaRef(nn.Module):
         if not cfg.tie:
             self.lm_head = _Linear(cfg.vocab_size, cfg.hidden_size)
         self.moe_stage_indices = list(cfg.moe_stage_indices)
+
+    def set_dispatch(self, mode):
+        """"dense" (default: exactly causal) or "sorted" (fast) expert dispatch in every MoE stage."""
+        if mode not in ("dense", "sorted"):
+            raise ValueError(f"dispatch {mode!r}, expected 'dense' or 'sorted'")
+        for m in self.modules():
+            if isinstance(m, _MoE):
+                m.dispatch = mode
 
     @property
     def params(self):

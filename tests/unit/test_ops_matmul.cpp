@@ -5,6 +5,7 @@
 // well below atol. Tolerance: rtol 1e-3, atol 1e-4 · max|grad| (tighter than the default because
 // there is no truncation error to allow for).
 #include <cstddef>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -120,6 +121,7 @@ TEST(OpsMatmul, GroupedGradient) {
   CheckGrouped({0, 0, 3, 3, 7, 8, 8}, 5, 3, rng);  // empty groups first, middle and last
   CheckGrouped({0, 0, 0, 1}, 2, 6, rng);
   CheckGrouped({0, 4, 4}, 6, 2, rng);
+  CheckGrouped({0, 64, 64, 193}, 5, 3, rng);  // whole row tiles, and whole tiles plus a partial one
 }
 
 TEST(OpsMatmul, GroupedMatchesPerGroupMatmul) {
@@ -142,6 +144,33 @@ TEST(OpsMatmul, GroupedMatchesPerGroupMatmul) {
         for (int c = 0; c < k; ++c) s += double(in[size_t(r) * k + c]) * w[g][size_t(j) * k + c];
         EXPECT_NEAR(out[size_t(r) * m + j], s, 1e-5);
       }
+}
+
+// A row's result must not depend on how many rows its expert segment has: the segment's size
+// depends on where later tokens were routed, so this is what keeps the MoE model exactly causal.
+// One call per segment failed this (OpenBLAS rounds a row by the call's row count: the SkylakeX
+// kernels for segments up to ~18 rows in the forward, the Haswell kernels for every size).
+TEST(OpsMatmul, GroupedRowsDoNotDependOnTheSegmentSize) {
+  std::mt19937 rng(6);
+  const int k = 64, m = 96, most = 150;
+  const std::vector<float> in = random_uniform(size_t(most) * k, rng);
+  const std::vector<float> w = random_uniform(size_t(m) * k, rng);
+  const std::vector<float> dout = random_uniform(size_t(most) * m, rng);
+  const float* wp[1] = {w.data()};
+  std::vector<float> out_all(size_t(most) * m), din_all(size_t(most) * k, 0.0f);
+  const int all[2] = {0, most};
+  grouped_matmul_forward(out_all.data(), in.data(), wp, all, 1, k, m);
+  grouped_matmul_backward(din_all.data(), nullptr, dout.data(), in.data(), wp, all, 1, k, m);
+  for (int n = 1; n < most; ++n) {
+    std::vector<float> out(size_t(n) * m), din(size_t(n) * k, 0.0f);
+    const int seg[2] = {0, n};
+    grouped_matmul_forward(out.data(), in.data(), wp, seg, 1, k, m);
+    grouped_matmul_backward(din.data(), nullptr, dout.data(), in.data(), wp, seg, 1, k, m);
+    ASSERT_EQ(std::memcmp(out.data(), out_all.data(), out.size() * sizeof(float)), 0)
+        << "forward rows of a " << n << "-row segment differ from the same rows of " << most;
+    ASSERT_EQ(std::memcmp(din.data(), din_all.data(), din.size() * sizeof(float)), 0)
+        << "input-gradient rows of a " << n << "-row segment differ from the same rows of " << most;
+  }
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "backend/cpu/reduce.h"
@@ -37,13 +38,48 @@ void matmul_backward(float* din, float* dw, float* dbias, const float* dout, con
   }
 }
 
+namespace {
+
+// OpenBLAS does not compute a row of C the same way at every call shape: the kernel's row unrolling
+// and its tail handling give a row a different rounding depending on how many rows the call has and
+// where the row sits among them (seen with the Haswell kernels, which Debian's OpenBLAS must use on
+// some AVX-512 EPYC machines, and with the small-matrix path of the SkylakeX kernels). An expert's
+// row count depends on where every other token of the micro-batch was routed, later tokens
+// included, so one call per expert let a future token move a past token's output by an ulp: the
+// model was not exactly causal. Row-wise products here are therefore always made of calls of
+// exactly kRowTile rows. A row's rounding then depends only on its position in its expert's
+// segment, which only earlier tokens decide. The last, partial tile goes through a zero-padded
+// copy.
+constexpr int kRowTile = 64;
+
+// out[rows, m] (ldc) = alpha · in[rows, k] (lda) · op(w) with op(w) of shape [k, m]: w is [m, k]
+// when trans_w (nn.Linear's forward) and [k, m] otherwise (the input gradient). Accumulates into
+// out when beta is 1.
+void row_tiled_gemm(bool trans_w, int rows, int k, int m, const float* in, const float* w,
+                    float beta, float* out) {
+  const int ldw = trans_w ? k : m;
+  const int full = rows / kRowTile * kRowTile;
+  for (int r = 0; r < full; r += kRowTile)
+    gemm(false, trans_w, kRowTile, m, k, 1.0f, in + size_t(r) * k, k, w, ldw, beta,
+         out + size_t(r) * m, m);
+  const int rest = rows - full;
+  if (rest == 0) return;
+  std::vector<float> a(size_t(kRowTile) * k, 0.0f), c(size_t(kRowTile) * m, 0.0f);
+  std::copy(in + size_t(full) * k, in + size_t(rows) * k, a.begin());
+  if (beta != 0.0f) std::copy(out + size_t(full) * m, out + size_t(rows) * m, c.begin());
+  gemm(false, trans_w, kRowTile, m, k, 1.0f, a.data(), k, w, ldw, beta, c.data(), m);
+  std::copy(c.begin(), c.begin() + size_t(rest) * m, out + size_t(full) * m);
+}
+
+}  // namespace
+
 void grouped_matmul_forward(float* out, const float* in, const float* const* weights,
                             const int* offsets, int groups, int k, int m) {
   for (int g = 0; g < groups; ++g) {
     const int rows = offsets[g + 1] - offsets[g];
     if (rows == 0) continue;
-    matmul_forward(out + size_t(offsets[g]) * m, in + size_t(offsets[g]) * k, weights[g], nullptr,
-                   rows, k, m);
+    row_tiled_gemm(true, rows, k, m, in + size_t(offsets[g]) * k, weights[g], 0.0f,
+                   out + size_t(offsets[g]) * m);
   }
 }
 
@@ -53,9 +89,13 @@ void grouped_matmul_backward(float* din, float* const* dweights, const float* do
   for (int g = 0; g < groups; ++g) {
     const int rows = offsets[g + 1] - offsets[g];
     if (rows == 0) continue;
-    matmul_backward(din ? din + size_t(offsets[g]) * k : nullptr, dweights ? dweights[g] : nullptr,
-                    nullptr, dout + size_t(offsets[g]) * m, in + size_t(offsets[g]) * k, weights[g],
-                    rows, k, m);
+    const size_t first = size_t(offsets[g]);
+    // din is row-wise like the forward (a token's input gradient does not depend on the segment's
+    // size); dw sums over the segment's rows and is one call.
+    if (din) row_tiled_gemm(false, rows, m, k, dout + first * m, weights[g], 1.0f, din + first * k);
+    if (dweights)
+      gemm(true, false, m, k, rows, 1.0f, dout + first * m, m, in + first * k, k, 1.0f,
+           dweights[g], k);
   }
 }
 
