@@ -210,6 +210,14 @@ TrainSummary run_training(const TrainOptions& opt) {
   checkpoints.set_before_commit([&faults](int64_t s) { faults.in_checkpoint_write(s); });
 
   const bool tty = lead && opt.progress && isatty(STDERR_FILENO);
+  // One line per committed checkpoint: an operator (and the Aegis drills) can tell which
+  // checkpoint a crash will resume from.
+  std::string announced = checkpoints.last_saved();
+  auto announce_checkpoint = [&] {
+    if (!lead || checkpoints.last_saved() == announced) return;
+    announced = checkpoints.last_saved();
+    std::fprintf(stderr, "%scheckpoint saved: %s\n", tty ? "\r\033[K" : "", announced.c_str());
+  };
   g_interrupts = 0;
   auto previous_handler = std::signal(SIGINT, on_sigint);
   if (lead) {
@@ -339,6 +347,7 @@ TrainSummary run_training(const TrainOptions& opt) {
     }
     heartbeat.beat_step(step + 1, loss, grad_norm, own_s, g_begin, g);
     checkpoints.poll();  // commits a save once every rank has written its file
+    announce_checkpoint();
     if (tc.checkpoint_every > 0 && ((step + 1) % tc.checkpoint_every == 0 || last)) {
       TrainerState st;
       st.step = step + 1;
@@ -359,6 +368,7 @@ TrainSummary run_training(const TrainOptions& opt) {
 
   heartbeat.beat_phase("checkpoint", step, g);
   checkpoints.wait();  // the final save must be on disk before the run reports success
+  announce_checkpoint();
   sum.last_checkpoint = checkpoints.last_saved();
   sum.steps = step;
   sum.tokens = tokens_done;

@@ -12,8 +12,11 @@ kill)  # kill the last rank at step 7 of 20 (checkpoints every 5)
   ZAYA_FAULTS="kill@7:rank=$LAST_RANK" run_aegis "$OUT" "$LOG" --max-restarts 2
   check "aegis exits 0" test "$AEGIS_RC" = 0
   check "one crash detected, one restart" test "$(events "$OUT" crash)/$(state "$OUT" "['restarts_used']")" = 1/1
-  check "the restart resumed from the step-5 checkpoint" \
-    grep -q "resumed from $OUT/ckpt/step-00000005 (saved by .*): step 5" "$LOG"
+  # Checkpoints commit in the background, so whether step 5's was complete when rank 1 died at
+  # step 7 depends on the machine's load: the restart must resume from the newest checkpoint the
+  # first attempt announced as saved, or from step 0 if it announced none.
+  check "the restart resumed from the newest checkpoint saved before the crash" \
+    resumed_from_newest_saved "$OUT" "$LOG"
   check "recovery recorded (fault to first new step)" test "$(events "$OUT" recovered)" = 1
   check "final weights bitwise equal to the uninterrupted run" same_model "$OUT"
   check "20 finite metric lines" finite_metrics "$OUT" 20
@@ -62,7 +65,7 @@ moved = [os.path.basename(p) for p in e['quarantined']]
 print('quarantined', moved)
 sys.exit(not (all(int(n[5:13]) >= 9 and os.path.isdir('$OUT/ckpt-quarantine/' + n) for n in moved)
               and os.path.isdir('$OUT/ckpt/step-00000005')))"
-  check "resumed from the step-5 checkpoint" grep -q "resumed from $OUT/ckpt/step-00000005 (saved by .*): step 5" "$LOG"
+  check "resumed from the newest checkpoint saved before step 9" resumed_from_newest_saved "$OUT" "$LOG" 9
   check "20 finite metric lines" finite_metrics "$OUT" 20
   # Independent reference: a plain run given the same skip window from the start.
   mkdir -p "$WORK/nan_ref" && cp "$OUT/skip_windows.json" "$WORK/nan_ref/"

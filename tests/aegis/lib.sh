@@ -36,6 +36,23 @@ py() { /usr/bin/python3 -c "$@"; }
 # events OUT KIND: how many events of that kind the run's event log holds.
 events() { py "import json,sys; print(sum(json.loads(l)['kind'] == '$2' for l in open('$1/aegis/events.jsonl')))"; }
 state() { py "import json; print(json.load(open('$1/aegis/state.json'))$2)"; }
+# resumed_from_newest_saved OUT LOG [BEFORE]: the first restart of the run resumed from the newest
+# checkpoint that the first attempt printed as saved ("checkpoint saved: DIR") of a step below
+# BEFORE (default: any), or from step 0 if there is none.
+resumed_from_newest_saved() {
+  py "
+import re, sys
+log = open('$2', errors='replace').read()
+m = re.search(r'resumed from (\S+) \(saved by [^)]*\): step (\d+)|resume auto: no complete checkpoint', log)
+if not m:
+    sys.exit('no resume line in $2')
+saved = [d for d in re.findall(r'checkpoint saved: (\S+)', log[:m.start()])
+         if int(re.search(r'step-(\d+)', d).group(1)) < ${3:-1000000000}]
+want = saved[-1] if saved else None
+got = m.group(1)
+print('newest saved before the crash:', want, '| resumed from:', got or 'step 0')
+sys.exit(got != want)"
+}
 same_model() { cmp "$WORK/A/model/model.safetensors" "$1/model/model.safetensors"; }
 finite_metrics() {  # finite_metrics OUT N: N metric lines, all with finite losses
   py "

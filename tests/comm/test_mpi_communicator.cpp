@@ -43,14 +43,77 @@ std::vector<unsigned char> make(DType t, size_t count, int rank, size_t offset =
   return b;
 }
 
-// The reference: contributions combined in rank order with the same element-wise reduction.
+// bf16 <-> float written here, independently of core/tensor's: round to nearest, ties to even
+// (the inputs are finite).
+float test_bf16_to_f32(uint16_t h) {
+  const uint32_t bits = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+uint16_t test_f32_to_bf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  return uint16_t((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
+}
+
+template <typename T>
+T combine_plain(T a, T b, ReduceOp op) {
+  if (op == ReduceOp::Sum) return a + b;
+  if (op == ReduceOp::Max) return a < b ? b : a;
+  return b < a ? b : a;
+}
+
+// The reference, computed here and not by the code under test (dist/reduce): contributions
+// combined in rank order 0, 1, ..., N-1 with plain arithmetic; bf16 partial results rounded back
+// to bf16 after each step (the wire format carries bf16); int32 sums wrap.
 std::vector<unsigned char> expected_reduce(DType t, size_t count, ReduceOp op, size_t offset) {
-  auto acc = make(t, count, 0, offset);
-  for (int r = 1; r < g_comm->world_size(); ++r) {
-    const auto c = make(t, count, r, offset);
-    reduce_into(acc.data(), c.data(), count, t, op);
+  std::vector<std::vector<unsigned char>> parts;
+  for (int r = 0; r < g_comm->world_size(); ++r) parts.push_back(make(t, count, r, offset));
+  std::vector<unsigned char> out(count * dtype_size(t));
+  for (size_t i = 0; i < count; ++i) {
+    if (t == DType::F32) {
+      float acc, x;
+      std::memcpy(&acc, &parts[0][i * 4], 4);
+      for (size_t r = 1; r < parts.size(); ++r) {
+        std::memcpy(&x, &parts[r][i * 4], 4);
+        acc = combine_plain(acc, x, op);
+      }
+      std::memcpy(&out[i * 4], &acc, 4);
+    } else if (t == DType::I32) {
+      int32_t acc, x;
+      std::memcpy(&acc, &parts[0][i * 4], 4);
+      for (size_t r = 1; r < parts.size(); ++r) {
+        std::memcpy(&x, &parts[r][i * 4], 4);
+        acc = op == ReduceOp::Sum ? int32_t(uint32_t(acc) + uint32_t(x)) : combine_plain(acc, x, op);
+      }
+      std::memcpy(&out[i * 4], &acc, 4);
+    } else {
+      uint16_t acc, x;
+      std::memcpy(&acc, &parts[0][i * 2], 2);
+      for (size_t r = 1; r < parts.size(); ++r) {
+        std::memcpy(&x, &parts[r][i * 2], 2);
+        acc = test_f32_to_bf16(combine_plain(test_bf16_to_f32(acc), test_bf16_to_f32(x), op));
+      }
+      std::memcpy(&out[i * 2], &acc, 2);
+    }
   }
-  return acc;
+  return out;
+}
+
+// The rank-order promise on literal numbers. Rank 0 contributes 1e8, every other rank 3. In fp32
+// (ulp 8 at 1e8) the rank-order sum ((1e8 + 3) + 3) + ... rounds back to 1e8 at every step, while
+// at 3 ranks or more any order that adds two 3s first gives 1e8 + 8.
+TEST(Mpi, SumIsInRankOrderOnLiteralValues) {
+  const float mine = g_comm->rank() == 0 ? 1e8f : 3.0f;
+  float sum = 0.0f;
+  g_comm->all_reduce(&mine, &sum, 1, DType::F32, ReduceOp::Sum);
+  EXPECT_EQ(sum, 1e8f);
+  const int32_t one = g_comm->rank() + 1;
+  int32_t total = 0;
+  g_comm->all_reduce(&one, &total, 1, DType::I32, ReduceOp::Sum);
+  const int w = g_comm->world_size();
+  EXPECT_EQ(total, w * (w + 1) / 2);
 }
 
 const DType kTypes[] = {DType::F32, DType::BF16, DType::I32};
