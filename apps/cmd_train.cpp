@@ -40,6 +40,9 @@ Runner add_train_commands(CLI::App& app) {
   train->add_option("--init-from", args->train.init_from,
                     "start from these weights (HF model directory, zaya checkpoint or a run's "
                     "ckpt/ root) with a fresh optimizer; the model config must match");
+  train->add_flag("--allow-changes", args->train.allow_changes,
+                  "with --resume: accept changed optimizer settings (train.optim) or micro-batch; "
+                  "the model, data, seed and global batch can never change on resume");
   train->add_flag("--no-progress", args->no_progress, "no live progress line");
 
   auto* plot = app.add_subcommand("plot", "Draw a run's loss curve (metrics.jsonl) as SVG");
@@ -64,12 +67,18 @@ Runner add_train_commands(CLI::App& app) {
     if (*train) {
       args->train.progress = !args->no_progress;
       const TrainSummary s = run_training(args->train);
+      if (s.already_finished) {
+        std::printf("run %s already finished at step %lld; nothing to do\n", s.out_dir.c_str(),
+                    (long long)s.steps);
+        return 0;
+      }
       if (!s.resumed_from.empty())
         std::printf("resumed from %s at step %lld\n", s.resumed_from.c_str(),
                     (long long)s.resumed_step);
       if (!s.last_checkpoint.empty()) std::printf("checkpoint %s\n", s.last_checkpoint.c_str());
       std::printf("trained %lld steps, %lld tokens in %.1f s%s\n", (long long)s.steps,
-                  (long long)s.tokens, s.elapsed_s, s.interrupted ? " (interrupted)" : "");
+                  (long long)s.tokens, s.elapsed_s,
+                  s.interrupted ? (" (stopped by " + s.stop_signal + ")").c_str() : "");
       std::printf(
           "final train loss %.4f, validation loss %.4f, unigram baseline %.4f "
           "(nats/token)\n",

@@ -8,8 +8,9 @@
 namespace zaya::aegis {
 
 // Rollback: moves every checkpoint directory of step >= bad_step (complete or not) from
-// OUT/ckpt to OUT/ckpt-quarantine, never deleting one (a name taken there gets a ".N" suffix).
-// Returns the quarantined paths.
+// OUT/ckpt to OUT/ckpt-quarantine, and the run's final outputs (summary.json, model/), written
+// after the bad step, to OUT/ckpt-quarantine/final-outputs; never deletes anything (a name taken
+// there gets a ".N" suffix). Returns the quarantined paths.
 std::vector<std::string> quarantine_checkpoints_from(const std::string& run_dir, int64_t bad_step);
 
 // The launch command with `--resume auto`: appended when absent, replacing the value of an

@@ -74,7 +74,7 @@ void ShardedCheckpoint::finish() {
   const auto snap = std::move(snap_);
   snap_.reset();
   last_saved_ = gather_and_commit(comm_, root_, *snap, entry_, why, before_commit_);
-  if (rank_of(comm_) == 0) apply_retention(root_, keep_last_, keep_every_);
+  if (rank_of(comm_) == 0) apply_retention(root_, keep_last_, keep_every_, snap->state.step);
 }
 
 std::string gather_and_commit(dist::Communicator* comm, const std::string& root,

@@ -100,9 +100,13 @@ void restore_checkpoint(const LoadedCheckpoint& ck, ParamStore& params, Optimize
 std::string find_latest_checkpoint(const std::string& root,
                                    const std::function<void(const std::string&)>& skipped);
 
-// Retention: keeps the newest keep_last complete checkpoints and every one whose step is a
-// multiple of keep_every (0 = none); removes the other complete ones. Returns removed dirs.
+// Retention after the save of step `saved_step`: among the complete checkpoints of steps up to
+// saved_step, keeps the newest keep_last (≥ 1, so never the one just saved) and every one whose
+// step is a multiple of keep_every (0 = none), and removes the others. Checkpoints of later steps
+// are not this timeline's (another run's, or past a rollback) and are never touched: once, a
+// damaged step-20 of an earlier run counted as "newer" and retention deleted the step-5 just
+// written. Returns the removed dirs.
 std::vector<std::string> apply_retention(const std::string& root, int keep_last,
-                                         int64_t keep_every);
+                                         int64_t keep_every, int64_t saved_step);
 
 }  // namespace zaya

@@ -240,18 +240,20 @@ std::string write_checkpoint(const std::string& root, const CheckpointSnapshot& 
 }
 
 std::vector<std::string> apply_retention(const std::string& root, int keep_last,
-                                         int64_t keep_every) {
+                                         int64_t keep_every, int64_t saved_step) {
   std::vector<std::pair<int64_t, std::string>> done;
   for (const auto& d : fs::directory_iterator(root)) {
     const std::string n = d.path().filename().string();
     if (!d.is_directory() || n.size() != 13 || n.rfind("step-", 0) != 0) continue;
     if (!fs::exists(d.path() / "COMPLETE")) continue;  // not ours to judge: leave it
-    done.emplace_back(std::stoll(n.substr(5)), d.path().string());
+    const int64_t step = std::stoll(n.substr(5));
+    if (step > saved_step) continue;  // not this timeline's: leave it
+    done.emplace_back(step, d.path().string());
   }
   std::sort(done.begin(), done.end());
   std::vector<std::string> removed;
   for (size_t i = 0; i < done.size(); ++i) {
-    const bool recent = i + size_t(std::max(keep_last, 0)) >= done.size();
+    const bool recent = i + size_t(std::max(keep_last, 1)) >= done.size();
     const bool milestone = keep_every > 0 && done[i].first % keep_every == 0;
     if (recent || milestone) continue;
     fs::remove_all(done[i].second);

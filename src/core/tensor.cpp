@@ -49,7 +49,10 @@ float bf16_to_f32(uint16_t x) {
 
 int64_t shape_numel(const Shape& s) {
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  for (int64_t d : s) {
+    ZAYA_CHECK(d >= 0 && !__builtin_mul_overflow(n, d, &n), "tensor shape ", shape_str(s),
+               ": negative dimension or more than 2^63 elements");
+  }
   return n;
 }
 

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/json_number.h"
 
 namespace zaya {
 
@@ -67,17 +68,13 @@ DataConfig data_config_from_json(const json& j, const std::string& where) {
     ZAYA_CHECK(name.is_string(), where, ": field '", at, ".name' must be a string");
     phase.name = name.get<std::string>();
     const json& tokens = require(ph, "tokens", where, at);
-    ZAYA_CHECK(tokens.is_number_integer() && tokens.get<int64_t>() > 0, where, ": field '", at,
-               ".tokens' must be a positive integer, got ", tokens.dump());
-    phase.tokens = tokens.get<int64_t>();
+    // 2^50 tokens is ~1,000 times ZAYA1-base's pretraining budget and keeps token counts, sample
+    // indices and their sums far inside int64.
+    phase.tokens = json_integer(tokens, 1, int64_t(1) << 50, where + ": field '" + at + ".tokens'");
     const json& seq = require(ph, "seq_len", where, at);
-    ZAYA_CHECK(seq.is_number_integer() && seq.get<int64_t>() > 0, where, ": field '", at,
-               ".seq_len' must be a positive integer, got ", seq.dump());
-    phase.seq_len = seq.get<int64_t>();
+    phase.seq_len = json_integer(seq, 1, int64_t(1) << 24, where + ": field '" + at + ".seq_len'");
     const json& theta = require(ph, "rope_theta", where, at);
-    ZAYA_CHECK(theta.is_number() && theta.get<double>() > 0, where, ": field '", at,
-               ".rope_theta' must be a positive number, got ", theta.dump());
-    phase.rope_theta = theta.get<double>();
+    phase.rope_theta = json_finite(theta, 1e-300, 1e300, where + ": field '" + at + ".rope_theta'");
 
     const json& mix = require(ph, "mixture", where, at);
     ZAYA_CHECK(mix.is_object() && !mix.empty(), where, ": field '", at,
@@ -89,9 +86,9 @@ DataConfig data_config_from_json(const json& j, const std::string& where) {
       while (s < c.sources.size() && c.sources[s] != src) ++s;
       ZAYA_CHECK(s < c.sources.size(), where, ": field '", at, ".mixture.", src, "': source '", src,
                  "' is not in data.sources");
-      ZAYA_CHECK(w.is_number() && w.get<double>() >= 0, where, ": field '", at, ".mixture.", src,
-                 "' must be a non-negative number, got ", w.dump());
-      phase.weights[s] = w.get<double>();
+      // Bounded so that the sum stays finite: weights summing to infinity once normalised to NaN
+      // and overflowed the loader's sampling tables.
+      phase.weights[s] = json_finite(w, 0.0, 1e12, where + ": field '" + at + ".mixture." + src + "'");
       total += phase.weights[s];
     }
     ZAYA_CHECK(total > 0, where, ": field '", at, ".mixture': weights sum to 0, expected > 0");

@@ -1,11 +1,14 @@
 #include "model/config.h"
 
 #include <fstream>
+#include <limits>
+#include <utility>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_number.h"
 
 namespace zaya {
 
@@ -23,16 +26,15 @@ const std::set<std::string> kOptional = {"norm_eps",     "router_norm_eps", "ini
 int64_t get_int(const json& j, const char* key, const std::string& where, int64_t fallback) {
   if (!j.contains(key)) return fallback;
   const json& v = j.at(key);
-  ZAYA_CHECK(v.is_number_integer(), where, ": field 'model.", key, "' must be an integer, got ",
-             v.dump());
-  return v.get<int64_t>();
+  return json_integer(v, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(),
+                      where + ": field 'model." + key + "'");
 }
 
 double get_num(const json& j, const char* key, const std::string& where, double fallback) {
   if (!j.contains(key)) return fallback;
   const json& v = j.at(key);
-  ZAYA_CHECK(v.is_number(), where, ": field 'model.", key, "' must be a number, got ", v.dump());
-  return v.get<double>();
+  return json_finite(v, -std::numeric_limits<double>::max(), std::numeric_limits<double>::max(),
+                     where + ": field 'model." + key + "'");
 }
 
 }  // namespace
@@ -85,7 +87,27 @@ void ModelConfig::validate(const std::string& where) const {
   positive("expert_hidden", expert_hidden);
   positive("router_dim", router_dim);
   positive("max_seq_len", max_seq_len);
-  ZAYA_CHECK(vocab_size < (int64_t(1) << 31), where, ": field 'model.vocab_size' must fit int32");
+  // Upper bounds keep every product of sizes (tensor element counts, activations of a step) far
+  // inside int64, and every dimension inside the int the kernels index with. ZAYA1-base uses
+  // hidden 2048, 80 stages, 262,272 tokens and 4096..32768 positions.
+  auto at_most = [&](const char* name, int64_t v, int64_t hi) {
+    ZAYA_CHECK(v <= hi, where, ": field 'model.", name, "' must be ≤ ", hi, ", got ", v);
+  };
+  at_most("vocab_size", vocab_size, (int64_t(1) << 31) - 1);
+  at_most("hidden_size", hidden_size, int64_t(1) << 20);
+  at_most("num_stages", num_stages, 4096);
+  at_most("num_q_heads", num_q_heads, 4096);
+  at_most("num_kv_heads", num_kv_heads, 4096);
+  at_most("head_dim", head_dim, 4096);
+  at_most("num_experts", num_experts, 4096);
+  at_most("expert_hidden", expert_hidden, int64_t(1) << 20);
+  at_most("router_dim", router_dim, int64_t(1) << 20);
+  at_most("max_seq_len", max_seq_len, int64_t(1) << 24);
+  for (const auto& [name, id] : {std::pair{"bos_token_id", bos_token_id},
+                                 std::pair{"eos_token_id", eos_token_id},
+                                 std::pair{"pad_token_id", pad_token_id}})
+    ZAYA_CHECK(id >= -1 && id < vocab_size, where, ": field 'model.", name,
+               "' must be -1 (none) or a token id below vocab_size ", vocab_size, ", got ", id);
   ZAYA_CHECK(num_stages % 2 == 0, where, ": field 'model.num_stages' must be even (attention and ",
              "MoE stages alternate), got ", num_stages);
   ZAYA_CHECK(num_q_heads % num_kv_heads == 0, where, ": field 'model.num_q_heads' (", num_q_heads,

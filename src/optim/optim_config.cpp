@@ -1,10 +1,12 @@
 #include "optim/optim_config.h"
 
+#include <limits>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_number.h"
 
 namespace zaya {
 
@@ -23,16 +25,14 @@ class FieldReader {
   void number(const char* key, double& out) const {
     if (!j_.contains(key)) return;
     const json& v = j_.at(key);
-    ZAYA_CHECK(v.is_number(), where_, ": field '", field(key), "' must be a number, got ",
-               v.dump());
-    out = v.get<double>();
+    out = json_finite(v, -std::numeric_limits<double>::max(), std::numeric_limits<double>::max(),
+                      where_ + ": field '" + field(key) + "'");
   }
   void integer(const char* key, int64_t& out) const {
     if (!j_.contains(key)) return;
     const json& v = j_.at(key);
-    ZAYA_CHECK(v.is_number_integer(), where_, ": field '", field(key), "' must be an integer, got ",
-               v.dump());
-    out = v.get<int64_t>();
+    out = json_integer(v, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(),
+                       where_ + ": field '" + field(key) + "'");
   }
   void boolean(const char* key, bool& out) const {
     if (!j_.contains(key)) return;

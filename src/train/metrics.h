@@ -26,6 +26,8 @@ class MetricsWriter {
   std::FILE* file_ = nullptr;
 };
 
-std::vector<nlohmann::json> read_metrics(const std::string& path);
+// torn_tail, when given, accepts a last line that is not JSON (what a kill in the middle of a write
+// leaves) and is set to 1 when one was dropped; without it every line must parse.
+std::vector<nlohmann::json> read_metrics(const std::string& path, int* torn_tail = nullptr);
 
 }  // namespace zaya

@@ -1,10 +1,12 @@
 #include "train/run_outputs.h"
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 
+#include "core/error.h"
 #include "model/weights_io.h"
 #include "model/zaya_model.h"
 #include "tokenizer/tokenizer_files.h"
@@ -17,24 +19,35 @@ namespace fs = std::filesystem;
 
 void write_run_outputs(TrainSummary& sum, ZayaModel& model, const TrainConfig& tc,
                        int32_t stop_token, const std::string& config_path) {
+  // The model first: whatever fails after it (the plot, the samples) costs a warning, never the
+  // trained weights.
   save_model_dir(sum.model_dir, model);
-  PlotOptions po;
-  po.title = "zaya: " + fs::path(config_path).filename().string();
-  po.baseline = sum.unigram_val_loss;
-  plot_loss_svg(sum.metrics_path, sum.plot_path, po);
-  if (tc.sample_tokens <= 0 || tc.tokenizer.empty()) return;
-  const auto tok = load_tokenizer(tc.tokenizer);
-  std::ofstream samples(fs::path(tc.out_dir) / "samples.txt");
-  for (size_t i = 0; i < tc.sample_prompts.size(); ++i) {
-    SampleOptions so;
-    so.max_new_tokens = tc.sample_tokens;
-    so.temperature = tc.sample_temperature;
-    so.top_k = tc.sample_top_k;
-    so.seed = tc.seed + i;
-    so.stop_token = stop_token;
-    const auto ids = generate(model, tok->encode(tc.sample_prompts[i]), so);
-    sum.samples.push_back(tok->decode(ids));
-    samples << sum.samples.back() << "\n\n";
+  try {
+    PlotOptions po;
+    po.title = "zaya: " + fs::path(config_path).filename().string();
+    po.baseline = sum.unigram_val_loss;
+    plot_loss_svg(sum.metrics_path, sum.plot_path, po);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "warning: the loss plot was not drawn: %s\n", e.what());
+  }
+  // A run stopped by a signal has little time left before the scheduler's SIGKILL: no samples.
+  if (tc.sample_tokens <= 0 || tc.tokenizer.empty() || sum.interrupted) return;
+  try {
+    const auto tok = load_tokenizer(tc.tokenizer);
+    std::ofstream samples(fs::path(tc.out_dir) / "samples.txt");
+    for (size_t i = 0; i < tc.sample_prompts.size(); ++i) {
+      SampleOptions so;
+      so.max_new_tokens = tc.sample_tokens;
+      so.temperature = tc.sample_temperature;
+      so.top_k = tc.sample_top_k;
+      so.seed = tc.seed + i;
+      so.stop_token = stop_token;
+      const auto ids = generate(model, tok->encode(tc.sample_prompts[i]), so);
+      sum.samples.push_back(tok->decode(ids));
+      samples << sum.samples.back() << "\n\n";
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "warning: no samples: %s\n", e.what());
   }
 }
 
@@ -45,8 +58,16 @@ void write_run_summary(const TrainSummary& sum) {
                                   {"final_val_loss", sum.final_val_loss},
                                   {"unigram_val_loss", sum.unigram_val_loss},
                                   {"interrupted", sum.interrupted},
+                                  {"stop_signal", sum.stop_signal},
                                   {"elapsed_s", sum.elapsed_s}};
-  std::ofstream(fs::path(sum.out_dir) / "summary.json") << summary.dump(2) << "\n";
+  // Written beside and renamed over: a kill mid-write leaves the previous summary, never half.
+  const fs::path path = fs::path(sum.out_dir) / "summary.json", tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << summary.dump(2) << "\n";
+    ZAYA_CHECK(out.good(), "writing ", tmp.string(), " failed (disk full?)");
+  }
+  fs::rename(tmp, path);
 }
 
 }  // namespace zaya

@@ -1,6 +1,7 @@
 #include "train/train_config.h"
 
 #include "core/error.h"
+#include "core/json_number.h"
 
 namespace zaya {
 
@@ -10,9 +11,8 @@ TrainConfig train_config_from_json(const nlohmann::json& j, const std::string& w
   for (const auto& [key, v] : j.items()) {
     const std::string field = "'train." + key + "'";
     auto integer = [&](auto& dst, int64_t lo) {
-      ZAYA_CHECK(v.is_number_integer() && v.get<int64_t>() >= lo, where, ": field ", field,
-                 " must be an integer ≥ ", lo, ", got ", v.dump());
-      dst = static_cast<std::remove_reference_t<decltype(dst)>>(v.get<int64_t>());
+      using T = std::remove_reference_t<decltype(dst)>;
+      dst = json_integer_as<T>(v, lo, where + ": field " + field);
     };
     if (key == "seed")
       integer(c.seed, 0);
@@ -42,9 +42,7 @@ TrainConfig train_config_from_json(const nlohmann::json& j, const std::string& w
       ZAYA_CHECK(v.is_string(), where, ": field ", field, " must be a string");
       (key == "out_dir" ? c.out_dir : c.tokenizer) = v.get<std::string>();
     } else if (key == "sample_temperature") {
-      ZAYA_CHECK(v.is_number() && v.get<double>() >= 0, where, ": field ", field,
-                 " must be a number ≥ 0");
-      c.sample_temperature = v.get<float>();
+      c.sample_temperature = float(json_finite(v, 0.0, 100.0, where + ": field " + field));
     } else if (key == "sample_prompts") {
       ZAYA_CHECK(v.is_array(), where, ": field ", field, " must be a list of strings");
       c.sample_prompts.clear();

@@ -1,7 +1,9 @@
 #include "train/trainer.h"
 
+#include <signal.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -27,11 +29,13 @@
 #include "optim/router_balancer.h"
 #include "optim/schedule.h"
 #include "optim/zero1_sync.h"
+#include "tokenizer/tokenizer_files.h"
 #include "train/evaluate.h"
 #include "train/fault_injection.h"
 #include "train/heartbeat.h"
 #include "train/metrics.h"
 #include "train/run_outputs.h"
+#include "train/run_dir.h"
 #include "train/skip_windows.h"
 #include "train/train_config.h"
 
@@ -42,11 +46,53 @@ using nlohmann::json;
 
 namespace {
 
+// SIGINT (Ctrl-C; what mpirun sends its ranks on Ctrl-C is SIGTERM), SIGTERM (Slurm before a time
+// limit or preemption, a scheduler's stop) and SIGUSR1 (`sbatch --signal=USR1@T`) all ask the run
+// to stop cleanly: finish the current step, save a checkpoint, write the outputs, exit 0. The
+// ranks agree on it at the end of every step, so a signal to any one rank stops all of them at
+// the same step. A second SIGINT stops at once (the checkpoints already written stay valid).
 std::atomic<int> g_interrupts{0};
-extern "C" void on_sigint(int) {
-  // First Ctrl-C: finish the current step, evaluate, save, exit. Second: stop at once.
-  if (g_interrupts.fetch_add(1) >= 1) std::_Exit(130);
+std::atomic<int> g_signal{0};
+extern "C" void trainer_on_stop_signal(int sig) {
+  if (g_interrupts.fetch_add(1) >= 1 && sig == SIGINT) std::_Exit(130);
+  g_signal = sig;
 }
+
+const char* signal_name(int sig) {
+  switch (sig) {
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGUSR1:
+      return "SIGUSR1";
+    default:
+      return "a signal";
+  }
+}
+
+// Installs the stop handlers for the life of the training loop and restores the previous ones.
+class StopSignals {
+ public:
+  StopSignals() {
+    g_interrupts = 0;
+    g_signal = 0;
+    struct sigaction sa {};
+    sa.sa_handler = trainer_on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;  // a signal must not fail a write in progress with EINTR
+    for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &sa, &previous_[i]);
+  }
+  ~StopSignals() {
+    for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &previous_[i], nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGUSR1};
+  std::array<struct sigaction, 3> previous_{};
+};
 
 std::string format_duration(double s) {
   char b[32];
@@ -74,9 +120,13 @@ int64_t schedule_length(const DataConfig& dc, const DataLoader& loader, const Op
 // is rewritten beside the original and renamed over it, so a crash here loses no saved line.
 void truncate_metrics(const std::string& path, int64_t last_step) {
   std::vector<json> kept;
+  int torn = 0;
   if (fs::exists(path))
-    for (json& r : read_metrics(path))
+    for (json& r : read_metrics(path, &torn))
       if (r.value("step", int64_t(0)) <= last_step) kept.push_back(std::move(r));
+  if (torn)
+    std::fprintf(stderr, "%s: dropped a torn last line (the run was killed while writing it)\n",
+                 path.c_str());
   const std::string tmp = path + ".tmp";
   {
     std::ofstream rewrite(tmp);
@@ -121,21 +171,58 @@ TrainSummary run_training(const TrainOptions& opt) {
   const int64_t total_steps =
       tc.max_steps > 0 ? std::min(tc.max_steps, schedule_steps) : schedule_steps;
 
-  if (lead) fs::create_directories(tc.out_dir);
+  // Everything the run will need is checked before step 1, so that a bad config fails in seconds
+  // rather than after the schedule: a validation window for every phase's length, the tokenizer
+  // of the end-of-run samples.
+  for (const DataPhase& ph : dc.phases) {
+    int64_t windows = 0;
+    for (int src = 0; src < loader.num_sources(); ++src)
+      windows += loader.val_windows(src, int(ph.seq_len));
+    ZAYA_CHECK(windows > 0, path, ": data phase '", ph.name, "' (seq_len ", ph.seq_len,
+               "): no source's validation split has a window of ", ph.seq_len + 1,
+               " tokens; prepare the data with a larger --val-fraction or use a shorter seq_len");
+  }
+  if (tc.sample_tokens > 0 && !tc.tokenizer.empty()) {
+    const auto tok = load_tokenizer(tc.tokenizer);
+    ZAYA_CHECK(tok->vocab_size() <= mc.vocab_size, path, ": 'train.tokenizer' ", tc.tokenizer,
+               " has ", tok->vocab_size(), " tokens but 'model.vocab_size' is ", mc.vocab_size);
+  }
+
+  const std::string ckpt_root = (fs::path(tc.out_dir) / "ckpt").string();
   TrainSummary sum;
   sum.out_dir = tc.out_dir;
+  if (opt.resume.empty()) refuse_existing_run(tc.out_dir);  // every rank, before any rank writes
+  if (opt.resume == "auto") {
+    const auto finished = finished_run_steps(tc.out_dir);
+    if (finished && *finished >= total_steps) {
+      if (lead)
+        std::fprintf(stderr,
+                     "%s: this run already finished at step %lld (summary.json); nothing to do, "
+                     "nothing changed\n",
+                     tc.out_dir.c_str(), (long long)*finished);
+      sum.already_finished = true;
+      sum.steps = *finished;
+      return sum;
+    }
+  }
+  if (lead) fs::create_directories(tc.out_dir);
   sum.metrics_path = (fs::path(tc.out_dir) / "metrics.jsonl").string();
   sum.plot_path = (fs::path(tc.out_dir) / "loss.svg").string();
   sum.model_dir = (fs::path(tc.out_dir) / "model").string();
   // Resume: every rank reads the checkpoint (of any world size) and keeps its own range of the
   // optimizer state. The checkpoint is read before the metrics file is opened, so the metrics of
   // steps past the checkpoint (from the interrupted run) can be dropped and the rest continued.
-  const std::string ckpt_root = (fs::path(tc.out_dir) / "ckpt").string();
   std::string resume_dir = opt.resume;
   if (resume_dir == "auto") {
     resume_dir = find_latest_checkpoint(ckpt_root, [&](const std::string& msg) {
       if (lead) std::fprintf(stderr, "%s\n", msg.c_str());
     });
+    // Damaged checkpoints are evidence, not garbage: starting over would let retention delete
+    // them. Step 0 only when no checkpoint was ever committed here.
+    ZAYA_CHECK(!resume_dir.empty() || !has_committed_checkpoints(ckpt_root),
+               "--resume auto: every checkpoint under ", ckpt_root,
+               " is damaged (see above); nothing was deleted. Resume from one of them with "
+               "--resume DIR after repairing it, or move them away to start over from step 0");
     if (resume_dir.empty() && lead)
       std::fprintf(stderr, "resume auto: no complete checkpoint under %s, starting from step 0\n",
                    ckpt_root.c_str());
@@ -148,6 +235,10 @@ TrainSummary run_training(const TrainOptions& opt) {
                "; the data order would differ, so the run could not continue exactly");
     ZAYA_CHECK(resumed.state.step <= total_steps, "checkpoint ", resume_dir, " is at step ",
                resumed.state.step, ", past this run's last step ", total_steps);
+    check_resume_config(resumed.state.config, root, resume_dir, opt.allow_changes,
+                        [&](const std::string& msg) {
+                          if (lead) std::fprintf(stderr, "%s\n", msg.c_str());
+                        });
     sum.resumed_from = resume_dir;
     sum.resumed_step = resumed.state.step;
     if (lead) truncate_metrics(sum.metrics_path, resumed.state.step);
@@ -218,8 +309,7 @@ TrainSummary run_training(const TrainOptions& opt) {
     announced = checkpoints.last_saved();
     std::fprintf(stderr, "%scheckpoint saved: %s\n", tty ? "\r\033[K" : "", announced.c_str());
   };
-  g_interrupts = 0;
-  auto previous_handler = std::signal(SIGINT, on_sigint);
+  StopSignals stop_signals;
   if (lead) {
     std::fprintf(stderr, "train: %s -> %s, %lld steps, %lld tokens, %d rank%s x %d threads\n",
                  path.c_str(), tc.out_dir.c_str(), (long long)total_steps,
@@ -238,6 +328,7 @@ TrainSummary run_training(const TrainOptions& opt) {
   std::vector<int64_t> samples;
   EvalResult last_eval;
   double train_s = 0;
+  const int64_t first_step = step;
   for (; step < total_steps; ++step) {
     const auto t0 = std::chrono::steady_clock::now();
     faults.at_step_start(step + 1);  // Aegis drills: kill, hang, slow
@@ -306,10 +397,18 @@ TrainSummary run_training(const TrainOptions& opt) {
     balancer.update(model.params(), stage_counts);  // same counts on every rank: same biases
     tokens_done += seqs * S;
     const double loss = loss_sum / double(micro_steps * world);
-    int64_t stop = g_interrupts > 0 ? 1 : 0;  // a Ctrl-C on any rank stops every rank
+    int64_t stop = g_interrupts > 0 ? 1 : 0;  // a signal to any rank stops every rank
     dist::sum_over_ranks(comm, std::span<int64_t>(&stop, 1));
+    if (stop > 0 && sum.stop_signal.empty()) {
+      sum.stop_signal = g_signal != 0 ? signal_name(g_signal) : "a signal to another rank";
+      if (lead)
+        std::fprintf(stderr, "%sstopping after step %lld (%s): saving a checkpoint\n",
+                     tty ? "\r\033[K" : "", (long long)(step + 1), sum.stop_signal.c_str());
+    }
     const bool last = step + 1 == total_steps || stop > 0;
-    const bool eval = (step + 1) % tc.eval_every == 0 || last;
+    // A stop by signal skips the end-of-run evaluation: the time before the scheduler's SIGKILL
+    // goes to the checkpoint.
+    const bool eval = (step + 1) % tc.eval_every == 0 || (last && stop == 0);
     const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     train_s += dt;
     if (eval) last_eval = evaluate(model, loader, S, tc.eval_windows, tc.micro_batch, comm);
@@ -348,7 +447,8 @@ TrainSummary run_training(const TrainOptions& opt) {
     heartbeat.beat_step(step + 1, loss, grad_norm, own_s, g_begin, g);
     checkpoints.poll();  // commits a save once every rank has written its file
     announce_checkpoint();
-    if (tc.checkpoint_every > 0 && ((step + 1) % tc.checkpoint_every == 0 || last)) {
+    // A stop by signal always saves, even in a run configured without checkpoints.
+    if ((tc.checkpoint_every > 0 && ((step + 1) % tc.checkpoint_every == 0 || last)) || stop > 0) {
       TrainerState st;
       st.step = step + 1;
       st.tokens_done = tokens_done;
@@ -364,8 +464,15 @@ TrainSummary run_training(const TrainOptions& opt) {
     }
   }
   if (tty) std::fprintf(stderr, "\n");
-  std::signal(SIGINT, previous_handler);
 
+  if (step == first_step && lead && fs::exists(sum.metrics_path)) {
+    // Resumed from the final checkpoint of a run that died before its outputs: no step ran here,
+    // so the losses come from the metrics the run wrote.
+    for (const json& r : read_metrics(sum.metrics_path)) {
+      sum.final_loss = r.value("loss", sum.final_loss);
+      if (r.contains("val_loss")) last_eval.loss = r["val_loss"].get<double>();
+    }
+  }
   heartbeat.beat_phase("checkpoint", step, g);
   checkpoints.wait();  // the final save must be on disk before the run reports success
   announce_checkpoint();

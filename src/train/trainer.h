@@ -25,6 +25,9 @@ struct TrainOptions {
   // or a run's ckpt/ root; see ckpt/hf_interop.h): continued pretraining with a fresh optimizer,
   // schedule and data order. The model config must match the run's. Ignored when resuming.
   std::string init_from;
+  // Resume even when the optimizer settings or the micro-batch differ from the checkpoint's
+  // config (see train/run_dir.h for what a resume may change).
+  bool allow_changes = false;
 };
 
 struct TrainSummary {
@@ -34,7 +37,9 @@ struct TrainSummary {
   double final_val_loss = 0;
   double unigram_val_loss = 0;  // entropy of the validation tokens' own unigram distribution
   double elapsed_s = 0;
-  bool interrupted = false;
+  bool interrupted = false;      // stopped early by a signal (SIGINT, SIGTERM, SIGUSR1)
+  std::string stop_signal;       // its name, when interrupted
+  bool already_finished = false;  // --resume auto on a finished run: nothing was done
   std::string out_dir, metrics_path, plot_path, model_dir;
   std::string resumed_from;     // checkpoint directory, empty for a fresh run
   std::string last_checkpoint;  // newest checkpoint this run wrote

@@ -64,6 +64,6 @@ for _ in $(seq 1 100); do
 done
 kill -INT $pid
 wait $pid || { echo "FAIL SIGINT: exit code $?"; cat "$WORK/run3.log"; exit 1; }
-grep -q "interrupted" "$WORK/run3.log" || { echo "FAIL SIGINT: run did not report an interruption"; cat "$WORK/run3.log"; exit 1; }
+grep -q "stopped by SIGINT" "$WORK/run3.log" || { echo "FAIL SIGINT: run did not report an interruption"; cat "$WORK/run3.log"; exit 1; }
 [[ -s $WORK/run3/model/model.safetensors ]] || { echo "FAIL SIGINT: no model saved"; exit 1; }
 echo "ok   SIGINT stops the run cleanly and saves the model"

@@ -227,5 +227,30 @@ TEST(Checkpoint, LatestSkipsDamagedAndRetentionKeepsLastAndEveryM) {
       << skipped[1];
 }
 
+// Retention must never delete the checkpoint it just saved, whatever else the directory holds: an
+// earlier run's complete checkpoints of later steps once counted as "newer", and keep_last 1
+// deleted the step-5 save that had just been written.
+TEST(Checkpoint, RetentionNeverDeletesTheNewSaveNorLaterSteps) {
+  TempDir tmp("retention");
+  State a(tiny());
+  a.train(1);
+  {
+    ShardedCheckpoint old_run(tmp.path, 3, 0);
+    for (int64_t step : {20, 25}) old_run.save(a.params, a.optimizer, a.balancer, trainer_state(step));
+    old_run.wait();
+  }
+  {
+    ShardedCheckpoint saver(tmp.path, 1, 0);
+    for (int64_t step : {5, 10}) {
+      saver.save(a.params, a.optimizer, a.balancer, trainer_state(step));
+      saver.wait();
+      EXPECT_TRUE(fs::exists(fs::path(checkpoint_dir_name(tmp.path, step)) / "COMPLETE"))
+          << "the save of step " << step << " was deleted by retention";
+    }
+  }
+  EXPECT_FALSE(fs::exists(checkpoint_dir_name(tmp.path, 5)));  // keep_last 1 of this timeline
+  for (int64_t step : {20, 25}) EXPECT_TRUE(fs::exists(checkpoint_dir_name(tmp.path, step)));
+}
+
 }  // namespace
 }  // namespace zaya

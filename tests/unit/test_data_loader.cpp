@@ -198,7 +198,7 @@ TEST(DataConfig, ErrorsNameTheField) {
             std::string::npos);
   EXPECT_NE(error_for([](json& j) {
               j["phases"][2]["tokens"] = -5;
-            }).find("'data.phases[2].tokens' must be a positive integer"),
+            }).find("'data.phases[2].tokens' must be an integer in [1, "),
             std::string::npos);
   EXPECT_NE(error_for([](json& j) {
               j["sources"] = {"a", "a"};

@@ -104,7 +104,7 @@ TEST(OptimConfig, BadFieldsAreNamed) {
   const std::pair<const char*, const char*> cases[] = {
       {R"({"lr_max": 1})", "config.json: unknown field 'train.optim.lr_max'"},
       {R"({"lr": -1})", "'train.optim.lr' must be > 0"},
-      {R"({"lr": "big"})", "'train.optim.lr' must be a number"},
+      {R"({"lr": "big"})", "'train.optim.lr' must be a finite number"},
       {R"({"min_lr": 1})", "'train.optim.min_lr' must be in [0, lr"},
       {R"({"schedule": "linear"})", "'train.optim.schedule' must be"},
       {R"({"warmup_steps": 1.5})", "'train.optim.warmup_steps' must be an integer"},
