@@ -141,6 +141,27 @@ sigkill)  # the supervisor dies by SIGKILL: its job (leader and the helpers it s
   check "and so is the helper it started" gone "$HELPER"
   kill -KILL "$LEADER" "$HELPER" 2>/dev/null  # leave nothing behind whatever the verdict
   ;;
+sigkill_train)  # the same with the real job: every rank (and mpirun) dies with the supervisor
+  rm -rf "$OUT"; launch_command "$OUT"
+  ZAYA_FAULTS="hang@4:rank=0" "$ZAYA" aegis --run-dir "$OUT" --poll 0.05 --hang-floor 600 -- \
+    "${LAUNCH[@]}" > "$LOG" 2>&1 &
+  AEGIS_PID=$!
+  # Every rank has done step 3 (rank 0 then hangs, the others wait for it in a collective).
+  ranks_pids() { py "
+import glob, json
+beats = [json.load(open(f)) for f in sorted(glob.glob('$OUT/heartbeat/rank-*.json'))]
+if len(beats) == $NP and all(b['step'] >= 3 for b in beats): print(' '.join(str(b['pid']) for b in beats))" 2>/dev/null; }
+  PIDS=""
+  for _ in $(seq 200); do PIDS=$(ranks_pids); [[ -n $PIDS ]] && break; sleep 0.1; done
+  check "all $NP ranks made steps under the supervisor" test -n "$PIDS"
+  LEADER=$(py "import json; print([json.loads(l) for l in open('$OUT/aegis/events.jsonl') if '\"launch\"' in l][0]['pid'])")
+  kill -KILL "$AEGIS_PID"; wait "$AEGIS_PID" 2>/dev/null
+  gone() { for p in "$@"; do kill -0 "$p" 2>/dev/null && return 1; done; return 0; }
+  for _ in $(seq 60); do gone $LEADER $PIDS && break; sleep 0.05; done
+  check "the launch command's process ($LEADER) is gone within 3 s" gone $LEADER
+  check "and every rank ($PIDS)" gone $PIDS
+  kill -KILL $LEADER $PIDS 2>/dev/null
+  ;;
 sigterm)  # SIGTERM to the supervisor: it stops the job (grace, then SIGKILL) before it exits
   rm -rf "$OUT"; mkdir -p "$OUT"
   # The job ignores SIGINT and SIGTERM: only the SIGKILL after --grace ends it.
