@@ -58,10 +58,18 @@ JobProcess::JobProcess(const std::vector<std::string>& argv,
   ZAYA_CHECK(::pipe2(fds, O_CLOEXEC) == 0, "aegis: pipe failed: ", std::strerror(errno));
   // The exec-error pipe: a successful exec closes the child's end (CLOEXEC), so the parent reads
   // end of file; a failed one writes errno first.
-  ZAYA_CHECK(::pipe2(exec_fds, O_CLOEXEC) == 0, "aegis: pipe failed: ", std::strerror(errno));
+  if (::pipe2(exec_fds, O_CLOEXEC) != 0) {
+    const int err = errno;
+    for (int fd : fds) ::close(fd);
+    ZAYA_FAIL("aegis: pipe failed: ", std::strerror(err));
+  }
   const pid_t parent = ::getpid();
   pid_ = ::fork();
-  ZAYA_CHECK(pid_ >= 0, "aegis: fork failed: ", std::strerror(errno));
+  if (pid_ < 0) {
+    const int err = errno;
+    for (int fd : {fds[0], fds[1], exec_fds[0], exec_fds[1]}) ::close(fd);
+    ZAYA_FAIL("aegis: fork failed: ", std::strerror(err));
+  }
   if (pid_ == 0) {
     // Die with the supervisor. If it died before prctl took effect the signal never comes:
     // getppid() then names the reaper instead.
