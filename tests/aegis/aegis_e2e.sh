@@ -176,6 +176,31 @@ sigterm)  # SIGTERM to the supervisor: it stops the job (grace, then SIGKILL) be
   check "the event log says how it was stopped" grep -q '"kind":"interrupted".*SIGKILL after 0.5 s grace' "$OUT/aegis/events.jsonl"
   kill -KILL "$LEADER" 2>/dev/null
   ;;
+hostile_log)  # the README's rules and a backtracking one against huge lines: no crash, no hang
+  rm -rf "$OUT"
+  cat > "$WORK/hostile_rules.json" <<'JSON'
+[{"regex": "NCCL (WARN|ERROR).*[Tt]imeout", "action": "restart"},
+ {"regex": "uncorrectable ECC error on (\\S+)", "action": "mark_bad_host"},
+ {"regex": "(x+)+y", "action": "stop"},
+ {"regex": "CUDA error: out of memory", "action": "stop"}]
+JSON
+  # A 100,000-character line, then 10 MB without a newline, then a line a rule must still catch.
+  T0=$(date +%s.%N)
+  "$ZAYA" aegis --run-dir "$OUT" --poll 0.05 --max-restarts 0 --rules "$WORK/hostile_rules.json" -- \
+    /usr/bin/python3 -c "
+import sys
+sys.stdout.write('NCCL WARN ' + 'x' * 100000 + '\\n'); sys.stdout.flush()
+sys.stdout.write('x' * 10000000); sys.stdout.flush()
+sys.stdout.write('\\nCUDA error: out of memory\\n'); sys.stdout.flush()" > "$LOG" 2>&1
+  AEGIS_RC=$?
+  T=$(py "print(round($(date +%s.%N) - $T0, 2))")
+  check "aegis exits 2 (the stop rule after the huge lines matched), in ${T} s (< 20 s)" \
+    py "import sys; print('exit code', $AEGIS_RC); sys.exit(not ($AEGIS_RC == 2 and $T < 20))"
+  check "the rule event names the out-of-memory rule" \
+    grep -q '"kind":"rule".*log rule 3 .*matched: CUDA error: out of memory' "$OUT/aegis/events.jsonl"
+  check "the 10 MB line was echoed cut at 64 KiB" grep -q 'line cut at 65536 bytes' "$LOG"
+  check "the log holds no 10 MB line" test "$(wc -L < "$LOG")" -lt 200000
+  ;;
 no_exec)  # a launch command that does not exist: named with the reason, exit non-zero, no restart
   rm -rf "$OUT"
   "$ZAYA" aegis --run-dir "$OUT" --backoff 0.2 --max-restarts 3 -- zaya-no-such-command --out "$OUT" \
