@@ -7,6 +7,7 @@ PACKAGES=(
   cmake ninja-build g++ pkg-config clang-format
   libopenblas0-openmp libopenblas-openmp-dev   # BLAS for the CPU backend (OpenMP threading)
   nlohmann-json3-dev libcli11-dev              # config parsing, command line
+  libre2-dev                                   # aegis log rules (linear-time regular expressions)
   libgtest-dev libgmock-dev libbenchmark-dev   # tests and microbenchmarks
   libopenmpi-dev openmpi-bin                   # multi-process runs (mpirun) and their tests
   python3-torch python3-numpy                  # independent PyTorch reference (tests/benchmarks only)

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,8 +11,9 @@
 #include <csignal>
 #include <cstring>
 #include <thread>
+#include <utility>
 
-#include "core/error.h"
+#include "aegis/log_rules.h"
 
 extern char** environ;
 
@@ -23,35 +25,24 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-// Appends what is readable now; false at end of file.
-bool read_available(int fd, std::string& buf) {
-  char chunk[65536];
-  while (true) {
-    const ssize_t n = ::read(fd, chunk, sizeof chunk);
-    if (n > 0) {
-      buf.append(chunk, size_t(n));
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    return !(n == 0);  // EAGAIN: open but empty for now
-  }
-}
+// At most this much output is read per pump, so that a job printing without pause cannot keep
+// the supervisor from its other checks or grow the unreturned lines without bound.
+constexpr size_t kMaxReadPerPump = 1 << 20;
 
-std::vector<std::string> split_complete_lines(std::string& buf) {
-  std::vector<std::string> lines;
-  size_t start = 0, nl;
-  while ((nl = buf.find('\n', start)) != std::string::npos) {
-    lines.push_back(buf.substr(start, nl - start));
-    start = nl + 1;
-  }
-  buf.erase(0, start);
-  return lines;
+// Ignores the signals a terminal or a job scheduler sends to the supervisor's process group: the
+// guardian must outlive the supervisor to do its work, and only SIGKILL (from the supervisor
+// itself, once the job is gone) ends it otherwise.
+void ignore_stop_signals() {
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) ::sigaction(sig, &ignore, nullptr);
 }
 
 }  // namespace
 
 JobProcess::JobProcess(const std::vector<std::string>& argv,
-                       const std::vector<std::string>& extra_env) {
+                       const std::vector<std::string>& extra_env)
+    : splitter_(kMaxRuleLineBytes) {
   ZAYA_CHECK(!argv.empty(), "aegis: no launch command (expected: zaya aegis [options] -- CMD...)");
   // Everything exec needs is built before fork: the child may only make async-signal-safe calls.
   std::vector<std::string> env_strings;
@@ -63,22 +54,99 @@ JobProcess::JobProcess(const std::vector<std::string>& argv,
   for (const std::string& kv : env_strings) envp.push_back(const_cast<char*>(kv.c_str()));
   envp.push_back(nullptr);
 
-  int fds[2];
+  int fds[2], exec_fds[2];
   ZAYA_CHECK(::pipe2(fds, O_CLOEXEC) == 0, "aegis: pipe failed: ", std::strerror(errno));
+  // The exec-error pipe: a successful exec closes the child's end (CLOEXEC), so the parent reads
+  // end of file; a failed one writes errno first.
+  if (::pipe2(exec_fds, O_CLOEXEC) != 0) {
+    const int err = errno;
+    for (int fd : fds) ::close(fd);
+    ZAYA_FAIL("aegis: pipe failed: ", std::strerror(err));
+  }
+  const pid_t parent = ::getpid();
   pid_ = ::fork();
-  ZAYA_CHECK(pid_ >= 0, "aegis: fork failed: ", std::strerror(errno));
+  if (pid_ < 0) {
+    const int err = errno;
+    for (int fd : {fds[0], fds[1], exec_fds[0], exec_fds[1]}) ::close(fd);
+    ZAYA_FAIL("aegis: fork failed: ", std::strerror(err));
+  }
   if (pid_ == 0) {
+    // Die with the supervisor. If it died before prctl took effect the signal never comes:
+    // getppid() then names the reaper instead.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
     ::setsid();  // own session and process group: the supervisor signals the whole group
     ::dup2(fds[1], STDOUT_FILENO);
     ::dup2(fds[1], STDERR_FILENO);
     ::execvpe(args[0], args.data(), envp.data());
-    const char msg[] = "aegis: cannot execute the launch command\n";
-    [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
+    const int err = errno;
+    [[maybe_unused]] const ssize_t n = ::write(exec_fds[1], &err, sizeof err);
     ::_exit(127);
   }
   ::close(fds[1]);
+  ::close(exec_fds[1]);
   out_fd_ = fds[0];
+  int exec_errno = 0;
+  ssize_t n;
+  while ((n = ::read(exec_fds[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR) {
+  }
+  ::close(exec_fds[0]);
+  if (n == ssize_t(sizeof exec_errno)) {
+    ::waitpid(pid_, &wait_status_, 0);
+    exited_ = true;
+    ::close(out_fd_);  // no destructor runs for a constructor that throws
+    throw LaunchError("cannot execute '" + argv[0] + "': " + std::strerror(exec_errno));
+  }
   ::fcntl(out_fd_, F_SETFL, ::fcntl(out_fd_, F_GETFL) | O_NONBLOCK);
+  try {
+    start_guardian();
+  } catch (const Error&) {
+    // No destructor runs for a constructor that throws: take the unguarded job down here.
+    kill_group(SIGKILL);
+    ::waitpid(pid_, &wait_status_, 0);
+    ::close(out_fd_);
+    throw;
+  }
+}
+
+void JobProcess::start_guardian() {
+  int fds[2];
+  ZAYA_CHECK(::pipe2(fds, O_CLOEXEC) == 0, "aegis: pipe failed: ", std::strerror(errno));
+  const pid_t group = pid_;
+  guardian_pid_ = ::fork();
+  if (guardian_pid_ < 0) {
+    const int err = errno;
+    ::close(fds[0]);
+    ::close(fds[1]);
+    ZAYA_FAIL("aegis: fork failed: ", std::strerror(err));
+  }
+  if (guardian_pid_ == 0) {
+    ignore_stop_signals();
+    // Hold nothing of the supervisor's open: not the job's output pipe, not the write end it
+    // watches, not the supervisor's stdout (a reader waiting for its end of file).
+    const int devnull = ::open("/dev/null", O_RDWR);
+    for (int fd : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO}) ::dup2(devnull, fd);
+    ::dup2(fds[0], 3);
+    ::close_range(4, ~0U, 0);
+    char c;
+    ssize_t n;
+    while ((n = ::read(3, &c, 1)) != 0 && (n > 0 || errno == EINTR)) {
+    }
+    ::kill(-group, SIGKILL);  // end of file: the supervisor is gone
+    ::_exit(0);
+  }
+  ::close(fds[0]);
+  guardian_fd_ = fds[1];
+}
+
+void JobProcess::end_guardian() {
+  if (guardian_pid_ > 0) {
+    ::kill(guardian_pid_, SIGKILL);
+    ::waitpid(guardian_pid_, nullptr, 0);
+    guardian_pid_ = -1;
+  }
+  if (guardian_fd_ >= 0) ::close(guardian_fd_);
+  guardian_fd_ = -1;
 }
 
 JobProcess::~JobProcess() {
@@ -86,6 +154,7 @@ JobProcess::~JobProcess() {
     kill_group(SIGKILL);
     ::waitpid(pid_, &wait_status_, 0);
   }
+  end_guardian();
   if (out_fd_ >= 0) ::close(out_fd_);
 }
 
@@ -96,27 +165,36 @@ bool JobProcess::pump(double timeout_s) {
   }
   pollfd p{out_fd_, POLLIN, 0};
   if (::poll(&p, 1, int(timeout_s * 1000)) <= 0) return false;
-  if (!read_available(out_fd_, partial_)) {
-    ::close(out_fd_);  // every writer is gone
-    out_fd_ = -1;
+  char chunk[65536];
+  for (size_t total = 0; total < kMaxReadPerPump;) {
+    const ssize_t n = ::read(out_fd_, chunk, sizeof chunk);
+    if (n > 0) {
+      splitter_.feed(std::string_view(chunk, size_t(n)), lines_);
+      total += size_t(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n == 0) {  // every writer is gone
+      ::close(out_fd_);
+      out_fd_ = -1;
+    }
+    break;  // EAGAIN: open but empty for now
   }
   return true;
 }
 
-std::vector<std::string> JobProcess::read_lines(double timeout_s) {
+std::vector<OutputLine> JobProcess::read_lines(double timeout_s) {
   pump(timeout_s);
-  return split_complete_lines(partial_);
+  return std::exchange(lines_, {});
 }
 
-std::vector<std::string> JobProcess::drain() {
+std::vector<OutputLine> JobProcess::drain() {
   // Processes of the group that outlive the leader may hold the pipe open: read for a moment.
   const auto t0 = std::chrono::steady_clock::now();
   while (out_fd_ >= 0 && seconds_since(t0) < 2.0 && pump(0.2)) {
   }
-  std::vector<std::string> lines = split_complete_lines(partial_);
-  if (!partial_.empty()) lines.push_back(std::move(partial_));
-  partial_.clear();
-  return lines;
+  splitter_.finish(lines_);
+  return std::exchange(lines_, {});
 }
 
 bool JobProcess::poll_exit() {
@@ -125,6 +203,7 @@ bool JobProcess::poll_exit() {
   if (r == pid_) {
     exited_ = true;
     kill_group(SIGKILL);  // ranks or helpers the leader left behind
+    end_guardian();
   }
   return exited_;
 }
@@ -154,6 +233,7 @@ std::string JobProcess::stop(double grace_s, int first_signal) {
   kill_group(SIGKILL);
   ::waitpid(pid_, &wait_status_, 0);
   exited_ = true;
+  end_guardian();
   char what[64];
   std::snprintf(what, sizeof what, "SIGKILL after %.3g s grace", grace_s);
   return what;

@@ -1,5 +1,9 @@
 #include "aegis/log_rules.h"
 
+#include <re2/re2.h>
+
+#include <algorithm>
+
 #include "core/error.h"
 #include "io/text_file.h"
 
@@ -40,11 +44,12 @@ std::vector<LogRule> parse_log_rules(const json& list, const std::string& where)
     else
       ZAYA_FAIL(where, ": rule ", i, " has action '", action,
                 "'; expected restart, stop or mark_bad_host");
-    try {
-      rule.compiled = std::regex(rule.regex, std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
-      ZAYA_FAIL(where, ": rule ", i, " regex '", rule.regex, "' does not compile: ", e.what());
-    }
+    RE2::Options options;
+    options.set_log_errors(false);  // the error below says it, once and with the rule's index
+    auto compiled = std::make_shared<const RE2>(rule.regex, options);
+    ZAYA_CHECK(compiled->ok(), where, ": rule ", i, " regex '", rule.regex,
+               "' does not compile (RE2 syntax, see docs/aegis.md): ", compiled->error());
+    rule.compiled = std::move(compiled);
     rules.push_back(std::move(rule));
   }
   return rules;
@@ -60,12 +65,16 @@ std::vector<LogRule> load_log_rules(const std::string& path) {
   return parse_log_rules(list, path);
 }
 
-std::optional<RuleMatch> match_log_rules(const std::vector<LogRule>& rules,
-                                         const std::string& line) {
+std::optional<RuleMatch> match_log_rules(const std::vector<LogRule>& rules, std::string_view line) {
+  const re2::StringPiece text(line.data(), std::min(line.size(), kMaxRuleLineBytes));
   for (size_t i = 0; i < rules.size(); ++i) {
-    std::smatch m;
-    if (!std::regex_search(line, m, rules[i].compiled)) continue;
-    RuleMatch match{i, rules[i].action, m.size() > 1 ? m[1].str() : ""};
+    const RE2& re = *rules[i].compiled;
+    // Group 0 is the whole match, group 1 the host of mark_bad_host; asking for fewer groups
+    // lets RE2 answer with its DFA alone.
+    const int groups = re.NumberOfCapturingGroups() > 0 ? 2 : 0;
+    re2::StringPiece sub[2];
+    if (!re.Match(text, 0, text.size(), RE2::UNANCHORED, sub, groups)) continue;
+    RuleMatch match{i, rules[i].action, groups > 1 ? sub[1].as_string() : ""};
     return match;
   }
   return std::nullopt;

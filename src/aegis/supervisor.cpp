@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -48,10 +49,19 @@ void check_run_dir_matches_out(const std::vector<std::string>& command,
   }
 }
 
-// The job's output passes through to the supervisor's stdout.
-void echo(const std::string& line) {
-  std::fprintf(stdout, "%s\n", line.c_str());
+// The job's output passes through to the supervisor's stdout; a line cut by the reader says so.
+void echo(const OutputLine& line) {
+  std::fwrite(line.text.data(), 1, line.text.size(), stdout);
+  if (line.cut)
+    std::fprintf(stdout, " [aegis: line cut at %zu bytes, the rest dropped]", kMaxRuleLineBytes);
+  std::fputc('\n', stdout);
   std::fflush(stdout);
+}
+
+// A matched line as the fault's cause quotes it: its beginning only, for a readable event log.
+std::string quote(const std::string& line) {
+  constexpr size_t kMaxQuote = 500;
+  return line.size() <= kMaxQuote ? line : line.substr(0, kMaxQuote) + "...";
 }
 
 std::string join(const std::vector<std::string>& parts, const std::string& sep) {
@@ -90,6 +100,7 @@ int Supervisor::run() {
   g_interrupted = false;
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
+  std::signal(SIGHUP, on_stop_signal);  // a closed terminal: stop the job rather than orphan it
   state_.started_at = unix_now();
   events_.write("aegis_start", "supervising " + opt_.run_dir + ": " + join(opt_.command, " "),
                 {{"run_dir", opt_.run_dir},
@@ -111,7 +122,17 @@ int Supervisor::run() {
     hang_.start_attempt(unix_now());
     std::vector<std::string> env;
     if (!state_.bad_hosts.empty()) env.push_back("ZAYA_BAD_HOSTS=" + join(state_.bad_hosts, ","));
-    JobProcess job(command, env);
+    std::optional<JobProcess> launched;
+    try {
+      launched.emplace(command, env);
+    } catch (const LaunchError& e) {
+      // Not found, not executable: every restart would fail the same way.
+      std::fprintf(stderr, "aegis: %s\n", e.what());
+      events_.write("launch_failed", e.what(),
+                    {{"attempt", state_.attempts}, {"command", command}});
+      return finish("failed", e.what(), kExitCannotExecute);
+    }
+    JobProcess& job = *launched;
     events_.write(
         "launch",
         "attempt " + std::to_string(state_.attempts) + ": started pid " + std::to_string(job.pid()),
@@ -121,11 +142,20 @@ int Supervisor::run() {
     if (g_interrupted) {
       // SIGINT first: the trainer finishes its step, saves a checkpoint and exits.
       const std::string how = job.stop(opt_.grace_s, SIGINT);
-      for (const std::string& line : job.drain()) echo(line);
+      for (const OutputLine& line : job.drain()) echo(line);
       return finish("interrupted", "the supervisor was interrupted; job stopped (" + how + ")",
                     kExitInterrupted);
     }
     if (!fault) {
+      // A job that exits 0 without a single step behind the run (a wrapper that gave up, a
+      // trainer pointed at nothing) did not complete anything; restarting it would do the same.
+      if (max_step_seen_ <= 0) {
+        const std::string cause =
+            "the job exited 0 without completing a training step (no step in " + opt_.run_dir +
+            "/heartbeat/; attempt " + std::to_string(state_.attempts) + ")";
+        events_.write("no_progress", cause, {{"attempt", state_.attempts}});
+        return finish("failed", cause, kExitNoProgress);
+      }
       // Resumed at the last step (a crash during the final save): no new step to wait for.
       if (unrecovered_) state_.downtime_s += unix_now() - down_since_;
       return finish("completed", "", 0);
@@ -159,13 +189,13 @@ int Supervisor::run() {
 
 std::optional<Supervisor::Fault> Supervisor::watch(JobProcess& job) {
   while (!g_interrupted) {
-    for (const std::string& line : job.read_lines(opt_.poll_s))
+    for (const OutputLine& line : job.read_lines(opt_.poll_s))
       if (auto f = on_line(line)) return f;
     double now = unix_now();
     for (const Heartbeat& hb : reader_.read_new())
       if (auto f = on_beat(hb, now)) return f;
     if (job.poll_exit()) {
-      for (const std::string& line : job.drain())
+      for (const OutputLine& line : job.drain())
         if (auto f = on_line(line)) return f;
       now = unix_now();
       for (const Heartbeat& hb : reader_.read_new())  // beats written just before the exit
@@ -200,14 +230,15 @@ std::optional<Supervisor::Fault> Supervisor::watch(JobProcess& job) {
   return std::nullopt;
 }
 
-std::optional<Supervisor::Fault> Supervisor::on_line(const std::string& line) {
-  echo(line);
+std::optional<Supervisor::Fault> Supervisor::on_line(const OutputLine& out) {
+  echo(out);
+  const std::string& line = out.text;
   const auto m = match_log_rules(rules_, line);
   if (!m) return std::nullopt;
   const double now = unix_now();
   Fault f("rule",
           "log rule " + std::to_string(m->index) + " (/" + rules_[m->index].regex + "/ -> " +
-              rule_action_name(m->action) + ") matched: " + line,
+              rule_action_name(m->action) + ") matched: " + quote(line),
           state_.last_step, now, now);
   if (m->action == RuleAction::Stop) f.response = Response::Stop;
   if (m->action == RuleAction::MarkHostBad) f.bad_host = m->host.empty() ? hostname_ : m->host;
@@ -216,6 +247,8 @@ std::optional<Supervisor::Fault> Supervisor::on_line(const std::string& line) {
 
 std::optional<Supervisor::Fault> Supervisor::on_beat(const Heartbeat& hb, double now) {
   latest_[hb.rank] = hb;
+  // Any phase counts: a job resumed at its last step reports it in "start" and "done" beats.
+  max_step_seen_ = std::max(max_step_seen_, hb.step);
   hang_.observe(hb, now);
   for (const StragglerReport& s : stragglers_.observe(hb)) {
     const std::string what = "rank " + std::to_string(s.rank) + " on " + s.host +
@@ -304,7 +337,7 @@ void Supervisor::record_fault(const Fault& f, JobProcess& job) {
     const std::string how = job.stop(opt_.grace_s);
     events_.write("job_stopped", "stopped the job (" + how + ")", {{"how", how}});
   }
-  for (const std::string& line : job.drain()) echo(line);
+  for (const OutputLine& line : job.drain()) echo(line);
   if (!f.bad_host.empty()) {
     state_.bad_hosts.push_back(f.bad_host);
     events_.write("bad_host", "marked host " + f.bad_host + " bad", {{"host", f.bad_host}});

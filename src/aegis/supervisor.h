@@ -11,7 +11,9 @@
 //            restarts
 //   record   every event in OUT/aegis/events.jsonl, the totals in OUT/aegis/state.json
 // run() returns the exit code: 0 completed, 2 stopped by a rule, 3 restart budget exhausted,
-// 130 interrupted (SIGINT/SIGTERM to the supervisor, which stops the job first).
+// 4 the job exited 0 without any training step, 127 the launch command cannot be executed (not
+// retried), 130 interrupted (SIGINT/SIGTERM/SIGHUP to the supervisor, which stops the job first).
+// The job never outlives the supervisor, even a SIGKILLed one (job_process.h).
 #pragma once
 
 #include <map>
@@ -32,7 +34,8 @@
 
 namespace zaya::aegis {
 
-constexpr int kExitStopped = 2, kExitBudgetExhausted = 3, kExitInterrupted = 130;
+constexpr int kExitStopped = 2, kExitBudgetExhausted = 3, kExitNoProgress = 4,
+              kExitCannotExecute = 127, kExitInterrupted = 130;
 
 class Supervisor {
  public:
@@ -62,7 +65,7 @@ class Supervisor {
 
   // Watches one attempt; nullopt when the job completed (or the supervisor was interrupted).
   std::optional<Fault> watch(JobProcess& job);
-  std::optional<Fault> on_line(const std::string& line);
+  std::optional<Fault> on_line(const OutputLine& line);
   std::optional<Fault> on_beat(const Heartbeat& hb, double now);
   std::optional<Fault> lost_rank(double now) const;
   void record_fault(const Fault& f, JobProcess& job);
@@ -85,6 +88,7 @@ class Supervisor {
   std::optional<Fault> unrecovered_;  // the last fault, until the restarted job's first step
   double down_since_ = 0;             // the first fault since the job last made a step
   bool stepped_this_attempt_ = false;
+  int64_t max_step_seen_ = 0;  // the highest step any beat of this supervision reported
 };
 
 }  // namespace zaya::aegis

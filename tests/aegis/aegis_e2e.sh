@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Aegis end to end: one fault drill per invocation against the reference run of setup.sh.
+# Aegis end to end: one fault drill per invocation against the reference run of setup.sh, or (sigkill,
+# sigterm, no_exec, no_step) one check of the supervisor itself with a stand-in job and no fixture.
 # Usage: aegis_e2e.sh ZAYA SRC WORK SCENARIO   (NP in the environment: ranks, default 1)
 set -uo pipefail
 ZAYA=$1; SRC=$2; WORK=$3; SCENARIO=$4
 source "$SRC/tests/aegis/lib.sh"
 OUT=$WORK/$SCENARIO; LOG=$WORK/$SCENARIO.log
-A_SAMPLES=$(py "import json; print(sum(json.loads(l)['batch_sequences'] for l in open('$WORK/A/metrics.jsonl')))")
+mkdir -p "$WORK"  # the stand-in scenarios run without the setup fixture
 
 case $SCENARIO in
 kill)  # kill the last rank at step 7 of 20 (checkpoints every 5)
@@ -125,6 +126,117 @@ straggler)  # needs two ranks
   ZAYA_FAULTS="slow:rank=1:factor=3" run_aegis "$OUT" "$LOG" --straggler-factor 1.5
   check "aegis exits 0" test "$AEGIS_RC" = 0
   check "rank 1 reported as a straggler" grep -q '"kind":"straggler".*"rank":1' "$OUT/aegis/events.jsonl"
+  ;;
+sigkill)  # the supervisor dies by SIGKILL: its job (leader and the helpers it started) must not outlive it
+  rm -rf "$OUT"; mkdir -p "$OUT"
+  # A job that never steps, with a background helper in its process group; it records both pids.
+  "$ZAYA" aegis --run-dir "$OUT" --poll 0.05 --startup-timeout 600 -- \
+    bash -c "sleep 300 & echo \$! > '$OUT/helper.pid'; echo \$\$ > '$OUT/leader.pid'; wait" > "$LOG" 2>&1 &
+  AEGIS_PID=$!
+  for _ in $(seq 100); do [[ -s $OUT/helper.pid && -s $OUT/leader.pid ]] && break; sleep 0.05; done
+  check "the job started (leader and helper pids recorded)" test -s "$OUT/helper.pid" -a -s "$OUT/leader.pid"
+  LEADER=$(cat "$OUT/leader.pid"); HELPER=$(cat "$OUT/helper.pid")
+  check "both job processes run under the supervisor" kill -0 "$LEADER" "$HELPER"
+  kill -KILL "$AEGIS_PID"; wait "$AEGIS_PID" 2>/dev/null
+  gone() { ! kill -0 "$1" 2>/dev/null; }
+  for _ in $(seq 40); do gone "$LEADER" && gone "$HELPER" && break; sleep 0.05; done
+  check "the job's leader is gone within 2 s of the supervisor's death" gone "$LEADER"
+  check "and so is the helper it started" gone "$HELPER"
+  kill -KILL "$LEADER" "$HELPER" 2>/dev/null  # leave nothing behind whatever the verdict
+  ;;
+sigkill_train)  # the same with the real job: every rank (and mpirun) dies with the supervisor
+  rm -rf "$OUT"; launch_command "$OUT"
+  ZAYA_FAULTS="hang@4:rank=0" "$ZAYA" aegis --run-dir "$OUT" --poll 0.05 --hang-floor 600 -- \
+    "${LAUNCH[@]}" > "$LOG" 2>&1 &
+  AEGIS_PID=$!
+  # Every rank has done step 3 (rank 0 then hangs, the others wait for it in a collective).
+  ranks_pids() { py "
+import glob, json
+beats = [json.load(open(f)) for f in sorted(glob.glob('$OUT/heartbeat/rank-*.json'))]
+if len(beats) == $NP and all(b['step'] >= 3 for b in beats): print(' '.join(str(b['pid']) for b in beats))" 2>/dev/null; }
+  PIDS=""
+  for _ in $(seq 200); do PIDS=$(ranks_pids); [[ -n $PIDS ]] && break; sleep 0.1; done
+  check "all $NP ranks made steps under the supervisor" test -n "$PIDS"
+  LEADER=$(py "import json; print([json.loads(l) for l in open('$OUT/aegis/events.jsonl') if '\"launch\"' in l][0]['pid'])")
+  kill -KILL "$AEGIS_PID"; wait "$AEGIS_PID" 2>/dev/null
+  gone() { for p in "$@"; do kill -0 "$p" 2>/dev/null && return 1; done; return 0; }
+  for _ in $(seq 60); do gone $LEADER $PIDS && break; sleep 0.05; done
+  check "the launch command's process ($LEADER) is gone within 3 s" gone $LEADER
+  check "and every rank ($PIDS)" gone $PIDS
+  kill -KILL $LEADER $PIDS 2>/dev/null
+  ;;
+sigterm)  # SIGTERM to the supervisor: it stops the job (grace, then SIGKILL) before it exits
+  rm -rf "$OUT"; mkdir -p "$OUT"
+  # The job ignores SIGINT and SIGTERM: only the SIGKILL after --grace ends it.
+  "$ZAYA" aegis --run-dir "$OUT" --poll 0.05 --grace 0.5 -- \
+    bash -c "trap '' INT TERM; echo \$\$ > '$OUT/leader.pid'; while :; do sleep 0.1; done" > "$LOG" 2>&1 &
+  AEGIS_PID=$!
+  for _ in $(seq 100); do [[ -s $OUT/leader.pid ]] && break; sleep 0.05; done
+  LEADER=$(cat "$OUT/leader.pid")
+  kill -TERM "$AEGIS_PID"; wait "$AEGIS_PID"; AEGIS_RC=$?
+  check "aegis exits 130 (interrupted)" test "$AEGIS_RC" = 130
+  check "the job was gone when aegis exited" bash -c "! kill -0 $LEADER 2>/dev/null"
+  check "the event log says how it was stopped" grep -q '"kind":"interrupted".*SIGKILL after 0.5 s grace' "$OUT/aegis/events.jsonl"
+  kill -KILL "$LEADER" 2>/dev/null
+  ;;
+hostile_log)  # the README's rules and a backtracking one against huge lines: no crash, no hang
+  rm -rf "$OUT"
+  cat > "$WORK/hostile_rules.json" <<'JSON'
+[{"regex": "NCCL (WARN|ERROR).*[Tt]imeout", "action": "restart"},
+ {"regex": "uncorrectable ECC error on (\\S+)", "action": "mark_bad_host"},
+ {"regex": "(x+)+y", "action": "stop"},
+ {"regex": "CUDA error: out of memory", "action": "stop"}]
+JSON
+  # A 100,000-character line, then 10 MB without a newline, then a line a rule must still catch.
+  T0=$(date +%s.%N)
+  "$ZAYA" aegis --run-dir "$OUT" --poll 0.05 --max-restarts 0 --rules "$WORK/hostile_rules.json" -- \
+    /usr/bin/python3 -c "
+import sys
+sys.stdout.write('NCCL WARN ' + 'x' * 100000 + '\\n'); sys.stdout.flush()
+sys.stdout.write('x' * 10000000); sys.stdout.flush()
+sys.stdout.write('\\nCUDA error: out of memory\\n'); sys.stdout.flush()" > "$LOG" 2>&1
+  AEGIS_RC=$?
+  T=$(py "print(round($(date +%s.%N) - $T0, 2))")
+  check "aegis exits 2 (the stop rule after the huge lines matched), in ${T} s (< 20 s)" \
+    py "import sys; print('exit code', $AEGIS_RC); sys.exit(not ($AEGIS_RC == 2 and $T < 20))"
+  check "the rule event names the out-of-memory rule" \
+    grep -q '"kind":"rule".*log rule 3 .*matched: CUDA error: out of memory' "$OUT/aegis/events.jsonl"
+  check "the 10 MB line was echoed cut at 64 KiB" grep -q 'line cut at 65536 bytes' "$LOG"
+  check "the log holds no 10 MB line" test "$(wc -L < "$LOG")" -lt 200000
+  ;;
+no_exec)  # a launch command that does not exist: named with the reason, exit non-zero, no restart
+  rm -rf "$OUT"
+  "$ZAYA" aegis --run-dir "$OUT" --backoff 0.2 --max-restarts 3 -- zaya-no-such-command --out "$OUT" \
+    > "$LOG" 2>&1
+  AEGIS_RC=$?
+  check "aegis exits 127 at once" test "$AEGIS_RC" = 127
+  check "the message names the command and the reason" \
+    grep -q "^aegis: cannot execute 'zaya-no-such-command': No such file or directory" "$LOG"
+  check "no restart, one attempt" test "$(events "$OUT" restart)/$(state "$OUT" "['attempts']")" = 0/1
+  check "state: failed, the cause names the command" py "
+import json, sys
+s = json.load(open('$OUT/aegis/state.json'))
+sys.exit(not (s['outcome'] == 'failed' and 'zaya-no-such-command' in s['cause']))"
+  # Found but not executable: the reason differs.
+  printf '#!/bin/sh\necho hi\n' > "$WORK/not_executable.sh"; chmod -x "$WORK/not_executable.sh"
+  "$ZAYA" aegis --run-dir "$OUT.noexec" -- "$WORK/not_executable.sh" > "$LOG.noexec" 2>&1
+  AEGIS_RC=$?
+  check "not executable: exit 127, 'Permission denied'" bash -c \
+    "test $AEGIS_RC = 127 && grep -q \"^aegis: cannot execute '$WORK/not_executable.sh': Permission denied\" '$LOG.noexec'"
+  ;;
+no_step)  # the job exits 0 without a single training step: a failure, not a completed run
+  rm -rf "$OUT"
+  "$ZAYA" aegis --run-dir "$OUT" --backoff 0.2 --poll 0.05 -- bash -c "echo 'nothing to do'; exit 0" \
+    > "$LOG" 2>&1
+  AEGIS_RC=$?
+  check "aegis exits 4 (no progress), not 0" test "$AEGIS_RC" = 4
+  check "state: failed, not completed; the cause says no step was made" py "
+import json, sys
+s = json.load(open('$OUT/aegis/state.json'))
+print(s['outcome'], '|', s['cause'])
+sys.exit(not (s['outcome'] == 'failed' and 'without completing a training step' in s['cause']))"
+  check "no completed event, not restarted" \
+    test "$(events "$OUT" completed)/$(events "$OUT" restart)/$(events "$OUT" no_progress)" = 0/0/1
   ;;
 *) echo "unknown scenario $SCENARIO"; exit 1 ;;
 esac
