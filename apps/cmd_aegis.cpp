@@ -31,32 +31,32 @@ Runner add_aegis_commands(CLI::App& app) {
                   "OUT/aegis/events.jsonl and state.json live there)");
   cmd->add_option("--max-restarts", o.max_restarts, "restart budget; then stop with exit 3")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(zaya::cli::NonNegative());
   cmd->add_option("--backoff", o.backoff_s,
                   "seconds before the first restart, doubling per restart (at most 300 s)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(zaya::cli::NonNegative());
   cmd->add_option("--hang-factor", o.hang_factor,
                   "hang timeout = max(--hang-floor, this x the longest recent step interval)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(zaya::cli::Positive());
   cmd->add_option("--hang-floor", o.hang_floor_s,
                   "seconds; the least hang timeout once steps run (covers evaluations and "
                   "checkpoint saves)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(zaya::cli::Positive());
   cmd->add_option("--startup-timeout", o.startup_timeout_s,
                   "seconds from a launch to the job's first step")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(zaya::cli::Positive());
   cmd->add_option("--grace", o.grace_s, "seconds from SIGTERM to SIGKILL when stopping the job")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(zaya::cli::NonNegative());
   cmd->add_option("--spike-z", o.spike_z,
                   "a loss more than this many standard deviations above the window's mean is a "
                   "spike (roll back and skip its data)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(zaya::cli::Positive());
   cmd->add_option("--spike-window", o.spike_window, "steps of loss history behind the z-score")
       ->capture_default_str()
       ->check(CLI::Range(2, 1000000));

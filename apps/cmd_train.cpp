@@ -1,9 +1,11 @@
 // zaya train / plot / sample.
 #include "cmd_train.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 
+#include "core/error.h"
 #include "model/weights_io.h"
 #include "tokenizer/tokenizer_files.h"
 #include "train/plot.h"
@@ -56,11 +58,14 @@ Runner add_train_commands(CLI::App& app) {
       ->required();
   sample->add_option("--prompt", args->prompt, "text to continue")->capture_default_str();
   sample->add_option("--tokens", args->sample.max_new_tokens, "tokens to generate")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
   sample->add_option("--temperature", args->sample.temperature, "0 = greedy")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(NonNegative());
   sample->add_option("--top-k", args->sample.top_k, "sample among the k likeliest (0 = all)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(0, INT32_MAX));
   sample->add_option("--seed", args->sample.seed, "sampling seed")->capture_default_str();
 
   return [=]() -> int {
@@ -98,6 +103,9 @@ Runner add_train_commands(CLI::App& app) {
     if (*sample) {
       auto model = load_model_dir(args->model_dir);
       const auto tok = load_tokenizer(args->tokenizer);
+      ZAYA_CHECK(tok->vocab_size() <= model->config().vocab_size, "--tokenizer ", args->tokenizer,
+                 " has ", tok->vocab_size(), " tokens but the model ", args->model_dir, " has ",
+                 model->config().vocab_size, ": not this model's tokenizer");
       const auto ids = generate(*model, tok->encode(args->prompt), args->sample);
       std::printf("%s\n", tok->decode(ids).c_str());
       return 0;

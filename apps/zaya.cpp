@@ -1,6 +1,9 @@
 // zaya: the command-line front. It only parses arguments and calls into the library.
 #include <algorithm>
+#include <cerrno>
+#include <climits>
 #include <cmath>
+#include <new>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -46,8 +49,10 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "zaya 0.1.0");
   int threads = 0;
-  app.add_option("--threads", threads, "CPU threads for OpenMP and OpenBLAS (default: all cores)")
-      ->check(CLI::NonNegativeNumber);
+  app.add_option("--threads", threads,
+                 "CPU threads for OpenMP and OpenBLAS (default: all cores, split between the "
+                 "ranks of one machine)")
+      ->check(CLI::Range(0, 4096, "an integer thread count in [0, 4096]"));
 
   // zaya info
   auto* info = app.add_subcommand("info", "Parameter counts, FLOPs per token and KV-cache size");
@@ -114,6 +119,17 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // A mistyped subcommand is left over as an extra argument; say so instead of CLI11's "A
+    // subcommand is required".
+    if (app.get_subcommands().empty() && !app.remaining().empty() &&
+        app.remaining().front().rfind("-", 0) != 0) {
+      std::string known;
+      for (const CLI::App* sub : app.get_subcommands({}))
+        known += (known.empty() ? "" : ", ") + sub->get_name();
+      std::fprintf(stderr, "zaya: error: unknown subcommand '%s' (the subcommands are: %s)\n",
+                   app.remaining().front().c_str(), known.c_str());
+      return 106;
+    }
     return app.exit(e);
   }
   set_threads(threads > 0 ? threads : zaya::dist::threads_per_local_rank());
@@ -161,9 +177,11 @@ int main(int argc, char** argv) {
         const size_t comma = std::min(fwd_tokens.find(',', pos), fwd_tokens.size());
         const std::string item = fwd_tokens.substr(pos, comma - pos);
         char* end = nullptr;
+        errno = 0;
         const long v = std::strtol(item.c_str(), &end, 10);
-        ZAYA_CHECK(!item.empty() && end && *end == '\0', "--tokens: '", item,
-                   "' is not an integer token id (expected e.g. --tokens 2,17,99)");
+        ZAYA_CHECK(!item.empty() && end && *end == '\0' && errno == 0 && v >= 0 && v <= INT32_MAX,
+                   "--tokens: '", item,
+                   "' is not a token id (a non-negative integer; expected e.g. --tokens 2,17,99)");
         tokens.push_back(int32_t(v));
         pos = comma + 1;
       }
@@ -171,6 +189,8 @@ int main(int argc, char** argv) {
       for (const auto& w : loaded.warnings) std::fprintf(stderr, "zaya: warning: %s\n", w.c_str());
       auto& model = loaded.model;
       const int S = int(tokens.size());
+      ZAYA_CHECK(S >= 2, "--tokens: a loss needs at least 2 tokens (each predicts the next), got ",
+                 S);
       const auto targets = zaya::ZayaModel::shifted_targets(tokens, 1, S);
       const float loss = model->forward(tokens, targets, 1, S);
       std::printf(
@@ -186,6 +206,13 @@ int main(int argc, char** argv) {
     }
   } catch (const zaya::Error& e) {
     std::fprintf(stderr, "%szaya: error: %s\n", zaya::dist::rank_tag().c_str(), e.what());
+    dist.abort_job(1);
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr,
+                 "%szaya: error: out of memory (a buffer could not be allocated); a smaller "
+                 "micro-batch, sequence or model, or fewer ranks per machine, needs less\n",
+                 zaya::dist::rank_tag().c_str());
     dist.abort_job(1);
     return 1;
   } catch (const std::exception& e) {

@@ -36,7 +36,13 @@ std::string read_text_file(const std::string& path) {
   ZAYA_CHECK(in.good(), "--input ", path, ": cannot open input file");
   std::ostringstream ss;
   ss << in.rdbuf();
-  return std::move(ss).str();
+  std::string text = std::move(ss).str();
+  // Text has no NUL bytes; executables, images and compressed files almost always do (an ELF
+  // binary starts with one at byte 4). Tokenizing one would fill the shards with junk silently.
+  const size_t nul = text.find('\0');
+  ZAYA_CHECK(nul == std::string::npos, "--input ", path, ": not a text file (a NUL byte at offset ",
+             nul, "); expected UTF-8 text");
+  return text;
 }
 
 // One output split (train or val): buffers tokens and writes a shard each time the buffer fills.

@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <cstdio>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -108,6 +109,11 @@ void assign_weight(ParamStore& params, const std::string& name, const Tensor& t,
   ZAYA_CHECK(t.dtype() == DType::F32 || t.dtype() == DType::BF16, where, ": tensor '", name,
              "' has dtype ", dtype_name(t.dtype()), "; expected F32, BF16 or F16");
   const Tensor f = t.dtype() == DType::F32 ? t : t.to_dtype(DType::F32);
+  // Weights that are not numbers would train or score NaN for a whole run without a word.
+  const float* v = f.data<float>();
+  for (int64_t i = 0; i < s->numel; ++i)
+    ZAYA_CHECK(std::isfinite(v[i]), where, ": tensor '", name, "' holds ", v[i], " at element ", i,
+               "; weights must be finite numbers");
   std::memcpy(params.weights() + s->offset, f.raw(), size_t(s->numel) * sizeof(float));
 }
 

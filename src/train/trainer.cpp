@@ -202,6 +202,8 @@ TrainSummary run_training(const TrainOptions& opt) {
                      tc.out_dir.c_str(), (long long)*finished);
       sum.already_finished = true;
       sum.steps = *finished;
+      // A supervisor that restarted a job which had in fact finished sees it end at that step.
+      HeartbeatWriter(tc.out_dir, rank).beat_phase("done", *finished, 0);
       return sum;
     }
   }

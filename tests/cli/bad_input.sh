@@ -49,5 +49,31 @@ truncate -s -100 "$WORK/trunc/model.safetensors"
 expect_error truncated-weights "lies outside the data section" -- "$ZAYA" forward --model "$WORK/trunc" --tokens 1,2,3
 expect_error train-without-data "missing section 'train'" -- "$ZAYA" train --config "$SRC/configs/tiny.json"
 
+# Issue 11 §2: numbers that are not numbers, and messages that say what is wrong.
+cp -r "$WORK/dump/model" "$WORK/nan"
+/usr/bin/python3 - "$WORK/nan/model.safetensors" <<'PY'
+import json, struct, sys
+path = sys.argv[1]
+data = bytearray(open(path, "rb").read())
+n = struct.unpack("<Q", data[:8])[0]
+header = json.loads(data[8:8 + n])
+name = sorted(k for k in header if k != "__metadata__")[0]
+begin = 8 + n + header[name]["data_offsets"][0]
+data[begin + 4:begin + 8] = struct.pack("<f", float("nan"))  # element 1 of the first tensor
+open(path, "wb").write(bytes(data))
+PY
+expect_error nan-weights "holds nan at element 1; weights must be finite numbers" -- "$ZAYA" forward --model "$WORK/nan" --tokens 1,2,3
+expect_error forward-one-token "a loss needs at least 2 tokens" -- "$ZAYA" forward --model "$WORK/dump/model" --tokens 5
+expect_error forward-token-2-32 "'4294967297' is not a token id" -- "$ZAYA" forward --model "$WORK/dump/model" --tokens 1,4294967297
+expect_error threads-negative "--threads: Value -1 not in range 0 to 4096" -- "$ZAYA" --threads -1 info --config "$SRC/configs/tiny.json"
+expect_error unknown-subcommand "unknown subcommand 'frobnicate'" -- "$ZAYA" frobnicate
+expect_error sample-negative-temperature "'-1' is not a number ≥ 0" -- "$ZAYA" sample --model "$WORK/dump/model" --tokenizer x --temperature -1
+expect_error sample-nan-temperature "'nan' is not a number ≥ 0" -- "$ZAYA" sample --model "$WORK/dump/model" --tokenizer x --temperature nan
+head -c 2000 "$ZAYA" > "$WORK/elf.bin"
+printf 'hello world, this is text.\n' > "$WORK/text.txt"
+"$ZAYA" tokenizer train --input "$WORK/text.txt" --vocab-size 300 --out "$WORK/tok300.json" > /dev/null 2>&1
+expect_error data-prepare-binary "not a text file (a NUL byte at offset" -- "$ZAYA" data prepare --tokenizer "$WORK/tok300.json" --input "$WORK/elf.bin" --name x --out "$WORK/prep"
+expect_error sample-foreign-tokenizer "not this model's tokenizer" -- "$ZAYA" sample --model "$WORK/dump/model" --tokenizer "$WORK/tok300.json"
+
 echo "bad_input: $passes passed, $fails failed"
 [[ $fails -eq 0 ]]

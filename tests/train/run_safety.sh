@@ -37,7 +37,8 @@ json.dump(c, open(f"{work}/{name}.json", "w"), indent=1)
 PY
 }
 train() { "$ZAYA" --threads 1 train --no-progress "$@"; }
-digest() { (cd "$1" && find . -type f | sort | xargs sha256sum) | sha256sum; }
+# Every file of a run but its heartbeats (liveness beats for a supervisor, rewritten by any start).
+digest() { (cd "$1" && find . -type f -not -path './heartbeat/*' | sort | xargs sha256sum) | sha256sum; }
 
 # ---- numbers validated against the type that holds them; everything checked before step 1
 expect_refused() {  # expect_refused WHAT MESSAGE EDIT
