@@ -15,4 +15,5 @@ if [[ ! -f data/brown/index.json ]]; then   # token shards + a held-out validati
     --name brown --out data
 fi
 ./build/zaya info --config configs/small.json
-./build/zaya train --config configs/small.json
+# A new run directory each time: zaya train never writes into another run's directory.
+./build/zaya train --config configs/small.json --out "runs/small-$(date +%Y%m%d-%H%M%S)"
