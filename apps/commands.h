@@ -22,8 +22,8 @@ inline CLI::Validator AtLeast(double lo, bool strict = false) {
       [lo, strict](std::string& text) -> std::string {
         char* end = nullptr;
         const double v = std::strtod(text.c_str(), &end);
-        const bool ok = end != text.c_str() && *end == '\0' && std::isfinite(v) &&
-                        (strict ? v > lo : v >= lo);
+        const bool ok =
+            end != text.c_str() && *end == '\0' && std::isfinite(v) && (strict ? v > lo : v >= lo);
         if (ok) return {};
         char bound[32];
         std::snprintf(bound, sizeof bound, "%g", lo);
@@ -31,7 +31,11 @@ inline CLI::Validator AtLeast(double lo, bool strict = false) {
       },
       strict ? "NUMBER > 0" : "NUMBER ≥ 0");
 }
-inline CLI::Validator NonNegative() { return AtLeast(0.0); }
-inline CLI::Validator Positive() { return AtLeast(0.0, true); }
+inline CLI::Validator NonNegative() {
+  return AtLeast(0.0);
+}
+inline CLI::Validator Positive() {
+  return AtLeast(0.0, true);
+}
 
 }  // namespace zaya::cli

@@ -3,10 +3,10 @@
 #include <cerrno>
 #include <climits>
 #include <cmath>
-#include <new>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <new>
 #include <string>
 #include <vector>
 

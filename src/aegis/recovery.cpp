@@ -28,15 +28,16 @@ std::vector<std::string> quarantine_checkpoints_from(const std::string& run_dir,
   std::vector<fs::path> doomed;
   if (fs::is_directory(root))
     for (const auto& entry : fs::directory_iterator(root))
-    if (entry.is_directory() && checkpoint_step(entry.path().filename().string()) >= bad_step)
-      doomed.push_back(entry.path());
+      if (entry.is_directory() && checkpoint_step(entry.path().filename().string()) >= bad_step)
+        doomed.push_back(entry.path());
   std::sort(doomed.begin(), doomed.end());
   // A job fast enough to finish its schedule before the stop leaves final outputs trained past the
   // bad step; they go too, or the restarted run would find "already finished" (train/run_dir.h).
   const fs::path summary = fs::path(run_dir) / "summary.json", model = fs::path(run_dir) / "model";
   if (fs::exists(summary) || fs::exists(model)) {
     fs::path target = quarantine / "final-outputs";
-    for (int n = 1; fs::exists(target); ++n) target = quarantine / ("final-outputs." + std::to_string(n));
+    for (int n = 1; fs::exists(target); ++n)
+      target = quarantine / ("final-outputs." + std::to_string(n));
     fs::create_directories(target);
     if (fs::exists(summary)) fs::rename(summary, target / "summary.json");
     if (fs::exists(model)) fs::rename(model, target / "model");

@@ -106,7 +106,7 @@ std::string find_latest_checkpoint(const std::string& root,
 // are not this timeline's (another run's, or past a rollback) and are never touched: once, a
 // damaged step-20 of an earlier run counted as "newer" and retention deleted the step-5 just
 // written. Returns the removed dirs.
-std::vector<std::string> apply_retention(const std::string& root, int keep_last,
-                                         int64_t keep_every, int64_t saved_step);
+std::vector<std::string> apply_retention(const std::string& root, int keep_last, int64_t keep_every,
+                                         int64_t saved_step);
 
 }  // namespace zaya

@@ -239,8 +239,8 @@ std::string write_checkpoint(const std::string& root, const CheckpointSnapshot& 
   return commit_checkpoint(root, part, files);
 }
 
-std::vector<std::string> apply_retention(const std::string& root, int keep_last,
-                                         int64_t keep_every, int64_t saved_step) {
+std::vector<std::string> apply_retention(const std::string& root, int keep_last, int64_t keep_every,
+                                         int64_t saved_step) {
   std::vector<std::pair<int64_t, std::string>> done;
   for (const auto& d : fs::directory_iterator(root)) {
     const std::string n = d.path().filename().string();

@@ -88,7 +88,8 @@ DataConfig data_config_from_json(const json& j, const std::string& where) {
                  "' is not in data.sources");
       // Bounded so that the sum stays finite: weights summing to infinity once normalised to NaN
       // and overflowed the loader's sampling tables.
-      phase.weights[s] = json_finite(w, 0.0, 1e12, where + ": field '" + at + ".mixture." + src + "'");
+      phase.weights[s] =
+          json_finite(w, 0.0, 1e12, where + ": field '" + at + ".mixture." + src + "'");
       total += phase.weights[s];
     }
     ZAYA_CHECK(total > 0, where, ": field '", at, ".mixture': weights sum to 0, expected > 0");

@@ -2,8 +2,8 @@
 
 #include <fstream>
 #include <limits>
-#include <utility>
 #include <set>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -103,9 +103,9 @@ void ModelConfig::validate(const std::string& where) const {
   at_most("expert_hidden", expert_hidden, int64_t(1) << 20);
   at_most("router_dim", router_dim, int64_t(1) << 20);
   at_most("max_seq_len", max_seq_len, int64_t(1) << 24);
-  for (const auto& [name, id] : {std::pair{"bos_token_id", bos_token_id},
-                                 std::pair{"eos_token_id", eos_token_id},
-                                 std::pair{"pad_token_id", pad_token_id}})
+  for (const auto& [name, id] :
+       {std::pair{"bos_token_id", bos_token_id}, std::pair{"eos_token_id", eos_token_id},
+        std::pair{"pad_token_id", pad_token_id}})
     ZAYA_CHECK(id >= -1 && id < vocab_size, where, ": field 'model.", name,
                "' must be -1 (none) or a token id below vocab_size ", vocab_size, ", got ", id);
   ZAYA_CHECK(num_stages % 2 == 0, where, ": field 'model.num_stages' must be even (attention and ",

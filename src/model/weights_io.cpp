@@ -3,8 +3,8 @@
 #include "model/weights_io.h"
 
 #include <cctype>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>

@@ -75,19 +75,18 @@ std::string differences(const json& saved, const json& now, const std::string& p
 }  // namespace
 
 void check_resume_config(const json& saved, const json& now, const std::string& checkpoint,
-                         bool allow_changes,
-                         const std::function<void(const std::string&)>& note) {
+                         bool allow_changes, const std::function<void(const std::string&)>& note) {
   const json st = saved.value("train", json::object()), nt = now.value("train", json::object());
   const json so = st.value("optim", json::object()), no = nt.value("optim", json::object());
   // What the run is: the model, the data (wherever it now lives), the sample order and batches.
-  std::string identity = differences(saved.value("model", json()), now.value("model", json()),
-                                     "model.") +
-                         differences(without(saved.value("data", json()), {"dir"}),
-                                     without(now.value("data", json()), {"dir"}), "data.");
+  std::string identity =
+      differences(saved.value("model", json()), now.value("model", json()), "model.") +
+      differences(without(saved.value("data", json()), {"dir"}),
+                  without(now.value("data", json()), {"dir"}), "data.");
   for (const char* k : {"seed", "global_batch"})
     if (st.value(k, json()) != nt.value(k, json()))
-      identity += differences(json{{k, st.value(k, json())}}, json{{k, nt.value(k, json())}},
-                              "train.");
+      identity +=
+          differences(json{{k, st.value(k, json())}}, json{{k, nt.value(k, json())}}, "train.");
   if (so.value("batch_ramp", json()) != no.value("batch_ramp", json()))
     identity += "\n  train.optim.batch_ramp: checkpoint " + so.value("batch_ramp", json()).dump() +
                 ", now " + no.value("batch_ramp", json()).dump();

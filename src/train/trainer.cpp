@@ -34,8 +34,8 @@
 #include "train/fault_injection.h"
 #include "train/heartbeat.h"
 #include "train/metrics.h"
-#include "train/run_outputs.h"
 #include "train/run_dir.h"
+#include "train/run_outputs.h"
 #include "train/skip_windows.h"
 #include "train/train_config.h"
 
@@ -413,7 +413,16 @@ TrainSummary run_training(const TrainOptions& opt) {
     const bool eval = (step + 1) % tc.eval_every == 0 || (last && stop == 0);
     const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     train_s += dt;
-    if (eval) last_eval = evaluate(model, loader, S, tc.eval_windows, tc.micro_batch, comm);
+    if (eval && !last) {
+      last_eval = evaluate(model, loader, S, tc.eval_windows, tc.micro_batch, comm);
+    } else if (eval) {
+      // The last step's evaluation may not cost the run its final save.
+      try {
+        last_eval = evaluate(model, loader, S, tc.eval_windows, tc.micro_batch, comm);
+      } catch (const Error& e) {
+        if (lead) std::fprintf(stderr, "warning: the final evaluation failed: %s\n", e.what());
+      }
+    }
     sum.final_loss = loss;
 
     if (lead) {

@@ -37,8 +37,8 @@ struct TrainSummary {
   double final_val_loss = 0;
   double unigram_val_loss = 0;  // entropy of the validation tokens' own unigram distribution
   double elapsed_s = 0;
-  bool interrupted = false;      // stopped early by a signal (SIGINT, SIGTERM, SIGUSR1)
-  std::string stop_signal;       // its name, when interrupted
+  bool interrupted = false;       // stopped early by a signal (SIGINT, SIGTERM, SIGUSR1)
+  std::string stop_signal;        // its name, when interrupted
   bool already_finished = false;  // --resume auto on a finished run: nothing was done
   std::string out_dir, metrics_path, plot_path, model_dir;
   std::string resumed_from;     // checkpoint directory, empty for a fresh run

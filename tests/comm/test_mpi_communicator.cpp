@@ -85,7 +85,8 @@ std::vector<unsigned char> expected_reduce(DType t, size_t count, ReduceOp op, s
       std::memcpy(&acc, &parts[0][i * 4], 4);
       for (size_t r = 1; r < parts.size(); ++r) {
         std::memcpy(&x, &parts[r][i * 4], 4);
-        acc = op == ReduceOp::Sum ? int32_t(uint32_t(acc) + uint32_t(x)) : combine_plain(acc, x, op);
+        acc =
+            op == ReduceOp::Sum ? int32_t(uint32_t(acc) + uint32_t(x)) : combine_plain(acc, x, op);
       }
       std::memcpy(&out[i * 4], &acc, 4);
     } else {

@@ -236,7 +236,8 @@ TEST(Checkpoint, RetentionNeverDeletesTheNewSaveNorLaterSteps) {
   a.train(1);
   {
     ShardedCheckpoint old_run(tmp.path, 3, 0);
-    for (int64_t step : {20, 25}) old_run.save(a.params, a.optimizer, a.balancer, trainer_state(step));
+    for (int64_t step : {20, 25})
+      old_run.save(a.params, a.optimizer, a.balancer, trainer_state(step));
     old_run.wait();
   }
   {

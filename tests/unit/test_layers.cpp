@@ -187,7 +187,8 @@ TEST_P(MoeLayer, GradientsMatchFiniteDifferences) {
   // check below would be vacuous; with fewer tokens at least one real expert and, over the
   // instantiations, both kinds of route.
   if (N >= 16) {
-    for (int e = 0; e < NR; ++e) EXPECT_TRUE(used[e]) << "route " << e << " not taken by " << N << " tokens";
+    for (int e = 0; e < NR; ++e)
+      EXPECT_TRUE(used[e]) << "route " << e << " not taken by " << N << " tokens";
   }
   std::vector<float> gx(x.size()), gs(state_in.size()), gdw(down_w.size()), gdb(down_b.size()),
       gg(gamma.size()), grms(rms.size()), g0w(m0w.size()), g0b(m0b.size()), g2w(m2w.size()),

@@ -207,8 +207,9 @@ TEST(ZayaModel, ForwardBackwardIsBitwiseDeterministic) {
 }
 
 // Exactly causal, bitwise: changing token t must leave every logit before t identical. Long enough
-// (2 × 72 tokens) that experts' segments cross the GEMM row tiles; the change moves token t's routes,
-// which changes every expert's segment size, the case that once leaked a future token by an ulp.
+// (2 × 72 tokens) that experts' segments cross the GEMM row tiles; the change moves token t's
+// routes, which changes every expert's segment size, the case that once leaked a future token by an
+// ulp.
 TEST(ZayaModel, CausalLogitsDoNotSeeTheFuture) {
   const ModelConfig c = tiny();
   ZayaModel m(c);
@@ -222,7 +223,8 @@ TEST(ZayaModel, CausalLogitsDoNotSeeTheFuture) {
   for (int t : {1, 7, 30, 65, 71}) {
     for (int delta = 1; delta <= 3; ++delta) {
       std::vector<int32_t> tokens = b.tokens;
-      tokens[size_t(S) + t] = (tokens[size_t(S) + t] + delta) % int32_t(c.vocab_size);  // sequence 1
+      tokens[size_t(S) + t] =
+          (tokens[size_t(S) + t] + delta) % int32_t(c.vocab_size);  // sequence 1
       std::vector<std::vector<int32_t>> routes_before;
       m.forward(b.tokens, {}, B, S);
       for (int st = 1; st < int(c.num_stages); st += 2)  // MoE stages are the odd ones

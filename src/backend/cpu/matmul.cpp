@@ -94,8 +94,8 @@ void grouped_matmul_backward(float* din, float* const* dweights, const float* do
     // size); dw sums over the segment's rows and is one call.
     if (din) row_tiled_gemm(false, rows, m, k, dout + first * m, weights[g], 1.0f, din + first * k);
     if (dweights)
-      gemm(true, false, m, k, rows, 1.0f, dout + first * m, m, in + first * k, k, 1.0f,
-           dweights[g], k);
+      gemm(true, false, m, k, rows, 1.0f, dout + first * m, m, in + first * k, k, 1.0f, dweights[g],
+           k);
   }
 }
 
