@@ -21,7 +21,7 @@ std::string read_tokenizer_file(const std::string& path) {
 nlohmann::json parse_json_file(const std::string& path) {
   try {
     return nlohmann::json::parse(read_tokenizer_file(path));
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
     ZAYA_FAIL(path, ": malformed JSON: ", e.what());
   }
 }
