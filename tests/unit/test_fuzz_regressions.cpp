@@ -8,6 +8,8 @@
 #include <iterator>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "ckpt/checkpoint.h"
 #include "core/error.h"
 #include "data/checksum.h"
@@ -15,6 +17,7 @@
 #include "io/json_file.h"
 #include "io/safetensors.h"
 #include "model/config.h"
+#include "model/hf_config.h"
 #include "test_util.h"
 #include "tokenizer/tokenizer_files.h"
 
@@ -73,29 +76,76 @@ TEST(FuzzRegressions, SafetensorsSizeCannotWrapAround) {
             std::string::npos);
 }
 
-// A manifest whose chunks tile a huge shape made load_checkpoint allocate the whole tensor before
-// it looked at the chunks' stored data.
-TEST(FuzzRegressions, CheckpointShapeIsCheckedAgainstTheChunksBeforeAllocating) {
-  const fs::path dir = test::temp_dir("fuzz_ckpt");
+// A checkpoint directory with one rank file (p.a, two floats) and `manifest` (where $BYTES and
+// $SUM stand for the rank file's size and checksum), its COMPLETE marker matching.
+std::string checkpoint_with_manifest(const std::string& name, std::string manifest) {
+  const fs::path dir = test::temp_dir(name);
   Tensor a({2}, DType::F32);
   a.data<float>()[0] = 1, a.data<float>()[1] = 2;
   write_safetensors((dir / checkpoint_rank_file(0)).string(), {{"p.a", a}});
   std::ifstream rf(dir / checkpoint_rank_file(0), std::ios::binary);
   const std::string rank((std::istreambuf_iterator<char>(rf)), std::istreambuf_iterator<char>());
-  const std::string manifest =
-      std::string(R"({"format": "zaya-sharded-checkpoint", "version": 1, "step": 1,
-      "world_size": 1, "trainer": {"step": 1, "tokens_done": 0, "sample_index": 0,
-      "optimizer_steps": 1, "balancer_steps": 1}, "rng": {"seed": 1}, "config": {},
-      "files": [{"name": "rank-00000.safetensors", "bytes": )") +
-      std::to_string(rank.size()) + R"(, "fnv1a64": ")" +
-      checksum_hex(fnv1a64(rank.data(), rank.size())) + R"("}],
-      "tensors": [{"name": "a", "dtype": "F32", "shape": [1000000000000],
-        "chunks": [{"file": "rank-00000.safetensors", "key": "p.a", "begin": 0,
-                    "end": 1000000000000}]}]})";
+  const auto put = [&](const std::string& key, const std::string& value) {
+    manifest.replace(manifest.find(key), key.size(), value);
+  };
+  put("$BYTES", std::to_string(rank.size()));
+  put("$SUM", checksum_hex(fnv1a64(rank.data(), rank.size())));
   write_bytes(dir / "manifest.json", manifest);
   write_bytes(dir / "COMPLETE", checksum_hex(fnv1a64(manifest.data(), manifest.size())) + "\n");
-  EXPECT_NE(error_of([&] { load_checkpoint(dir.string()); }).find("1000000000000 elements"),
+  return dir.string();
+}
+
+std::string manifest_text(const std::string& format, const std::string& world,
+                          const std::string& shape, const std::string& end) {
+  return R"({"format": )" + format + R"(, "version": 1, "step": 1, "world_size": )" + world +
+         R"(, "trainer": {"step": 1, "tokens_done": 0, "sample_index": 0, "optimizer_steps": 1,
+         "balancer_steps": 1}, "rng": {"seed": 1}, "config": {},
+         "files": [{"name": "rank-00000.safetensors", "bytes": $BYTES, "fnv1a64": "$SUM"}],
+         "tensors": [{"name": "a", "dtype": "F32", "shape": )" +
+         shape + R"(, "chunks": [{"file": "rank-00000.safetensors", "key": "p.a", "begin": 0,
+         "end": )" +
+         end + "}]}]}";
+}
+
+// A manifest whose chunks tile a huge shape made load_checkpoint allocate the whole tensor before
+// it looked at the chunks' stored data.
+TEST(FuzzRegressions, CheckpointShapeIsCheckedAgainstTheChunksBeforeAllocating) {
+  const std::string fmt = "\"zaya-sharded-checkpoint\"";
+  EXPECT_EQ(error_of([&] {
+              load_checkpoint(
+                  checkpoint_with_manifest("fuzz_ckpt_ok", manifest_text(fmt, "1", "[2]", "2")));
+            }),
+            "");
+  const std::string dir = checkpoint_with_manifest(
+      "fuzz_ckpt_huge", manifest_text(fmt, "1", "[1000000000000]", "1000000000000"));
+  EXPECT_NE(error_of([&] { load_checkpoint(dir); }).find("1000000000000 elements"),
             std::string::npos);
+}
+
+// 'format' as a number threw json::type_error (value<string>()); world_size 2^32 + 1 passed as 1.
+TEST(FuzzRegressions, CheckpointManifestTypesAndRanges) {
+  const std::string fmt = "\"zaya-sharded-checkpoint\"";
+  EXPECT_NE(error_of([&] {
+              load_checkpoint(
+                  checkpoint_with_manifest("fuzz_ckpt_fmt", manifest_text("7", "1", "[2]", "2")));
+            }).find("'format'"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              load_checkpoint(checkpoint_with_manifest(
+                  "fuzz_ckpt_world", manifest_text(fmt, "4294967297", "[2]", "2")));
+            }).find("'world_size'"),
+            std::string::npos);
+}
+
+// rope_scaling {"type": 1} threw json::type_error from value<string>().
+TEST(FuzzRegressions, HfRopeScalingOfAnyTypeIsAnError) {
+  std::ifstream in(ZAYA_SOURCE_DIR "/fuzz/corpus/hf_config/tiny_config.json");
+  nlohmann::json j = nlohmann::json::parse(in);
+  j["rope_scaling"] = {{"type", 1}};
+  EXPECT_NE(error_of([&] { model_config_from_hf(j, "config.json"); }).find("rope_scaling"),
+            std::string::npos);
+  j["rope_scaling"] = {{"rope_type", "default"}};
+  EXPECT_EQ(error_of([&] { model_config_from_hf(j, "config.json"); }), "");
 }
 
 }  // namespace
