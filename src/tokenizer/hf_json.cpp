@@ -37,6 +37,13 @@ bool json_flag(const nlohmann::json& j, const char* key, bool fallback, const st
   return j[key].get<bool>();
 }
 
+const nlohmann::json& json_member_or_null(const nlohmann::json& j, const char* key) {
+  static const nlohmann::json null_value;
+  if (!j.is_object()) return null_value;
+  const auto it = j.find(key);
+  return it == j.end() ? null_value : *it;
+}
+
 std::string json_string_pattern(const nlohmann::json& pattern, const std::string& where) {
   ZAYA_CHECK(pattern.is_object() && (pattern.contains("String") || pattern.contains("Regex")),
              where, " must be {\"String\": ...} or {\"Regex\": ...}");

@@ -148,5 +148,22 @@ TEST(FuzzRegressions, HfRopeScalingOfAnyTypeIsAnError) {
   EXPECT_EQ(error_of([&] { model_config_from_hf(j, "config.json"); }), "");
 }
 
+// A Split pre_tokenizer (or Replace normalizer / decoder step) without "pattern" read j["pattern"]
+// of a const object: nlohmann dereferences the map's end, a heap-use-after-free under ASan.
+TEST(FuzzRegressions, TokenizerStepWithoutPatternIsAnError) {
+  std::ifstream in(ZAYA_SOURCE_DIR "/fuzz/corpus/tokenizer_json/gemma3_600.json");
+  const nlohmann::json gemma = nlohmann::json::parse(in);
+  const fs::path p = test::temp_dir("fuzz_tok") / "tokenizer.json";
+  write_bytes(p, gemma.dump());
+  EXPECT_EQ(error_of([&] { load_tokenizer(p.string()); }), "");
+  for (const char* part : {"pre_tokenizer", "normalizer"}) {
+    nlohmann::json j = gemma;
+    j[part].erase("pattern");
+    write_bytes(p, j.dump());
+    EXPECT_NE(error_of([&] { load_tokenizer(p.string()); }).find(".pattern"), std::string::npos)
+        << part;
+  }
+}
+
 }  // namespace
 }  // namespace zaya
