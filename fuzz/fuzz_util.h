@@ -49,12 +49,13 @@ inline std::string_view as_text(const uint8_t* data, size_t size) {
 
 }  // namespace zaya::fuzz
 
-// Runs `body`; a zaya::Error is the expected outcome of bad input. Other exceptions escape to
-// libFuzzer, which reports them as a crash (uncaught exception -> abort).
-#define ZAYA_FUZZ_EXPECT_ERRORS(body) \
-  do {                                \
-    try {                             \
-      body;                           \
-    } catch (const ::zaya::Error&) {  \
-    }                                 \
+// Runs the statement(s); a zaya::Error is the expected outcome of bad input. Other exceptions
+// escape to libFuzzer, which reports them as a crash (uncaught exception -> abort). Variadic so
+// that a braced body may contain commas.
+#define ZAYA_FUZZ_EXPECT_ERRORS(...) \
+  do {                               \
+    try {                            \
+      __VA_ARGS__;                   \
+    } catch (const ::zaya::Error&) { \
+    }                                \
   } while (0)
