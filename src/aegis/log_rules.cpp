@@ -59,7 +59,7 @@ std::vector<LogRule> load_log_rules(const std::string& path) {
   json list;
   try {
     list = json::parse(read_text_file(path));
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     ZAYA_FAIL(path, ": not valid JSON: ", e.what());
   }
   return parse_log_rules(list, path);

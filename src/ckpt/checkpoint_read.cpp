@@ -7,6 +7,7 @@
 #include "ckpt/checkpoint.h"
 #include "ckpt/ckpt_fs.h"
 #include "core/error.h"
+#include "core/json_number.h"
 #include "data/checksum.h"
 #include "io/safetensors.h"
 #include "optim/optimizer.h"
@@ -50,16 +51,18 @@ json verify_checkpoint(const std::string& dir) {
   json m;
   try {
     m = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     ZAYA_FAIL(where, ": manifest.json is not valid JSON: ", e.what());
   }
   const std::string mw = where + "/manifest.json";
-  ZAYA_CHECK(m.is_object() && m.value("format", "") == "zaya-sharded-checkpoint", mw,
+  ZAYA_CHECK(m.is_object() && m.contains("format") && m["format"] == "zaya-sharded-checkpoint", mw,
              ": field 'format' must be \"zaya-sharded-checkpoint\"");
-  ZAYA_CHECK(field(m, "version", VT::number_integer, mw, "manifest").get<int>() == 1, mw,
+  // Compared as JSON numbers, not after get<int>(): 4294967297 would narrow to 1 and pass.
+  ZAYA_CHECK(field(m, "version", VT::number_integer, mw, "manifest") == 1, mw,
              ": field 'version' must be 1 (this zaya reads version 1)");
   const int64_t step = field(m, "step", VT::number_integer, mw, "manifest").get<int64_t>();
-  const int world = field(m, "world_size", VT::number_integer, mw, "manifest").get<int>();
+  const int world = json_integer_as<int>(field(m, "world_size", VT::number_integer, mw, "manifest"),
+                                         1, mw + ": field 'world_size'");
   ZAYA_CHECK(step >= 0 && world >= 1, mw, ": fields 'step' (", step, ") and 'world_size' (", world,
              ") must be >= 0 and >= 1");
   const json& tr = field(m, "trainer", VT::object, mw, "manifest");
@@ -144,7 +147,9 @@ LoadedCheckpoint load_checkpoint(const std::string& dir) {
   }
   for (const json& t : m["tensors"]) {
     const std::string name = t["name"].get<std::string>();
-    Tensor full(t["shape"].get<Shape>(), DType::F32);
+    // Every chunk is matched with its stored tensor before the full tensor is allocated: the
+    // manifest's shape alone (verified only to be tiled by the chunks) could ask for terabytes.
+    std::vector<std::pair<int64_t, const Tensor*>> parts;
     for (const json& c : t["chunks"]) {
       const std::string file = c["file"].get<std::string>(), key = c["key"].get<std::string>();
       const int64_t b = c["begin"].get<int64_t>(), e = c["end"].get<int64_t>();
@@ -156,8 +161,11 @@ LoadedCheckpoint load_checkpoint(const std::string& dir) {
                  dir, ": ", file, " tensor '", key, "' is ", dtype_name(it->second.dtype()), " ",
                  shape_str(it->second.shape()), ", the manifest says F32 with ", e - b,
                  " elements");
-      std::memcpy(full.data<float>() + b, it->second.raw(), size_t(e - b) * sizeof(float));
+      parts.emplace_back(b, &it->second);
     }
+    Tensor full(t["shape"].get<Shape>(), DType::F32);
+    for (const auto& [b, part] : parts)
+      std::memcpy(full.data<float>() + b, part->raw(), size_t(part->numel()) * sizeof(float));
     ck.tensors[name] = full;
   }
   return ck;

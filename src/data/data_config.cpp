@@ -105,7 +105,7 @@ DataConfig load_data_config(const std::string& path) {
   json j;
   try {
     j = json::parse(in);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     ZAYA_FAIL(path, ": malformed JSON: ", e.what());
   }
   ZAYA_CHECK(j.is_object() && j.contains("data"), path, ": missing required section 'data'");

@@ -56,12 +56,14 @@ TokenStream open_split(const fs::path& dir, const json& index, const char* split
                ".shards[].file' is missing");
     ShardReader shard((dir / entry.at("file").get<std::string>()).string(), verify);
     const ShardInfo& info = shard.info();
-    ZAYA_CHECK(entry.value("tokens", int64_t(-1)) == info.tokens, info.path,
+    // Compared as JSON: value<T>() throws json::type_error when index.json holds another type.
+    ZAYA_CHECK(entry.contains("tokens") && entry.at("tokens") == info.tokens, info.path,
                ": field 'token_count' ", info.tokens, " differs from index.json's ",
-               entry.value("tokens", int64_t(-1)));
-    ZAYA_CHECK(entry.value("checksum", std::string()) == checksum_hex(info.checksum), info.path,
-               ": field 'checksum' ", checksum_hex(info.checksum), " differs from index.json's ",
-               entry.value("checksum", std::string()));
+               entry.contains("tokens") ? entry.at("tokens").dump() : "(missing)");
+    ZAYA_CHECK(entry.contains("checksum") && entry.at("checksum") == checksum_hex(info.checksum),
+               info.path, ": field 'checksum' ", checksum_hex(info.checksum),
+               " differs from index.json's ",
+               entry.contains("checksum") ? entry.at("checksum").dump() : "(missing)");
     ZAYA_CHECK(info.vocab_size == vocab, info.path, ": field 'vocab_size' ", info.vocab_size,
                " differs from index.json's tokenizer.vocab_size ", vocab);
     stream.add(std::move(shard));
@@ -83,7 +85,7 @@ DataLoader::DataLoader(DataConfig config, uint64_t seed, bool verify_checksums)
     json index;
     try {
       index = json::parse(in);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {
       ZAYA_FAIL(index_path.string(), ": malformed JSON: ", e.what());
     }
     ZAYA_CHECK(index.contains("tokenizer") && index.at("tokenizer").contains("vocab_size") &&

@@ -11,7 +11,7 @@ nlohmann::json read_json_file(const std::string& path, const std::string& what) 
   ZAYA_CHECK(in.good(), "cannot open ", what, " '", path, "'");
   try {
     return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
     ZAYA_FAIL(path, ": malformed JSON: ", e.what());
   }
 }

@@ -1,6 +1,7 @@
 #include "io/safetensors.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -50,7 +51,7 @@ SafetensorsFile read_safetensors(const std::string& path) {
   json j;
   try {
     j = json::parse(header);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     ZAYA_FAIL(path, ": malformed safetensors JSON header: ", e.what());
   }
   ZAYA_CHECK(j.is_object(), path, ": safetensors header is not a JSON object");
@@ -70,11 +71,17 @@ SafetensorsFile read_safetensors(const std::string& path) {
     ZAYA_CHECK(info.is_object() && info.contains("dtype") && info.contains("shape") &&
                    info.contains("data_offsets"),
                path, ": tensor '", name, "' needs dtype, shape and data_offsets");
+    // Types are checked before get<>: nlohmann throws its own type_error otherwise, and iterating
+    // a number or an object as the shape would read it as one dimension or its values.
+    ZAYA_CHECK(info["dtype"].is_string(), path, ": tensor '", name, "' field 'dtype' must be a ",
+               "string, got ", info["dtype"].dump());
     const std::string dt = info["dtype"].get<std::string>();
+    ZAYA_CHECK(info["shape"].is_array(), path, ": tensor '", name,
+               "' field 'shape' must be an array, got ", info["shape"].dump());
     Shape shape;
     for (const auto& d : info["shape"]) {
-      ZAYA_CHECK(d.is_number_unsigned(), path, ": tensor '", name, "' has a bad shape ",
-                 info["shape"].dump());
+      ZAYA_CHECK(d.is_number_unsigned() && d.get<uint64_t>() <= uint64_t(INT64_MAX), path,
+                 ": tensor '", name, "' has a bad shape ", info["shape"].dump());
       shape.push_back(d.get<int64_t>());
     }
     const auto& offs = info["data_offsets"];
@@ -99,9 +106,12 @@ SafetensorsFile read_safetensors(const std::string& path) {
     else
       ZAYA_FAIL(path, ": tensor '", name, "' has unsupported dtype ", dt,
                 " (supported: F32, BF16, F16, F64, I32)");
-    ZAYA_CHECK(end - begin == uint64_t(shape_numel(shape)) * elem, path, ": tensor '", name,
-               "' has ", end - begin, " bytes but shape ", shape_str(shape), " of ", dt, " needs ",
-               uint64_t(shape_numel(shape)) * elem);
+    // numel is compared before it is multiplied: numel * elem can wrap around 2^64 (shape
+    // [2^61] of F64 "needs" 0 bytes) and then a tensor of 2^61 elements would be allocated.
+    const uint64_t numel = uint64_t(shape_numel(shape));
+    ZAYA_CHECK(numel <= (end - begin) / elem && end - begin == numel * elem, path, ": tensor '",
+               name, "' has ", end - begin, " bytes but shape ", shape_str(shape), " of ", dt,
+               " needs ", numel, " x ", elem, " bytes");
     ranges.push_back({begin, end});
     Tensor t(shape, dtype);
     std::vector<char> raw(end - begin);

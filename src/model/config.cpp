@@ -152,7 +152,7 @@ json read_config_file(const std::string& path) {
   json j;
   try {
     j = json::parse(in);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     ZAYA_FAIL(path, ": malformed JSON: ", e.what());
   }
   ZAYA_CHECK(j.is_object(), path, ": a zaya config must be a JSON object with a 'model' section");

@@ -194,8 +194,10 @@ void check_fixed(const Fields& f) {
                  " is not supported (zaya implements ", expected.dump(), ")");
   if (f.has("rope_scaling")) {
     const json& rs = f.j.at("rope_scaling");
+    // Compared as JSON, not with value<string>(), which throws json::type_error on a number.
+    const char* type_key = rs.is_object() && rs.contains("rope_type") ? "rope_type" : "type";
     const bool plain =
-        rs == false || (rs.is_object() && rs.value("rope_type", rs.value("type", "")) == "default");
+        rs == false || (rs.is_object() && rs.contains(type_key) && rs[type_key] == "default");
     ZAYA_CHECK(plain, f.where, ": field 'rope_scaling' = ", rs.dump(),
                " is not supported (zaya implements plain RoPE: null)");
   }

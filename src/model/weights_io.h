@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -31,6 +32,10 @@ void write_hf_model_dir(const std::string& dir, const ModelConfig& config,
                         const HfWriteOptions& options = {});
 void save_model_dir(const std::string& dir, const ZayaModel& model,
                     const HfWriteOptions& options = {});
+
+// Reads model.safetensors.index.json: shard file -> the tensors its 'weight_map' places there.
+// Public for the fuzz target fuzz/hf_index.cpp; load_hf_weights is the caller that matters.
+std::map<std::string, std::vector<std::string>> read_weight_index(const std::string& path);
 
 // Copies the weights of an HF model directory into `params`; every registry tensor must be
 // present with its shape, nothing else may be (but a tied lm_head.weight equal to the embedding).

@@ -18,10 +18,7 @@ namespace zaya {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-namespace {
-
-// Shard file -> the tensors the index places in it.
-std::map<std::string, std::vector<std::string>> read_index(const std::string& path) {
+std::map<std::string, std::vector<std::string>> read_weight_index(const std::string& path) {
   const json j = read_json_file(path, "shard index");
   ZAYA_CHECK(j.is_object() && j.contains("weight_map") && j["weight_map"].is_object(), path,
              ": field 'weight_map' (tensor name -> shard file) is missing or not an object");
@@ -35,6 +32,8 @@ std::map<std::string, std::vector<std::string>> read_index(const std::string& pa
   }
   return shards;
 }
+
+namespace {
 
 std::string some_names(const std::vector<std::string>& names) {
   std::string s;
@@ -81,7 +80,7 @@ class WeightSink {
 };
 
 void load_sharded(const fs::path& dir, const std::string& index_path, WeightSink& sink) {
-  const auto shards = read_index(index_path);
+  const auto shards = read_weight_index(index_path);
   ZAYA_CHECK(!shards.empty(), index_path, ": 'weight_map' is empty");
   for (const auto& [file, names] : shards)
     ZAYA_CHECK(fs::exists(dir / file), index_path, ": shard '", file, "' is missing from ",

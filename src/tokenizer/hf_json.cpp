@@ -21,7 +21,7 @@ std::string read_tokenizer_file(const std::string& path) {
 nlohmann::json parse_json_file(const std::string& path) {
   try {
     return nlohmann::json::parse(read_tokenizer_file(path));
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
     ZAYA_FAIL(path, ": malformed JSON: ", e.what());
   }
 }
@@ -35,6 +35,13 @@ bool json_flag(const nlohmann::json& j, const char* key, bool fallback, const st
   if (!j.is_object() || !j.contains(key) || j[key].is_null()) return fallback;
   ZAYA_CHECK(j[key].is_boolean(), where, ".", key, " must be true or false");
   return j[key].get<bool>();
+}
+
+const nlohmann::json& json_member_or_null(const nlohmann::json& j, const char* key) {
+  static const nlohmann::json null_value;
+  if (!j.is_object()) return null_value;
+  const auto it = j.find(key);
+  return it == j.end() ? null_value : *it;
 }
 
 std::string json_string_pattern(const nlohmann::json& pattern, const std::string& where) {

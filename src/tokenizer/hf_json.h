@@ -19,6 +19,10 @@ std::string json_type_of(const nlohmann::json& j);
 // A boolean field with a default when absent or null; `where` names the object in errors.
 bool json_flag(const nlohmann::json& j, const char* key, bool fallback, const std::string& where);
 
+// j[key] of an object, or null when j is not an object or lacks key. nlohmann's const operator[]
+// on a missing key is undefined behaviour (it dereferences the map's end), found by fuzzing.
+const nlohmann::json& json_member_or_null(const nlohmann::json& j, const char* key);
+
 // A pattern of the form {"String": "text"}: the literal text. Regex patterns are an error naming
 // `where` (zaya has no regex engine for them).
 std::string json_string_pattern(const nlohmann::json& pattern, const std::string& where);

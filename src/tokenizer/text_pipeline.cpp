@@ -65,7 +65,8 @@ void Normalizer::add(const json& j, const std::string& where) {
     for (size_t i = 0; i < items.size(); ++i)
       add(items[i], str_cat(where, ".normalizers[", i, "]"));
   } else if (type == "Replace") {
-    steps_.push_back({false, json_string_pattern(j["pattern"], where + ".pattern"),
+    steps_.push_back({false,
+                      json_string_pattern(json_member_or_null(j, "pattern"), where + ".pattern"),
                       string_field(j, "content", where)});
   } else if (type == "Prepend") {
     steps_.push_back({true, "", string_field(j, "prepend", where)});
@@ -91,7 +92,7 @@ PreTokenizer PreTokenizer::from_json(const json& j, const std::string& where) {
   if (j.is_null()) return p;
   ZAYA_CHECK(json_type_of(j) == "Split", where, " \"", json_type_of(j),
              "\" is not supported (zaya supports null or Split for SentencePiece-style BPE)");
-  p.delimiter_ = json_string_pattern(j["pattern"], where + ".pattern");
+  p.delimiter_ = json_string_pattern(json_member_or_null(j, "pattern"), where + ".pattern");
   ZAYA_CHECK(!json_flag(j, "invert", false, where), where,
              ".invert true is not supported (expected false)");
   const std::string behavior = string_field(j, "behavior", where);
@@ -150,7 +151,8 @@ void TokenDecoder::add(const json& j, const std::string& where) {
     const json& items = sequence_items(j, "decoders", where);
     for (size_t i = 0; i < items.size(); ++i) add(items[i], str_cat(where, ".decoders[", i, "]"));
   } else if (type == "Replace") {
-    steps_.push_back({Step::kReplace, json_string_pattern(j["pattern"], where + ".pattern"),
+    steps_.push_back({Step::kReplace,
+                      json_string_pattern(json_member_or_null(j, "pattern"), where + ".pattern"),
                       string_field(j, "content", where)});
   } else if (type == "ByteFallback") {
     steps_.push_back({Step::kByteFallback, "", ""});

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (preset fuzz: clang, ASan + UBSan) and runs each one in turn over its
+# committed corpus fuzz/corpus/<target>/ for SECONDS_PER_TARGET (default 10). New inputs go to a
+# scratch corpus under build-fuzz/fuzz-run/, never into the committed one; a crash, sanitizer
+# report, leak, timeout (-timeout=5) or out-of-memory (-rss_limit_mb=2048) leaves its input in
+# build-fuzz/fuzz-run/artifacts/ and makes the script exit 1 after the remaining targets ran.
+#   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]     (targets: the names of fuzz/*.cpp)
+# ZAYA_FUZZ_JOBS sets the build parallelism (default: all cores). See docs/fuzzing.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seconds=${1:-10}
+shift || true
+if ! [[ $seconds =~ ^[0-9]+$ ]] || ((seconds < 1)); then
+  echo "fuzz.sh: SECONDS_PER_TARGET must be a positive integer, got '$seconds'" >&2
+  exit 2
+fi
+targets=("$@")
+if ((${#targets[@]} == 0)); then
+  for src in fuzz/*.cpp; do targets+=("$(basename "$src" .cpp)"); done
+fi
+
+bash scripts/setup.sh
+cmake --preset fuzz > /dev/null
+build_targets=()
+for t in "${targets[@]}"; do build_targets+=("fuzz_$t"); done
+cmake --build build-fuzz -j"${ZAYA_FUZZ_JOBS:-$(nproc)}" --target "${build_targets[@]}"
+
+run=build-fuzz/fuzz-run
+# The targets write each input to a scratch file (fuzz/fuzz_util.h): in memory (/dev/shm) that is
+# about three times faster than on disk. One directory per run, removed at the end.
+shm=/tmp
+if [[ -d /dev/shm && -w /dev/shm ]]; then shm=/dev/shm; fi
+TMPDIR=$(mktemp -d "$shm/zaya-fuzz.XXXXXX")
+export TMPDIR
+trap 'rm -rf "$TMPDIR"' EXIT
+mkdir -p "$run/artifacts"
+failed=()
+printf '%-16s %12s %8s  %s\n' target executions exec/s result
+for t in "${targets[@]}"; do
+  scratch="$run/corpus/$t"
+  mkdir -p "$scratch"
+  dict=()
+  if [[ -f fuzz/$t.dict ]]; then dict=("-dict=fuzz/$t.dict"); fi
+  log="$run/$t.log"
+  # The scratch corpus comes first: libFuzzer writes new inputs into its first directory.
+  if build-fuzz/fuzz/"fuzz_$t" "$scratch" "fuzz/corpus/$t" "${dict[@]}" \
+      -max_total_time="$seconds" -timeout=5 -rss_limit_mb=2048 -print_final_stats=1 \
+      -artifact_prefix="$run/artifacts/$t-" > "$log" 2>&1; then
+    result=ok
+  else
+    result="FAILED (log $log)"
+    failed+=("$t")
+  fi
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+  printf '%-16s %12s %8s  %s\n' "$t" "${execs:-?}" "${rate:-?}" "$result"
+done
+
+if ((${#failed[@]})); then
+  for t in "${failed[@]}"; do
+    echo "---- $t: end of $run/$t.log"
+    tail -n 40 "$run/$t.log"
+  done
+  echo "fuzz.sh: ${#failed[@]} target(s) failed: ${failed[*]} (inputs in $run/artifacts/)" >&2
+  exit 1
+fi
+echo "fuzz.sh: all ${#targets[@]} targets ran ${seconds} s each without a finding"
