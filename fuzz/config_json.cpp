@@ -18,18 +18,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ZAYA_FUZZ_EXPECT_ERRORS(zaya::model_config_from_json(root["model"], path));
   }
   if (root.contains("train")) {
-#if ZAYA_FUZZ_HAVE_TRAIN_CONFIG
     ZAYA_FUZZ_EXPECT_ERRORS({
       const zaya::TrainConfig tc = zaya::train_config_from_json(root["train"], path);
       zaya::optim_config_from_json(tc.optim, path);
     });
-#else
-    // clang < 16 cannot compile train_config.cpp (see CMakeLists.txt): the optim section alone.
-    const nlohmann::json& train = root["train"];
-    if (train.is_object() && train.contains("optim")) {
-      ZAYA_FUZZ_EXPECT_ERRORS(zaya::optim_config_from_json(train["optim"], path));
-    }
-#endif
   }
   if (root.contains("data")) {
     ZAYA_FUZZ_EXPECT_ERRORS(zaya::data_config_from_json(root["data"], path));

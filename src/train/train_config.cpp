@@ -8,7 +8,11 @@ namespace zaya {
 TrainConfig train_config_from_json(const nlohmann::json& j, const std::string& where) {
   ZAYA_CHECK(j.is_object(), where, ": 'train' must be a JSON object");
   TrainConfig c;
-  for (const auto& [key, v] : j.items()) {
+  for (const auto& item : j.items()) {
+    // Named copies, not a structured binding: lambdas below capture them (clang < 16 cannot
+    // capture structured bindings, and the fuzz build uses clang 14).
+    const std::string key = item.key();
+    const nlohmann::json& v = item.value();
     const std::string field = "'train." + key + "'";
     auto integer = [&](auto& dst, int64_t lo) {
       using T = std::remove_reference_t<decltype(dst)>;
