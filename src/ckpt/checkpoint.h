@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,9 @@ CheckpointSnapshot take_snapshot(const ParamStore& params, const Optimizer& opti
 
 // "ROOT/step-00000042" and "rank-00003.safetensors".
 std::string checkpoint_dir_name(const std::string& root, int64_t step);
+// The step of a committed checkpoint directory's name "step-NNNNNNNN"; nothing for other names,
+// the "step-N.tmp" of an unfinished save among them.
+std::optional<int64_t> committed_checkpoint_step(const std::string& dir_name);
 std::string checkpoint_rank_file(int rank);
 
 // The three stages of a save, so that every rank can write its own file at the same time:

@@ -205,12 +205,13 @@ std::string find_latest_checkpoint(const std::string& root,
   for (const auto& d : fs::directory_iterator(root)) {
     const std::string n = d.path().filename().string();
     if (!d.is_directory() || n.rfind("step-", 0) != 0) continue;
-    if (n.size() != 13) {  // step-N.tmp / .old: a save that never finished
+    const auto step = committed_checkpoint_step(n);
+    if (!step) {  // step-N.tmp / .old: a save that never finished
       skipped("checkpoint " + d.path().string() +
               ": temporary directory of an unfinished save, skipped");
       continue;
     }
-    found.emplace_back(std::stoll(n.substr(5)), d.path().string());
+    found.emplace_back(*step, d.path().string());
   }
   std::sort(found.rbegin(), found.rend());
   for (const auto& [step, dir] : found) {

@@ -1,5 +1,6 @@
 // Writing a checkpoint: rank files, manifest, COMPLETE marker, atomic rename; retention.
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -91,6 +92,12 @@ std::string checkpoint_dir_name(const std::string& root, int64_t step) {
   char b[32];
   std::snprintf(b, sizeof b, "step-%08lld", (long long)step);
   return (fs::path(root) / b).string();
+}
+
+std::optional<int64_t> committed_checkpoint_step(const std::string& dir_name) {
+  if (dir_name.size() != 13 || dir_name.rfind("step-", 0) != 0) return std::nullopt;
+  if (!std::all_of(dir_name.begin() + 5, dir_name.end(), ::isdigit)) return std::nullopt;
+  return std::stoll(dir_name.substr(5));
 }
 
 std::string prepare_checkpoint_dir(const std::string& root, int64_t step) {
@@ -243,12 +250,11 @@ std::vector<std::string> apply_retention(const std::string& root, int keep_last,
                                          int64_t saved_step) {
   std::vector<std::pair<int64_t, std::string>> done;
   for (const auto& d : fs::directory_iterator(root)) {
-    const std::string n = d.path().filename().string();
-    if (!d.is_directory() || n.size() != 13 || n.rfind("step-", 0) != 0) continue;
+    const auto step = committed_checkpoint_step(d.path().filename().string());
+    if (!d.is_directory() || !step) continue;
     if (!fs::exists(d.path() / "COMPLETE")) continue;  // not ours to judge: leave it
-    const int64_t step = std::stoll(n.substr(5));
-    if (step > saved_step) continue;  // not this timeline's: leave it
-    done.emplace_back(step, d.path().string());
+    if (*step > saved_step) continue;                  // not this timeline's: leave it
+    done.emplace_back(*step, d.path().string());
   }
   std::sort(done.begin(), done.end());
   std::vector<std::string> removed;

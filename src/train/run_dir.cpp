@@ -4,6 +4,7 @@
 #include <fstream>
 #include <vector>
 
+#include "ckpt/checkpoint.h"
 #include "core/error.h"
 
 namespace zaya {
@@ -37,14 +38,21 @@ std::optional<int64_t> finished_run_steps(const std::string& out_dir) {
 
 bool has_committed_checkpoints(const std::string& ckpt_root) {
   if (!fs::is_directory(ckpt_root)) return false;
-  for (const auto& d : fs::directory_iterator(ckpt_root)) {
-    const std::string n = d.path().filename().string();
-    if (d.is_directory() && n.size() == 13 && n.rfind("step-", 0) == 0) return true;
-  }
+  for (const auto& d : fs::directory_iterator(ckpt_root))
+    if (d.is_directory() && committed_checkpoint_step(d.path().filename().string())) return true;
   return false;
 }
 
 namespace {
+
+// Only the keys `keep` of a (those it has).
+json pick(const json& a, std::initializer_list<const char*> keep) {
+  json out = json::object();
+  if (a.is_object())
+    for (const char* k : keep)
+      if (a.contains(k)) out[k] = a[k];
+  return out;
+}
 
 // a with the keys of `drop` removed (top level only).
 json without(json a, std::initializer_list<const char*> drop) {
@@ -55,7 +63,6 @@ json without(json a, std::initializer_list<const char*> drop) {
 
 std::string differences(const json& saved, const json& now, const std::string& prefix) {
   std::string out;
-  const json keys = json::object();
   std::vector<std::string> names;
   if (saved.is_object())
     for (const auto& [k, v] : saved.items()) names.push_back(k);
@@ -83,13 +90,9 @@ void check_resume_config(const json& saved, const json& now, const std::string& 
       differences(saved.value("model", json()), now.value("model", json()), "model.") +
       differences(without(saved.value("data", json()), {"dir"}),
                   without(now.value("data", json()), {"dir"}), "data.");
-  for (const char* k : {"seed", "global_batch"})
-    if (st.value(k, json()) != nt.value(k, json()))
-      identity +=
-          differences(json{{k, st.value(k, json())}}, json{{k, nt.value(k, json())}}, "train.");
-  if (so.value("batch_ramp", json()) != no.value("batch_ramp", json()))
-    identity += "\n  train.optim.batch_ramp: checkpoint " + so.value("batch_ramp", json()).dump() +
-                ", now " + no.value("batch_ramp", json()).dump();
+  identity += differences(pick(st, {"seed", "global_batch"}), pick(nt, {"seed", "global_batch"}),
+                          "train.") +
+              differences(pick(so, {"batch_ramp"}), pick(no, {"batch_ramp"}), "train.optim.");
   ZAYA_CHECK(identity.empty(), "cannot resume from ", checkpoint,
              ": the config changes what the run is (its model, data, seed or batches), which a "
              "resume must keep:",
@@ -98,8 +101,7 @@ void check_resume_config(const json& saved, const json& now, const std::string& 
   // Numbers of the update: allowed only on request.
   const std::string numeric =
       differences(without(so, {"batch_ramp"}), without(no, {"batch_ramp"}), "train.optim.") +
-      differences(json{{"micro_batch", st.value("micro_batch", json())}},
-                  json{{"micro_batch", nt.value("micro_batch", json())}}, "train.");
+      differences(pick(st, {"micro_batch"}), pick(nt, {"micro_batch"}), "train.");
   ZAYA_CHECK(numeric.empty() || allow_changes, "cannot resume from ", checkpoint,
              " with changed optimizer settings or micro-batch without --allow-changes (the run "
              "would no longer continue the uninterrupted one exactly):",

@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "model/weights_io.h"
 #include "model/zaya_model.h"
-#include "tokenizer/tokenizer_files.h"
+#include "tokenizer/tokenizer.h"
 #include "train/plot.h"
 #include "train/sampler.h"
 
@@ -18,7 +18,7 @@ namespace zaya {
 namespace fs = std::filesystem;
 
 void write_run_outputs(TrainSummary& sum, ZayaModel& model, const TrainConfig& tc,
-                       int32_t stop_token, const std::string& config_path) {
+                       const Tokenizer* tok, int32_t stop_token, const std::string& config_path) {
   // The model first: whatever fails after it (the plot, the samples) costs a warning, never the
   // trained weights.
   save_model_dir(sum.model_dir, model);
@@ -31,9 +31,8 @@ void write_run_outputs(TrainSummary& sum, ZayaModel& model, const TrainConfig& t
     std::fprintf(stderr, "warning: the loss plot was not drawn: %s\n", e.what());
   }
   // A run stopped by a signal has little time left before the scheduler's SIGKILL: no samples.
-  if (tc.sample_tokens <= 0 || tc.tokenizer.empty() || sum.interrupted) return;
+  if (tc.sample_tokens <= 0 || tok == nullptr || sum.interrupted) return;
   try {
-    const auto tok = load_tokenizer(tc.tokenizer);
     std::ofstream samples(fs::path(tc.out_dir) / "samples.txt");
     for (size_t i = 0; i < tc.sample_prompts.size(); ++i) {
       SampleOptions so;

@@ -9,12 +9,14 @@
 
 namespace zaya {
 
+class Tokenizer;
 class ZayaModel;
 
-// OUT/model, OUT/loss.svg and (with train.sample_tokens and train.tokenizer) OUT/samples.txt;
-// fills summary.samples.
+// OUT/model, OUT/loss.svg and (with train.sample_tokens and a tokenizer, the one of
+// train.tokenizer) OUT/samples.txt; fills summary.samples.
 void write_run_outputs(TrainSummary& summary, ZayaModel& model, const TrainConfig& tc,
-                       int32_t stop_token, const std::string& config_path);
+                       const Tokenizer* tokenizer, int32_t stop_token,
+                       const std::string& config_path);
 // OUT/summary.json.
 void write_run_summary(const TrainSummary& summary);
 

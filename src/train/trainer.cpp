@@ -182,10 +182,13 @@ TrainSummary run_training(const TrainOptions& opt) {
                "): no source's validation split has a window of ", ph.seq_len + 1,
                " tokens; prepare the data with a larger --val-fraction or use a shorter seq_len");
   }
-  if (tc.sample_tokens > 0 && !tc.tokenizer.empty()) {
-    const auto tok = load_tokenizer(tc.tokenizer);
-    ZAYA_CHECK(tok->vocab_size() <= mc.vocab_size, path, ": 'train.tokenizer' ", tc.tokenizer,
-               " has ", tok->vocab_size(), " tokens but 'model.vocab_size' is ", mc.vocab_size);
+  // Loaded here, by the rank that samples, and kept for the samples at the end.
+  std::unique_ptr<Tokenizer> sample_tokenizer;
+  if (lead && tc.sample_tokens > 0 && !tc.tokenizer.empty()) {
+    sample_tokenizer = load_tokenizer(tc.tokenizer);
+    ZAYA_CHECK(sample_tokenizer->vocab_size() <= mc.vocab_size, path, ": 'train.tokenizer' ",
+               tc.tokenizer, " has ", sample_tokenizer->vocab_size(),
+               " tokens but 'model.vocab_size' is ", mc.vocab_size);
   }
 
   const std::string ckpt_root = (fs::path(tc.out_dir) / "ckpt").string();
@@ -413,13 +416,11 @@ TrainSummary run_training(const TrainOptions& opt) {
     const bool eval = (step + 1) % tc.eval_every == 0 || (last && stop == 0);
     const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     train_s += dt;
-    if (eval && !last) {
-      last_eval = evaluate(model, loader, S, tc.eval_windows, tc.micro_batch, comm);
-    } else if (eval) {
-      // The last step's evaluation may not cost the run its final save.
+    if (eval) {
       try {
         last_eval = evaluate(model, loader, S, tc.eval_windows, tc.micro_batch, comm);
       } catch (const Error& e) {
+        if (!last) throw;  // the last step's evaluation may not cost the run its final save
         if (lead) std::fprintf(stderr, "warning: the final evaluation failed: %s\n", e.what());
       }
     }
@@ -492,7 +493,7 @@ TrainSummary run_training(const TrainOptions& opt) {
   sum.tokens = tokens_done;
   sum.final_val_loss = last_eval.loss;
   sum.unigram_val_loss = last_eval.unigram;
-  if (lead) write_run_outputs(sum, model, tc, loader.eos_id(), path);
+  if (lead) write_run_outputs(sum, model, tc, sample_tokenizer.get(), loader.eos_id(), path);
   comm->barrier();  // the run's files are complete when any rank returns
   sum.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
   if (lead) write_run_summary(sum);

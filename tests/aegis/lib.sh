@@ -46,11 +46,11 @@ log = open('$2', errors='replace').read()
 m = re.search(r'resumed from (\S+) \(saved by [^)]*\): step (\d+)|resume auto: no complete checkpoint', log)
 if not m:
     sys.exit('no resume line in $2')
+step = lambda d: int(re.search(r'step-(\\d+)', d).group(1)) if d else 0
 saved = [d for d in re.findall(r'checkpoint saved: (\S+)', log[:m.start()])
-         if int(re.search(r'step-(\d+)', d).group(1)) < ${3:-1000000000}]
+         if step(d) < ${3:-1000000000}]
 want = saved[-1] if saved else None
 got = m.group(1)
-step = lambda d: int(re.search(r'step-(\\d+)', d).group(1)) if d else 0
 # Rank 0 renames a checkpoint into place before it prints the line, so a crash in between leaves
 # the next checkpoint committed but unannounced: it may be the one resumed, nothing older (only
 # the first attempt can have written a checkpoint that the restart finds).
