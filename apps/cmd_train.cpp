@@ -19,6 +19,7 @@ namespace {
 struct TrainArgs {
   TrainOptions train;
   bool no_progress = false;
+  bool fixed_threads = false;
   std::string metrics, plot_out;
   double baseline = -1;
   std::string model_dir, tokenizer, prompt = "The";
@@ -46,6 +47,10 @@ Runner add_train_commands(CLI::App& app) {
                   "with --resume: accept changed optimizer settings (train.optim) or micro-batch; "
                   "the model, data, seed and global batch can never change on resume");
   train->add_flag("--no-progress", args->no_progress, "no live progress line");
+  train->add_flag("--fixed-threads", args->fixed_threads,
+                  "keep the thread count of --threads for the whole run; by default it drops "
+                  "while other processes hold the CPU and comes back when they are gone (the "
+                  "results are bitwise the same either way)");
 
   auto* plot = app.add_subcommand("plot", "Draw a run's loss curve (metrics.jsonl) as SVG");
   plot->add_option("--metrics", args->metrics, "metrics JSON lines of a run")->required();
@@ -71,6 +76,7 @@ Runner add_train_commands(CLI::App& app) {
   return [=]() -> int {
     if (*train) {
       args->train.progress = !args->no_progress;
+      args->train.adaptive_threads = !args->fixed_threads;
       const TrainSummary s = run_training(args->train);
       if (s.already_finished) {
         std::printf("run %s already finished at step %lld; nothing to do\n", s.out_dir.c_str(),

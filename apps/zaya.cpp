@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include <cblas.h>
 #include <omp.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -34,10 +33,10 @@
 
 namespace {
 
+// OpenBLAS itself always runs single-threaded: backend/cpu/matmul.cpp cuts every product into tiles
+// by its shape and runs the tiles on the OpenMP threads, so results do not depend on this count.
 void set_threads(int threads) {
-  if (threads <= 0) return;
-  omp_set_num_threads(threads);
-  openblas_set_num_threads(threads);
+  if (threads > 0) omp_set_num_threads(threads);
 }
 
 }  // namespace
@@ -50,8 +49,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "zaya 0.1.0");
   int threads = 0;
   app.add_option("--threads", threads,
-                 "CPU threads for OpenMP and OpenBLAS (default: all cores, split between the "
-                 "ranks of one machine)")
+                 "CPU threads (default: all cores, split between the ranks of one machine; zaya "
+                 "train lowers it while other work holds the CPU, see --fixed-threads)")
       ->check(CLI::Range(0, 4096, "an integer thread count in [0, 4096]"));
 
   // zaya info

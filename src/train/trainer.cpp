@@ -37,6 +37,7 @@
 #include "train/run_dir.h"
 #include "train/run_outputs.h"
 #include "train/skip_windows.h"
+#include "train/thread_governor.h"
 #include "train/train_config.h"
 
 namespace zaya {
@@ -315,10 +316,12 @@ TrainSummary run_training(const TrainOptions& opt) {
     std::fprintf(stderr, "%scheckpoint saved: %s\n", tty ? "\r\033[K" : "", announced.c_str());
   };
   StopSignals stop_signals;
+  ThreadGovernor threads(opt.adaptive_threads, omp_get_max_threads());
   if (lead) {
-    std::fprintf(stderr, "train: %s -> %s, %lld steps, %lld tokens, %d rank%s x %d threads\n",
+    std::fprintf(stderr, "train: %s -> %s, %lld steps, %lld tokens, %d rank%s x %d threads%s\n",
                  path.c_str(), tc.out_dir.c_str(), (long long)total_steps,
-                 (long long)dc.total_tokens(), world, world == 1 ? "" : "s", omp_get_max_threads());
+                 (long long)dc.total_tokens(), world, world == 1 ? "" : "s", omp_get_max_threads(),
+                 threads.active() ? " (fewer while other work holds the CPU)" : "");
     if (zero1)
       std::fprintf(
           stderr,
@@ -336,6 +339,7 @@ TrainSummary run_training(const TrainOptions& opt) {
   const int64_t first_step = step;
   for (; step < total_steps; ++step) {
     const auto t0 = std::chrono::steady_clock::now();
+    const int step_threads = omp_get_max_threads();
     faults.at_step_start(step + 1);  // Aegis drills: kill, hang, slow
     const int phase = loader.phase_at(tokens_done);
     const auto& ph = dc.phases[size_t(phase)];
@@ -375,6 +379,11 @@ TrainSummary run_training(const TrainOptions& opt) {
       // Every micro-batch loss is a mean over its tokens; the step's loss is their mean over
       // all ranks, so each backward carries 1 / (micro-batches of the whole step).
       model.backward(1.0f / float(micro_steps * world));
+      // Fewer threads while other work holds the CPU, decided after each micro-batch (a step
+      // can be long): the numbers are the same at any thread count.
+      const std::string thread_change = threads.tick(step + 1);
+      if (lead && !thread_change.empty())
+        std::fprintf(stderr, "%s%s\n", tty ? "\r\033[K" : "", thread_change.c_str());
     }
     if (faults.loss_fault(step + 1)) {  // Aegis drill: NaN loss and gradients (update skipped)
       loss_sum = std::numeric_limits<double>::quiet_NaN();
@@ -436,7 +445,8 @@ TrainSummary run_training(const TrainOptions& opt) {
                   {"batch_sequences", seqs},
                   {"seq_len", S},
                   {"step_tokens", seqs * S},
-                  {"tokens_per_s", seqs * S / dt}};
+                  {"tokens_per_s", seqs * S / dt},
+                  {"threads", step_threads}};
       json load = json::array();
       for (const RouteCounts& counts : stage_counts) load.push_back(expert_load(counts).fractions);
       rec["expert_load"] = load;

@@ -28,6 +28,9 @@ struct TrainOptions {
   // Resume even when the optimizer settings or the micro-batch differ from the checkpoint's
   // config (see train/run_dir.h for what a resume may change).
   bool allow_changes = false;
+  // Lower the thread count while other work holds the CPU and raise it again when it is free
+  // (train/thread_governor.h). Never changes the results.
+  bool adaptive_threads = true;
 };
 
 struct TrainSummary {

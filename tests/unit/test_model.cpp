@@ -1,6 +1,7 @@
 // The whole ZAYA1 stack: parameter registry facts, finite-difference gradients of every tensor,
 // determinism, and input validation.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include "model/model_info.h"
 #include "model/params.h"
 #include "model/zaya_model.h"
+#include "optim/optimizer.h"
 
 namespace zaya {
 namespace {
@@ -203,6 +205,55 @@ TEST(ZayaModel, ForwardBackwardIsBitwiseDeterministic) {
       EXPECT_EQ(std::memcmp(&loss, &first_loss, 4), 0);
       EXPECT_EQ(std::memcmp(gr.data(), first_grads.data(), gr.size() * 4), 0);
     }
+  }
+}
+
+// A run's numbers may not depend on its thread count: the trainer lowers the count while other
+// work holds the CPU (train/thread_governor.h), and a run resumed on another machine may have more
+// or fewer cores. One forward, backward and optimizer step (AdamW and Muon) at 1, 2 and 3 threads
+// must give the same loss, gradients and weights, bit for bit. Wide enough (hidden 256, 160
+// tokens) that OpenBLAS would split its products between threads: it did, and the gradients
+// differed at 2 and 3 threads before every product was cut into tiles by its shape.
+TEST(ZayaModel, ResultsDoNotDependOnTheThreadCount) {
+  ModelConfig c = tiny();
+  c.hidden_size = 256;
+  c.expert_hidden = 128;
+  c.head_dim = 32;
+  c.vocab_size = 500;
+  const int saved_threads = omp_get_max_threads();
+  struct Result {
+    float loss;
+    std::vector<float> grads, weights;
+  };
+  std::vector<Result> results;
+  for (int threads : {1, 2, 3}) {
+    omp_set_num_threads(threads);
+    ZayaModel m(c);
+    randomise(m, 3);
+    const Batch b = random_batch(c, 4, 40, 5);
+    Result r;
+    r.loss = m.forward(b.tokens, b.targets, b.B, b.S);
+    m.params().zero_grads();
+    m.backward();
+    r.grads.assign(m.params().grads(), m.params().grads() + m.params().size());
+    Optimizer optimizer(m.params().registry(), OptimConfig{});
+    optimizer.step(m.params(), 1e-3);
+    r.weights.assign(m.params().weights(), m.params().weights() + m.params().size());
+    results.push_back(std::move(r));
+  }
+  omp_set_num_threads(saved_threads);
+  for (size_t i = 1; i < results.size(); ++i) {
+    const int threads = int(i) + 1;
+    EXPECT_EQ(std::memcmp(&results[i].loss, &results[0].loss, 4), 0)
+        << "loss at " << threads << " threads " << results[i].loss << " vs " << results[0].loss;
+    EXPECT_EQ(
+        std::memcmp(results[i].grads.data(), results[0].grads.data(), results[0].grads.size() * 4),
+        0)
+        << "gradients differ at " << threads << " threads";
+    EXPECT_EQ(std::memcmp(results[i].weights.data(), results[0].weights.data(),
+                          results[0].weights.size() * 4),
+              0)
+        << "weights after an optimizer step differ at " << threads << " threads";
   }
 }
 

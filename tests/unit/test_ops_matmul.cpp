@@ -4,6 +4,9 @@
 // fp32 rounding for any step: eps = 0.1 keeps that rounding (≈ ulp(out) / 2eps per touched output)
 // well below atol. Tolerance: rtol 1e-3, atol 1e-4 · max|grad| (tighter than the default because
 // there is no truncation error to allow for).
+#include <omp.h>
+
+#include <cmath>
 #include <cstddef>
 #include <cstring>
 #include <random>
@@ -171,6 +174,77 @@ TEST(OpsMatmul, GroupedRowsDoNotDependOnTheSegmentSize) {
     ASSERT_EQ(std::memcmp(din.data(), din_all.data(), din.size() * sizeof(float)), 0)
         << "input-gradient rows of a " << n << "-row segment differ from the same rows of " << most;
   }
+}
+
+// gemm cuts large products into tiles (rows and columns) run on different threads: every tile must
+// land where it belongs, for each transpose, with leading dimensions wider than the matrices and
+// with alpha and beta. Judged against a float64 product (each element within 1e-5 of the sum of
+// its terms' magnitudes, several times fp32's accumulation error at these k).
+TEST(OpsMatmul, TiledProductMatchesFloat64) {
+  std::mt19937 rng(8);
+  struct Case {
+    int m, n, k;
+  };
+  for (const Case cs : {Case{600, 40, 70}, Case{40, 700, 90}, Case{530, 610, 33}, Case{5, 7, 3}}) {
+    for (int trans = 0; trans < 4; ++trans) {
+      const bool ta = trans & 1, tb = trans & 2;
+      SCOPED_TRACE("m=" + std::to_string(cs.m) + " n=" + std::to_string(cs.n) +
+                   " k=" + std::to_string(cs.k) + (ta ? " Aᵀ" : "") + (tb ? " Bᵀ" : ""));
+      const int lda = (ta ? cs.m : cs.k) + 3, ldb = (tb ? cs.k : cs.n) + 5, ldc = cs.n + 7;
+      const std::vector<float> a = random_uniform(size_t(ta ? cs.k : cs.m) * lda, rng);
+      const std::vector<float> b = random_uniform(size_t(tb ? cs.n : cs.k) * ldb, rng);
+      std::vector<float> c = random_uniform(size_t(cs.m) * ldc, rng);
+      const std::vector<float> c0 = c;
+      const float alpha = 0.75f, beta = -0.5f;
+      gemm(ta, tb, cs.m, cs.n, cs.k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+      for (int i = 0; i < cs.m; ++i)
+        for (int j = 0; j < ldc; ++j) {
+          const size_t at = size_t(i) * ldc + j;
+          if (j >= cs.n) {  // the padding between rows is never written
+            ASSERT_EQ(c[at], c0[at]) << "padding at row " << i << " column " << j << " written";
+            continue;
+          }
+          double sum = 0, mag = 0;
+          for (int l = 0; l < cs.k; ++l) {
+            const double x = ta ? a[size_t(l) * lda + i] : a[size_t(i) * lda + l];
+            const double y = tb ? b[size_t(j) * ldb + l] : b[size_t(l) * ldb + j];
+            sum += x * y;
+            mag += std::fabs(x * y);
+          }
+          const double want = alpha * sum + beta * double(c0[at]);
+          ASSERT_NEAR(c[at], want, 1e-5 * (mag + std::fabs(c0[at])) + 1e-7)
+              << "at row " << i << " column " << j;
+        }
+    }
+  }
+}
+
+// The same product at 1, 2 and 3 threads, bit for bit (see ZayaModel.ResultsDoNotDependOnTheThread
+// Count for why). OpenBLAS's own threading failed this: it splits a product between its threads at
+// boundaries that depend on their number.
+TEST(OpsMatmul, ProductsDoNotDependOnTheThreadCount) {
+  std::mt19937 rng(9);
+  const int saved = omp_get_max_threads();
+  for (const int m : {64, 200, 512, 1000})
+    for (const int n : {96, 256, 700})
+      for (const int trans : {0, 1, 2}) {
+        const int k = 160;
+        const bool ta = trans == 2, tb = trans == 1;
+        const std::vector<float> a = random_uniform(size_t(m) * k, rng);
+        const std::vector<float> b = random_uniform(size_t(k) * n, rng);
+        std::vector<std::vector<float>> c;
+        for (const int threads : {1, 2, 3}) {
+          omp_set_num_threads(threads);
+          c.emplace_back(size_t(m) * n);
+          gemm(ta, tb, m, n, k, 1.0f, a.data(), ta ? m : k, b.data(), tb ? k : n, 0.0f,
+               c.back().data(), n);
+        }
+        for (size_t t = 1; t < c.size(); ++t)
+          EXPECT_EQ(std::memcmp(c[t].data(), c[0].data(), c[0].size() * sizeof(float)), 0)
+              << m << "x" << n << "x" << k << (ta ? " Aᵀ" : "") << (tb ? " Bᵀ" : "") << " at "
+              << t + 1 << " threads differs from 1 thread";
+      }
+  omp_set_num_threads(saved);
 }
 
 }  // namespace

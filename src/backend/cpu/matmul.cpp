@@ -2,6 +2,7 @@
 #include <cstddef>
 
 #include <cblas.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <vector>
@@ -10,11 +11,93 @@
 
 namespace zaya::cpu {
 
+namespace {
+
+// Makes OpenBLAS compute on the calling thread alone while it lives. Debian's OpenMP build of
+// OpenBLAS takes its thread count from omp_get_max_threads() at every call
+// (openblas_set_num_threads is overridden by it), and it splits a product between its threads at
+// row and column boundaries that depend on how many there are: the same product came out different
+// by an ulp at 1 and 2 threads. Setting this thread's OpenMP thread count is a per-thread variable
+// write, free.
+class SingleThreadedBlas {
+ public:
+  SingleThreadedBlas() : saved_(omp_get_max_threads()) {
+    if (saved_ > 1) omp_set_num_threads(1);
+  }
+  ~SingleThreadedBlas() {
+    if (saved_ > 1) omp_set_num_threads(saved_);
+  }
+  SingleThreadedBlas(const SingleThreadedBlas&) = delete;
+  SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
+
+ private:
+  int saved_;
+};
+
+// How gemm cuts C into tiles: a function of the product's shape alone, never of the thread count,
+// so that a run's numbers do not change when its thread count does (the trainer adapts the count to
+// the CPU it is given). Tiles are halved along their longer side until there are kTargetTiles of
+// them, while that side is at least kMinSplit and the tile keeps at least kMinTileFlops: measured
+// on a 2-core EPYC, single-threaded OpenBLAS calls of 128 or more rows or columns run at the speed
+// of one big threaded call; 64-row tiles lose 5-10 %.
+constexpr int kTargetTiles = 16;
+constexpr int kMinSplit = 256;
+constexpr double kMinTileFlops = 1 << 21;
+
+struct Tiling {
+  int rows = 0, cols = 0;  // of one tile (the last ones along each axis may be smaller)
+  int row_tiles = 1, col_tiles = 1;
+  int count() const { return row_tiles * col_tiles; }
+};
+
+int half_of(int x) {
+  return ((x + 1) / 2 + 15) / 16 * 16;
+}  // rounded up to 16 for the kernels
+
+Tiling tiling_of(int m, int n, int k) {
+  Tiling t{m, n, 1, 1};
+  for (;;) {
+    const bool split_rows = t.rows >= t.cols;
+    const int side = split_rows ? t.rows : t.cols;
+    if (t.count() >= kTargetTiles || side < kMinSplit ||
+        2.0 * t.rows * t.cols * k / 2 < kMinTileFlops)
+      break;
+    if (split_rows) {
+      t.rows = half_of(t.rows);
+      t.row_tiles = (m + t.rows - 1) / t.rows;
+    } else {
+      t.cols = half_of(t.cols);
+      t.col_tiles = (n + t.cols - 1) / t.cols;
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
 void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
           const float* b, int ldb, float beta, float* c, int ldc) {
   if (m == 0 || n == 0) return;
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  const Tiling t = tiling_of(m, n, k);
+  auto tile = [&](int index) {
+    const int r0 = index / t.col_tiles * t.rows, c0 = index % t.col_tiles * t.cols;
+    const int rows = std::min(t.rows, m - r0), cols = std::min(t.cols, n - c0);
+    // Row r0 of op(A) and column c0 of op(B), whichever way they are stored.
+    const float* a0 = trans_a ? a + r0 : a + size_t(r0) * lda;
+    const float* b0 = trans_b ? b + size_t(c0) * ldb : b + c0;
+    SingleThreadedBlas single;
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, rows, cols, k, alpha, a0, lda, b0, ldb, beta,
+                c + size_t(r0) * ldc + c0, ldc);
+  };
+  // Inside another parallel loop (attention's blocks, expert tiles) the tiles run on the calling
+  // thread.
+  if (t.count() == 1 || omp_in_parallel()) {
+    for (int i = 0; i < t.count(); ++i) tile(i);
+    return;
+  }
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int i = 0; i < t.count(); ++i) tile(i);
 }
 
 void matmul_forward(float* out, const float* in, const float* w, const float* bias, int n, int k,
@@ -52,50 +135,74 @@ namespace {
 // copy.
 constexpr int kRowTile = 64;
 
-// out[rows, m] (ldc) = alpha · in[rows, k] (lda) · op(w) with op(w) of shape [k, m]: w is [m, k]
-// when trans_w (nn.Linear's forward) and [k, m] otherwise (the input gradient). Accumulates into
-// out when beta is 1.
-void row_tiled_gemm(bool trans_w, int rows, int k, int m, const float* in, const float* w,
-                    float beta, float* out) {
+// One tile of a row-wise product: rows [r, r + kRowTile) of segment `in` (clipped to `rows`) times
+// op(w), op(w) of shape [k, m]: w is [m, k] when trans_w (nn.Linear's forward) and [k, m] otherwise
+// (the input gradient). Accumulates into out when beta is 1.
+void row_tile_gemm(bool trans_w, int r, int rows, int k, int m, const float* in, const float* w,
+                   float beta, float* out) {
   const int ldw = trans_w ? k : m;
-  const int full = rows / kRowTile * kRowTile;
-  for (int r = 0; r < full; r += kRowTile)
+  if (r + kRowTile <= rows) {
     gemm(false, trans_w, kRowTile, m, k, 1.0f, in + size_t(r) * k, k, w, ldw, beta,
          out + size_t(r) * m, m);
-  const int rest = rows - full;
-  if (rest == 0) return;
+    return;
+  }
+  const int rest = rows - r;
   std::vector<float> a(size_t(kRowTile) * k, 0.0f), c(size_t(kRowTile) * m, 0.0f);
-  std::copy(in + size_t(full) * k, in + size_t(rows) * k, a.begin());
-  if (beta != 0.0f) std::copy(out + size_t(full) * m, out + size_t(rows) * m, c.begin());
+  std::copy(in + size_t(r) * k, in + size_t(rows) * k, a.begin());
+  if (beta != 0.0f) std::copy(out + size_t(r) * m, out + size_t(rows) * m, c.begin());
   gemm(false, trans_w, kRowTile, m, k, 1.0f, a.data(), k, w, ldw, beta, c.data(), m);
-  std::copy(c.begin(), c.begin() + size_t(rest) * m, out + size_t(full) * m);
+  std::copy(c.begin(), c.begin() + size_t(rest) * m, out + size_t(r) * m);
+}
+
+struct RowTile {
+  int group, row;  // the tile's first row, counted from its group's first
+};
+
+// Every group's row tiles, in group order: one parallel loop runs them all (one barrier for all
+// experts instead of one per tile), each tile on one thread.
+std::vector<RowTile> row_tiles(const int* offsets, int groups) {
+  std::vector<RowTile> tiles;
+  for (int g = 0; g < groups; ++g)
+    for (int r = 0; r < offsets[g + 1] - offsets[g]; r += kRowTile) tiles.push_back({g, r});
+  return tiles;
 }
 
 }  // namespace
 
 void grouped_matmul_forward(float* out, const float* in, const float* const* weights,
                             const int* offsets, int groups, int k, int m) {
-  for (int g = 0; g < groups; ++g) {
-    const int rows = offsets[g + 1] - offsets[g];
-    if (rows == 0) continue;
-    row_tiled_gemm(true, rows, k, m, in + size_t(offsets[g]) * k, weights[g], 0.0f,
-                   out + size_t(offsets[g]) * m);
+  const std::vector<RowTile> tiles = row_tiles(offsets, groups);
+#pragma omp parallel for schedule(dynamic, 1)
+  for (size_t i = 0; i < tiles.size(); ++i) {
+    const int g = tiles[i].group;
+    const size_t first = size_t(offsets[g]);
+    row_tile_gemm(true, tiles[i].row, offsets[g + 1] - offsets[g], k, m, in + first * k, weights[g],
+                  0.0f, out + first * m);
   }
 }
 
 void grouped_matmul_backward(float* din, float* const* dweights, const float* dout, const float* in,
                              const float* const* weights, const int* offsets, int groups, int k,
                              int m) {
+  // din is row-wise like the forward (a token's input gradient does not depend on the segment's
+  // size); dw sums over the segment's rows and is one product per group.
+  if (din) {
+    const std::vector<RowTile> tiles = row_tiles(offsets, groups);
+#pragma omp parallel for schedule(dynamic, 1)
+    for (size_t i = 0; i < tiles.size(); ++i) {
+      const int g = tiles[i].group;
+      const size_t first = size_t(offsets[g]);
+      row_tile_gemm(false, tiles[i].row, offsets[g + 1] - offsets[g], m, k, dout + first * m,
+                    weights[g], 1.0f, din + first * k);
+    }
+  }
+  if (!dweights) return;
   for (int g = 0; g < groups; ++g) {
     const int rows = offsets[g + 1] - offsets[g];
     if (rows == 0) continue;
     const size_t first = size_t(offsets[g]);
-    // din is row-wise like the forward (a token's input gradient does not depend on the segment's
-    // size); dw sums over the segment's rows and is one call.
-    if (din) row_tiled_gemm(false, rows, m, k, dout + first * m, weights[g], 1.0f, din + first * k);
-    if (dweights)
-      gemm(true, false, m, k, rows, 1.0f, dout + first * m, m, in + first * k, k, 1.0f, dweights[g],
-           k);
+    gemm(true, false, m, k, rows, 1.0f, dout + first * m, m, in + first * k, k, 1.0f, dweights[g],
+         k);
   }
 }
 
