@@ -20,6 +20,7 @@
 #include "cmd_ckpt.h"
 #include "cmd_comm.h"
 #include "cmd_data.h"
+#include "cmd_hwbench.h"
 #include "cmd_score.h"
 #include "cmd_tokenizer.h"
 #include "cmd_train.h"
@@ -114,6 +115,7 @@ int main(int argc, char** argv) {
   runners.push_back(zaya::cli::add_aegis_commands(app));
   runners.push_back(zaya::cli::add_score_commands(app));
   runners.push_back(zaya::cli::add_comm_commands(*bench));
+  runners.push_back(zaya::cli::add_hwbench_commands(*bench));
 
   try {
     app.parse(argc, argv);

@@ -39,6 +39,12 @@ expect_error sizes-do-not-divide "must be divisible by 'model.num_kv_heads'" -- 
 expect_error missing-file "cannot open config file" -- "$ZAYA" info --config "$WORK/nope.json"
 expect_error bad-flag "--batch" -- "$ZAYA" bench step --config "$SRC/configs/tiny.json" --batch x
 expect_error no-subcommand "subcommand" -- "$ZAYA"
+expect_error gemm-cuda "--device cuda: this zaya has no GPU backend yet" -- "$ZAYA" bench gemm --device cuda
+expect_error gemm-bf16 "--dtype bf16" -- "$ZAYA" bench gemm --dtype bf16
+expect_error gemm-bad-shape "--shapes: '12x3' is not MxNxK" -- "$ZAYA" bench gemm --shapes 4x4x4,12x3
+expect_error gemm-bad-model "cannot open config file" -- "$ZAYA" bench gemm --shapes "model:$WORK/nope.json"
+expect_error membw-times "--times" -- "$ZAYA" bench membw --times 1
+expect_error membw-threads "--threads-list" -- "$ZAYA" bench membw --elements 4096 --threads-list 0
 
 # Token ids ≥ vocab size, and a truncated weights file, through `zaya score`-like paths: the
 # model directory written by debug-dump is damaged and loaded back by `zaya check-model`.

@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <thread>
 #include <vector>
 
 #include "backend/cpu/reduce.h"
@@ -34,15 +35,20 @@ class SingleThreadedBlas {
   int saved_;
 };
 
-// How gemm cuts C into tiles: a function of the product's shape alone, never of the thread count,
-// so that a run's numbers do not change when its thread count does (the trainer adapts the count to
-// the CPU it is given). Tiles are halved along their longer side until there are kTargetTiles of
-// them, while that side is at least kMinSplit and the tile keeps at least kMinTileFlops: measured
-// on a 2-core EPYC, single-threaded OpenBLAS calls of 128 or more rows or columns run at the speed
-// of one big threaded call; 64-row tiles lose 5-10 %.
-constexpr int kTargetTiles = 16;
-constexpr int kMinSplit = 256;
-constexpr double kMinTileFlops = 1 << 21;
+// How gemm cuts C into tiles: a function of the product's shape and of the machine's core count,
+// never of the thread count, so that a run's numbers do not change when its thread count does (the
+// trainer adapts the count to the CPU it is given; --threads may be anything). Tiles are halved
+// along their longer side until there are two per core, while that side is at least kMinSplit and
+// the tile keeps at least kMinTileFlops. Measured on a 2-core EPYC (bench/gemm_vs_openblas.sh):
+// fewer, larger tiles run closest to one threaded OpenBLAS call, which shares its packed panels
+// between threads where independent tile calls each pack their own.
+constexpr int kMinSplit = 64;
+constexpr double kMinTileFlops = 1 << 19;
+
+int target_tiles() {
+  static const int tiles = std::clamp(2 * int(std::thread::hardware_concurrency()), 4, 128);
+  return tiles;
+}
 
 struct Tiling {
   int rows = 0, cols = 0;  // of one tile (the last ones along each axis may be smaller)
@@ -59,7 +65,7 @@ Tiling tiling_of(int m, int n, int k) {
   for (;;) {
     const bool split_rows = t.rows >= t.cols;
     const int side = split_rows ? t.rows : t.cols;
-    if (t.count() >= kTargetTiles || side < kMinSplit ||
+    if (t.count() >= target_tiles() || side < kMinSplit ||
         2.0 * t.rows * t.cols * k / 2 < kMinTileFlops)
       break;
     if (split_rows) {
