@@ -127,7 +127,7 @@ Runner add_hwbench_commands(CLI::App& bench) {
 
   return [=]() -> int {
     if (*gemm) {
-      check_device(args->device, "f32" == args->dtype ? "f32" : args->dtype);
+      check_device(args->device, args->dtype);
       std::vector<GemmShape> shapes, muon;
       bool model = false;
       int batch = args->batch, seq = args->seq;

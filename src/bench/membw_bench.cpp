@@ -40,6 +40,8 @@ std::vector<MembwRow> run_membw_bench(const MembwOptions& opt, std::FILE* out) {
   ZAYA_CHECK(opt.times >= 2, "--times: STREAM drops the first run, so at least 2 (got ", opt.times,
              ")");
   const std::vector<int> threads = opt.threads.empty() ? default_threads() : opt.threads;
+  for (const int t : threads)  // before the arrays are allocated
+    ZAYA_CHECK(t >= 1 && t <= 4096, "--threads-list: ", t, " is not a thread count in [1, 4096]");
   // Arrays are touched first by the threads that use them (page placement on NUMA machines).
   auto a = std::make_unique_for_overwrite<double[]>(size_t(n));
   auto b = std::make_unique_for_overwrite<double[]>(size_t(n));
@@ -57,7 +59,6 @@ std::vector<MembwRow> run_membw_bench(const MembwOptions& opt, std::FILE* out) {
                "triad");
   std::vector<MembwRow> rows;
   for (const int t : threads) {
-    ZAYA_CHECK(t >= 1 && t <= 4096, "--threads-list: ", t, " is not a thread count in [1, 4096]");
     omp_set_num_threads(t);
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; ++i) {

@@ -63,7 +63,6 @@ class ThreadGovernor {
   // Ends an interval (the trainer ticks after every micro-batch) and starts the next. Returns a
   // line to log when the thread count changed.
   std::string tick(int64_t step);
-  int threads() const { return policy_.threads(); }
 
  private:
   bool active_;
