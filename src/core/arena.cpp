@@ -1,19 +1,32 @@
 #include "core/arena.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 
 namespace zaya {
 
+void Arena::Block::Free::operator()(std::byte* p) const {
+  std::free(p);
+}
+
+Arena::Block Arena::make_block(size_t bytes) {
+  bytes = std::max<size_t>(64, (bytes + 63) / 64 * 64);
+  auto* p = static_cast<std::byte*>(std::aligned_alloc(64, bytes));
+  if (p == nullptr) throw std::bad_alloc();
+  return Block{std::unique_ptr<std::byte, Block::Free>(p), bytes};
+}
+
 void* Arena::bytes(size_t n) {
   n = (n + 63) / 64 * 64;  // keep every allocation 64-byte aligned
-  if (blocks_.empty() || used_ + n > blocks_.back()->bytes()) {
+  if (blocks_.empty() || used_ + n > blocks_.back().bytes) {
     const size_t size =
-        std::max<size_t>(n, blocks_.empty() ? (size_t(64) << 20) : blocks_.back()->bytes());
-    blocks_.push_back(std::make_unique<Storage>(size));
+        std::max<size_t>(n, blocks_.empty() ? (size_t(64) << 20) : blocks_.back().bytes);
+    blocks_.push_back(make_block(size));
     used_ = 0;
   }
-  void* p = blocks_.back()->data() + used_;
+  void* p = blocks_.back().data.get() + used_;
   used_ += n;
   total_used_ += n;
   high_water_ = std::max(high_water_, total_used_);
@@ -30,7 +43,7 @@ void Arena::reset() {
   if (blocks_.size() > 1) {
     // Merge: one block large enough for the whole of the biggest step seen so far.
     blocks_.clear();
-    blocks_.push_back(std::make_unique<Storage>(high_water_));
+    blocks_.push_back(make_block(high_water_));
   }
   used_ = 0;
   total_used_ = 0;
@@ -38,7 +51,7 @@ void Arena::reset() {
 
 size_t Arena::capacity() const {
   size_t c = 0;
-  for (const auto& b : blocks_) c += b->bytes();
+  for (const Block& b : blocks_) c += b.bytes;
   return c;
 }
 

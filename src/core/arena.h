@@ -2,14 +2,15 @@
 // reset() frees everything at once. If a step needs more than the current block, further blocks are
 // chained (earlier pointers stay valid) and the next reset() merges them into one block, so from
 // the second step on every step runs out of a single allocation.
+// Blocks are not zero-filled (floats() promises nothing about the contents; zeros() fills what it
+// hands out), so only the bytes a step uses become resident: the process's memory grows by the
+// high-water mark, not by the block sizes (sizing/train_memory.h counts on this).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
-
-#include "core/tensor.h"
 
 namespace zaya {
 
@@ -26,7 +27,15 @@ class Arena {
   size_t high_water() const { return high_water_; }
 
  private:
-  std::vector<std::unique_ptr<Storage>> blocks_;
+  struct Block {
+    struct Free {
+      void operator()(std::byte* p) const;
+    };
+    std::unique_ptr<std::byte, Free> data;
+    size_t bytes = 0;
+  };
+  static Block make_block(size_t bytes);
+  std::vector<Block> blocks_;
   size_t used_ = 0;        // bytes used in the last block
   size_t total_used_ = 0;  // bytes used in all blocks this step
   size_t high_water_ = 0;

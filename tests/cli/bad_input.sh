@@ -44,6 +44,18 @@ expect_error gemm-bf16 "--dtype bf16" -- "$ZAYA" bench gemm --dtype bf16
 expect_error gemm-bad-shape "--shapes: '12x3' is not MxNxK" -- "$ZAYA" bench gemm --shapes 4x4x4,12x3
 expect_error gemm-bad-model "cannot open config file" -- "$ZAYA" bench gemm --shapes "model:$WORK/nope.json"
 expect_error membw-times "--times" -- "$ZAYA" bench membw --times 1
+expect_error size-no-profile "zaya size needs --profile" -- "$ZAYA" size --active-params 1M
+expect_error size-unknown-profile "neither a file nor a built-in profile" -- "$ZAYA" size --profile "$WORK/nope.json" --active-params 1M
+printf '{"format": "zaya-hardware-profile", "version": 1}' > "$WORK/profile.json"
+expect_error size-bad-profile "$WORK/profile.json: missing field 'name'" -- "$ZAYA" size --profile "$WORK/profile.json" --active-params 1M
+expect_error size-no-goal "zaya size needs a goal" -- "$ZAYA" size --profile h100
+expect_error size-bad-amount "--active-params: '12Q' is not a positive amount" -- "$ZAYA" size --profile h100 --active-params 12Q
+expect_error size-budget-no-tokens "--flops and --gpu-hours need --tokens" -- "$ZAYA" size --profile h100 --flops 1e21
+expect_error size-config-and-goal "--config evaluates one shape" -- "$ZAYA" size --profile h100 --config "$SRC/configs/tiny.json" --active-params 1M
+expect_error size-bad-global-batch "global batch 6 is not a multiple of micro-batch 4" -- "$ZAYA" size --profile h100 --config "$SRC/configs/tiny.json" --micro-batch 4 --global-batch 6
+echo '{}' > "$WORK/exists.json"
+expect_error size-profile-exists "'$WORK/exists.json' exists; pass --force" -- "$ZAYA" size profile --out "$WORK/exists.json"
+expect_error size-pick "--pick 9: only" -- "$ZAYA" size --profile h100 --active-params 760M --world 64 --candidates 2 --pick 9
 expect_error membw-threads "--threads-list" -- "$ZAYA" bench membw --elements 4096 --threads-list 0
 
 # Token ids ≥ vocab size, and a truncated weights file, through `zaya score`-like paths: the

@@ -58,7 +58,9 @@ TEST(OpsActivation, SiluGradientAndForward) {
 
 TEST(OpsActivation, SwigluGradientAndForward) {
   std::mt19937 rng(43);
-  for (auto [n, f] : {std::pair{1, 1}, std::pair{1, 6}, std::pair{5, 7}, std::pair{8, 16}}) {
+  for (const auto& [n_, f_] :
+       {std::pair{1, 1}, std::pair{1, 6}, std::pair{5, 7}, std::pair{8, 16}}) {
+    const int n = n_, f = f_;  // lambdas below capture them
     SCOPED_TRACE("n=" + std::to_string(n) + " f=" + std::to_string(f));
     std::vector<float> x = random_uniform(size_t(n) * 2 * f, rng, -4.0f, 4.0f);
     const std::vector<float> R = random_uniform(size_t(n) * f, rng);
@@ -80,7 +82,9 @@ TEST(OpsActivation, SwigluGradientAndForward) {
 
 TEST(OpsActivation, SoftmaxGradientAndForward) {
   std::mt19937 rng(44);
-  for (auto [n, c] : {std::pair{1, 1}, std::pair{1, 5}, std::pair{4, 9}, std::pair{6, 32}}) {
+  for (const auto& [n_, c_] :
+       {std::pair{1, 1}, std::pair{1, 5}, std::pair{4, 9}, std::pair{6, 32}}) {
+    const int n = n_, c = c_;  // lambdas below capture them
     SCOPED_TRACE("n=" + std::to_string(n) + " c=" + std::to_string(c));
     std::vector<float> x = random_uniform(size_t(n) * c, rng, -3.0f, 3.0f);
     const std::vector<float> R = random_uniform(x.size(), rng);

@@ -31,7 +31,9 @@ std::vector<int32_t> RandomTargets(int n, int vocab, double ignore_fraction, std
 
 TEST(OpsLoss, CrossEntropyForwardMatchesDirect) {
   std::mt19937 rng(51);
-  for (auto [n, vocab] : {std::pair{1, 1}, std::pair{1, 7}, std::pair{6, 11}, std::pair{16, 50}}) {
+  for (const auto& [n_, vocab_] :
+       {std::pair{1, 1}, std::pair{1, 7}, std::pair{6, 11}, std::pair{16, 50}}) {
+    const int n = n_, vocab = vocab_;  // lambdas below capture them
     SCOPED_TRACE("n=" + std::to_string(n) + " vocab=" + std::to_string(vocab));
     const std::vector<float> logits = random_uniform(size_t(n) * vocab, rng, -5.0f, 5.0f);
     std::vector<int32_t> targets = RandomTargets(n, vocab, 0.3, rng);
@@ -76,7 +78,9 @@ TEST(OpsLoss, CrossEntropyAllIgnored) {
 
 TEST(OpsLoss, CrossEntropyBackwardMatchesFiniteDifferences) {
   std::mt19937 rng(52);
-  for (auto [n, vocab] : {std::pair{1, 2}, std::pair{1, 9}, std::pair{7, 13}, std::pair{12, 40}}) {
+  for (const auto& [n_, vocab_] :
+       {std::pair{1, 2}, std::pair{1, 9}, std::pair{7, 13}, std::pair{12, 40}}) {
+    const int n = n_, vocab = vocab_;  // lambdas below capture them
     SCOPED_TRACE("n=" + std::to_string(n) + " vocab=" + std::to_string(vocab));
     std::vector<float> logits = random_uniform(size_t(n) * vocab, rng, -4.0f, 4.0f);
     std::vector<int32_t> targets = RandomTargets(n, vocab, 0.25, rng);

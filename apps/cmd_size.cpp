@@ -1,0 +1,406 @@
+// zaya size: ZAYA1 shapes and training plans from a hardware profile; zaya size profile: measure
+// this machine's profile. The rules are in src/sizing/shape_search.cpp (sizing_rules) and
+// docs/sizing.md.
+#include "cmd_size.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "dist/communicator.h"
+#include "io/text_file.h"
+#include "model/config.h"
+#include "sizing/hardware_profile.h"
+#include "sizing/profile_measure.h"
+#include "sizing/shape_search.h"
+
+namespace zaya::cli {
+
+namespace {
+
+using nlohmann::json;
+
+struct SizeArgs {
+  std::string profile, config, write, base;
+  std::string active, total, flops, gpu_hours, tokens;
+  SizeGoal goal;
+  int candidates = 5, pick = 1;
+  bool json_out = false, explain = false, force = false;
+  // zaya size profile
+  std::string out;
+  std::vector<int> threads;
+  ProfileOptions popt;
+};
+
+// "760M", "8.3B", "1.5e21", "2T", "64K": a positive count; `flag` names the option in errors.
+double parse_amount(const std::string& text, const char* flag) {
+  if (text.empty()) return 0;
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  const std::string unit = end ? std::string(end) : "";
+  const double scale = unit == ""                   ? 1
+                       : unit == "K"                ? 1e3
+                       : unit == "M"                ? 1e6
+                       : unit == "B" || unit == "G" ? 1e9
+                       : unit == "T"                ? 1e12
+                                                    : -1;
+  ZAYA_CHECK(end != text.c_str() && scale > 0 && std::isfinite(v) && v > 0, flag, ": '", text,
+             "' is not a positive amount (a number with an optional K, M, B/G or T: 760M, 8.3B, "
+             "1e21)");
+  return v * scale;
+}
+
+HardwareProfile load_profile(const std::string& name) {
+  ZAYA_CHECK(!name.empty(),
+             "zaya size needs --profile: a file from `zaya size profile --out FILE` (this "
+             "machine, measured) or a built-in one (h100, mi300x)");
+  HardwareProfile p;
+  if (builtin_profile(name, p)) return p;
+  struct stat st {};
+  ZAYA_CHECK(::stat(name.c_str(), &st) == 0, "--profile: '", name,
+             "' is neither a file nor a built-in profile (h100, mi300x)");
+  return read_profile(name);
+}
+
+std::string count(double v) {
+  char b[32];
+  if (v >= 1e9)
+    std::snprintf(b, sizeof b, "%.2fB", v / 1e9);
+  else if (v >= 1e6)
+    std::snprintf(b, sizeof b, "%.1fM", v / 1e6);
+  else
+    std::snprintf(b, sizeof b, "%.1fK", v / 1e3);
+  return b;
+}
+
+json candidate_json(const Candidate& k) {
+  const TrainMemory& m = k.memory;
+  return {{"model", model_config_to_json(k.config)},
+          {"params",
+           {{"total", k.info.total_params},
+            {"non_embedding", k.info.non_embedding_params},
+            {"active_non_embedding", k.info.active_non_embedding},
+            {"embedding", k.info.embedding_params}}},
+          {"micro_batch", k.micro_batch},
+          {"max_micro_batch", k.max_micro_batch},
+          {"global_batch", k.global_batch},
+          {"memory_bytes",
+           {{"weights", m.weights},
+            {"gradients", m.gradients},
+            {"optimizer", m.optimizer},
+            {"muon", m.muon},
+            {"zero1", m.zero1},
+            {"activations", m.activations},
+            {"checkpoint", m.checkpoint},
+            {"runtime", m.runtime},
+            {"total", m.total()}}},
+          {"step_seconds",
+           {{"gemm", k.step.gemm},
+            {"other", k.step.other},
+            {"optimizer", k.step.optimizer},
+            {"comm", k.step.comm},
+            {"total", k.step.total()}}},
+          {"threads_per_rank", k.step.threads},
+          {"micro_batches_per_step", k.step.micro_batches},
+          {"tokens_per_s", k.tokens_per_s},
+          {"tokens_per_day", k.tokens_per_day},
+          {"mfu", k.mfu},
+          {"decode_ms_per_token", k.decode_ms},
+          {"hours_for_tokens", k.hours_for_tokens},
+          {"note", k.note}};
+}
+
+void print_table(const std::vector<Candidate>& cs, const HardwareProfile& p) {
+  std::printf(
+      "%2s %6s %6s %9s %10s %6s %6s | %8s %8s | %10s %4s | %8s %6s %6s %6s %6s | %9s %6s %8s\n",
+      "#", "hidden", "stages", "q/kv x d", "experts", "router", "vocab", "active", "total",
+      "mem/rank", "mb", "step s", "gemm", "other", "optim", "comm", "tok/s", "MFU", "decode");
+  int i = 1;
+  for (const Candidate& k : cs) {
+    const ModelConfig& c = k.config;
+    char heads[32], experts[32];
+    std::snprintf(heads, sizeof heads, "%lld/%lldx%lld", (long long)c.num_q_heads,
+                  (long long)c.num_kv_heads, (long long)c.head_dim);
+    std::snprintf(experts, sizeof experts, "%lldx%lld", (long long)c.num_experts,
+                  (long long)c.expert_hidden);
+    const double s = k.step.total();
+    auto pct = [&](double part) { return 100.0 * part / s; };
+    std::printf(
+        "%2d %6lld %6lld %9s %10s %6lld %6lld | %8s %8s | %10s %4lld | %8.3f %5.0f%% %5.0f%% "
+        "%5.0f%% %5.0f%% | %9.0f %5.1f%% %6.2fms\n",
+        i++, (long long)c.hidden_size, (long long)c.num_stages, heads, experts,
+        (long long)c.router_dim, (long long)c.vocab_size,
+        count(double(k.info.active_non_embedding)).c_str(),
+        count(double(k.info.non_embedding_params)).c_str(),
+        format_bytes(double(k.memory.total())).c_str(), (long long)k.micro_batch, s,
+        pct(k.step.gemm), pct(k.step.other), pct(k.step.optimizer), pct(k.step.comm),
+        k.tokens_per_s, 100 * k.mfu, k.decode_ms);
+    if (!k.note.empty()) std::printf("   note: %s\n", k.note.c_str());
+  }
+  if (!p.measured)
+    std::printf(
+        "(estimates from published peaks, not measurements: zaya has no GPU backend yet, "
+        "docs/status.md)\n");
+}
+
+void print_details(const Candidate& k, const SizeGoal& g, const HardwareProfile& p) {
+  const std::string values = p.dtype == "bf16" ? "bf16" : "fp32";
+  const TrainMemory& m = k.memory;
+  std::printf("\nmemory per rank at micro-batch %lld x %lld tokens, %d rank%s (ZeRO-1):\n",
+              (long long)k.micro_batch, (long long)k.seq, g.world, g.world == 1 ? "" : "s");
+  auto row = [](const char* what, int64_t b) {
+    std::printf("  %-34s %12s\n", what, format_bytes(double(b)).c_str());
+  };
+  row(("weights (" + values + ")").c_str(), m.weights);
+  row(("gradients (" + values + ")").c_str(), m.gradients);
+  row(values == "bf16" ? "optimizer + fp32 master (range)" : "optimizer state (rank's range)",
+      m.optimizer);
+  row("Muon matrices + Newton-Schulz", m.muon);
+  row("ZeRO-1 buffers", m.zero1);
+  row("activations (one micro-batch)", m.activations);
+  row("checkpoint snapshot", m.checkpoint);
+  row("runtime (process, libraries)", m.runtime);
+  row("total", m.total());
+  std::printf("  largest micro-batch that fits:     %lld\n", (long long)k.max_micro_batch);
+  std::printf(
+      "step (%lld sequences, %lld micro-batch%s per rank, %d thread%s per rank): %.3f s = "
+      "products %.3f + other %.3f + optimizer %.3f + communication %.3f\n",
+      (long long)k.global_batch, (long long)k.step.micro_batches,
+      k.step.micro_batches == 1 ? "" : "es", k.step.threads, k.step.threads == 1 ? "" : "s",
+      k.step.total(), k.step.gemm, k.step.other, k.step.optimizer, k.step.comm);
+  std::printf("throughput: %.0f tokens/s, %.3g tokens/day", k.tokens_per_s, k.tokens_per_day);
+  if (k.hours_for_tokens > 0)
+    std::printf(", %.1f h for %.3g tokens (%.0f device-hours)", k.hours_for_tokens, g.tokens,
+                k.hours_for_tokens * g.world);
+  std::printf("\n");
+}
+
+json written_config(const Candidate& k, const std::string& base, const HardwareProfile& p) {
+  json j;
+  if (!base.empty()) {
+    j = read_config_file(base);
+    model_config_from_json(j.at("model"), base + ": model");  // validates the base
+  }
+  j["description"] = "Proposed by zaya size for " + p.name + ": " +
+                     count(double(k.info.active_non_embedding)) + " active, " +
+                     count(double(k.info.non_embedding_params)) + " total (non-embedding).";
+  j["model"] = model_config_to_json(k.config);
+  j["train"]["micro_batch"] = k.micro_batch;
+  j["train"]["global_batch"] = k.global_batch;
+  return j;
+}
+
+}  // namespace
+
+Runner add_size_commands(CLI::App& app) {
+  auto args = std::make_shared<SizeArgs>();
+  auto* size = app.add_subcommand(
+      "size",
+      "ZAYA1 shapes and training plans for a hardware profile: parameter counts, memory per rank "
+      "under ZeRO-1, the largest micro-batch, predicted step time and throughput");
+  size->add_option("--profile", args->profile,
+                   "hardware profile: a file from `zaya size profile` or built-in h100 / mi300x");
+  size->add_option("--config", args->config,
+                   "evaluate this zaya config's model instead of proposing shapes (its "
+                   "train.micro_batch and global_batch are used unless given)");
+  size->add_option("--active-params", args->active,
+                   "goal: active non-embedding parameters (one expert per MoE stage), e.g. 760M");
+  size->add_option("--total-params", args->total,
+                   "goal: total non-embedding parameters, e.g. 8.3B (with --active-params: both)");
+  size->add_option("--flops", args->flops,
+                   "goal: compute budget in FLOPs (with --tokens: active = FLOPs / 6 tokens)");
+  size->add_option("--gpu-hours", args->gpu_hours,
+                   "goal: device-hours budget (with --tokens: the largest shape that trains them "
+                   "in time on --world devices)");
+  size->add_option("--tokens", args->tokens, "training tokens, e.g. 12T");
+  size->add_option("--vocab", args->goal.vocab,
+                   "tokenizer vocabulary (padded to a multiple of 64; default 262144 on a GPU "
+                   "profile, 4096 on a CPU one)")
+      ->check(CLI::Range(int64_t(2), int64_t(1) << 24));
+  size->add_option("--experts", args->goal.experts, "routed experts per MoE stage (+ skip)")
+      ->check(CLI::Range(int64_t(1), int64_t(256)))
+      ->capture_default_str();
+  size->add_option("--world", args->goal.world, "ranks (GPUs, or CPU processes)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  size->add_option("--ranks-per-machine", args->goal.ranks_per_machine,
+                   "CPU: ranks sharing one machine's cores and RAM (default: all of --world)")
+      ->check(CLI::Range(1, 4096));
+  size->add_option("--seq", args->goal.seq,
+                   "sequence length (default 4096 on a GPU profile, 256 on a CPU one; with "
+                   "--config, its first phase's seq_len)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
+  size->add_option(
+          "--global-batch", args->goal.global_batch,
+          "sequences per optimizer step over all ranks (default: one micro-batch per rank)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 30));
+  size->add_option("--micro-batch", args->goal.micro_batch,
+                   "sequences per micro-batch (default: the largest power of two that fits, at "
+                   "most 64)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
+  size->add_option("--candidates", args->candidates, "shapes to list")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  size->add_option("--pick", args->pick, "which listed shape --write writes (1 = the first)")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  size->add_option("--write", args->write, "write the picked shape as a zaya config to this file");
+  size->add_option("--base", args->base,
+                   "with --write: copy this config's data and train sections into the new one");
+  size->add_flag("--force", args->force, "with --write: replace an existing file");
+  size->add_flag("--json", args->json_out, "print the results as JSON instead of tables");
+  size->add_flag("--explain", args->explain, "print the sizing rules and their sources");
+
+  auto* prof = size->add_subcommand(
+      "profile",
+      "Measure this machine's hardware profile for zaya size: the GEMM grid, STREAM triad and "
+      "calibration steps per thread count; under mpirun -np N (N > 1), the collectives, added to "
+      "an existing profile");
+  prof->add_option("--out", args->out, "profile file to write (under mpirun: to update)")
+      ->required();
+  prof->add_option("--threads-list", args->popt.threads,
+                   "thread counts to measure, e.g. 1,2 (default: 1, powers of two, and all "
+                   "cores)")
+      ->delimiter(',');
+  prof->add_option("--gemm-min-time", args->popt.gemm_min_time,
+                   "seconds of timed calls per GEMM grid point")
+      ->check(Positive())
+      ->capture_default_str();
+  prof->add_option("--probe-steps", args->popt.probe_steps, "timed steps per probe model")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  prof->add_option("--grid-max", args->popt.grid_max,
+                   "largest M, N and K of the GEMM grid {16, 64, 256, 1024, 4096}; products "
+                   "beyond it are priced at its rates (smaller: a quicker, rougher profile)")
+      ->check(CLI::Range(16, 4096))
+      ->capture_default_str();
+  prof->add_option("--membw-elements", args->popt.membw_elements,
+                   "doubles per STREAM array (default: STREAM's rule, 4 x the last-level cache; "
+                   "smaller arrays measure the cache, not memory)")
+      ->check(CLI::Range(int64_t(1) << 10, int64_t(1) << 32));
+  prof->add_flag("--force", args->force, "replace an existing profile (single process)");
+
+  return [=]() -> int {
+    if (*prof) {
+      auto comm = dist::make_communicator();
+      if (comm->world_size() > 1) {
+        HardwareProfile p = read_profile(args->out);  // every rank checks it is readable
+        ZAYA_CHECK(p.device == "cpu", "--out: '", args->out, "' is not a CPU profile");
+        const CommRates c = measure_comm_rates(*comm, stdout);
+        // Each rank's share of the cores, measured while every rank runs (other ranks' tables go
+        // to /dev/null).
+        const int threads = std::max(1, p.cores / comm->world_size());
+        std::unique_ptr<std::FILE, int (*)(std::FILE*)> devnull(std::fopen("/dev/null", "w"),
+                                                                &std::fclose);
+        ZAYA_CHECK(devnull != nullptr, "cannot open /dev/null");
+        const ProfileRates shared = measure_rates(
+            threads, p, args->popt, comm->rank() == 0 ? stdout : devnull.get(), comm.get());
+        if (comm->rank() == 0) {
+          p.comm = c;
+          std::erase_if(p.rates, [&](const ProfileRates& r) {
+            return r.threads == shared.threads && r.ranks == shared.ranks;
+          });
+          p.rates.push_back(shared);
+          write_profile(p, args->out);
+          std::printf("added the collectives and the rates of %d ranks sharing the machine to %s\n",
+                      c.world, args->out.c_str());
+        }
+        return 0;
+      }
+      struct stat st {};
+      ZAYA_CHECK(args->force || ::stat(args->out.c_str(), &st) != 0, "--out: '", args->out,
+                 "' exists; pass --force to replace it (or run under mpirun to add the "
+                 "collectives to it)");
+      HardwareProfile p = measure_compute_profile(args->popt, stdout);
+      char host[256] = "this machine";
+      gethostname(host, sizeof host);
+      const std::time_t now = std::time(nullptr);
+      char when[32];
+      std::strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+      p.name = std::string(host) + " (" + std::to_string(p.cores) + " cores, measured)";
+      p.source = std::string("zaya size profile, ") + when;
+      write_profile(p, args->out);
+      std::printf("wrote %s (runtime %s, memory %s)\n", args->out.c_str(),
+                  format_bytes(double(p.runtime_bytes)).c_str(),
+                  format_bytes(double(p.memory_bytes)).c_str());
+      return 0;
+    }
+    if (!*size) return kNotMine;
+    if (args->explain && args->profile.empty()) {
+      for (const char* name : {"mi300x", "cpu"}) {
+        HardwareProfile p;
+        if (!builtin_profile(name, p)) p.device = "cpu";
+        std::printf("%s rules:\n", p.device == "gpu" ? "GPU" : "CPU");
+        for (const std::string& r : sizing_rules(p)) std::printf("  - %s\n", r.c_str());
+      }
+      std::printf("sources and the measurements behind them: docs/sizing.md\n");
+      return 0;
+    }
+    const HardwareProfile p = load_profile(args->profile);
+    if (args->explain) {
+      std::printf("rules for %s:\n", p.name.c_str());
+      for (const std::string& r : sizing_rules(p)) std::printf("  - %s\n", r.c_str());
+      std::printf("sources and the measurements behind them: docs/sizing.md\n");
+      return 0;
+    }
+    SizeGoal g = args->goal;
+    g.active_params = parse_amount(args->active, "--active-params");
+    g.total_params = parse_amount(args->total, "--total-params");
+    g.flops = parse_amount(args->flops, "--flops");
+    g.gpu_hours = parse_amount(args->gpu_hours, "--gpu-hours");
+    g.tokens = parse_amount(args->tokens, "--tokens");
+    std::vector<Candidate> cands;
+    if (!args->config.empty()) {
+      ZAYA_CHECK(args->active.empty() && args->total.empty() && args->flops.empty() &&
+                     args->gpu_hours.empty(),
+                 "--config evaluates one shape: leave out --active-params, --total-params, "
+                 "--flops and --gpu-hours");
+      const json root = read_config_file(args->config);
+      const ModelConfig c = model_config_from_json(root.at("model"), args->config + ": model");
+      if (g.micro_batch == 0)
+        g.micro_batch = root.value("/train/micro_batch"_json_pointer, int64_t(0));
+      if (g.global_batch == 0)
+        g.global_batch = root.value("/train/global_batch"_json_pointer, int64_t(0));
+      if (g.seq == 0 && root.contains("data") && root["data"].contains("phases") &&
+          !root["data"]["phases"].empty())
+        g.seq = root["data"]["phases"][0].value("seq_len", int64_t(0));
+      cands.push_back(evaluate_config(c, g, p));
+    } else {
+      cands = propose_shapes(g, p, args->candidates);
+      ZAYA_CHECK(!cands.empty(), "no shape follows the rules and fits this goal on '", p.name,
+                 "' (zaya size --explain lists the rules; try another target, --world or --seq)");
+    }
+    if (args->json_out) {
+      json out = json::array();
+      for (const Candidate& k : cands) out.push_back(candidate_json(k));
+      std::printf("%s\n", json{{"profile", p.name}, {"candidates", out}}.dump(2).c_str());
+    } else {
+      std::printf("profile: %s (%s)\n", p.name.c_str(), p.source.c_str());
+      print_table(cands, p);
+      ZAYA_CHECK(args->pick <= int(cands.size()), "--pick ", args->pick, ": only ", cands.size(),
+                 " shape(s) listed");
+      print_details(cands[size_t(args->pick - 1)], g, p);
+    }
+    if (!args->write.empty()) {
+      ZAYA_CHECK(args->pick <= int(cands.size()), "--pick ", args->pick, ": only ", cands.size(),
+                 " shape(s) listed");
+      struct stat st {};
+      ZAYA_CHECK(args->force || ::stat(args->write.c_str(), &st) != 0, "--write: '", args->write,
+                 "' exists; pass --force to replace it");
+      write_file_atomically(
+          args->write, written_config(cands[size_t(args->pick - 1)], args->base, p).dump(2) + "\n");
+      if (!args->json_out) std::printf("wrote %s\n", args->write.c_str());
+    }
+    return 0;
+  };
+}
+
+}  // namespace zaya::cli

@@ -1,0 +1,129 @@
+#include "sizing/train_memory.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/error.h"
+#include "model/params.h"
+#include "optim/muon_plan.h"
+#include "optim/shard_layout.h"
+
+namespace zaya {
+
+namespace {
+
+// One arena allocation of n elements of 4 bytes (floats and int32 alike), rounded up to the
+// arena's 64-byte alignment (core/arena.cpp).
+int64_t block(int64_t n) {
+  return (n * 4 + 63) / 64 * 64;
+}
+
+// CCA stage (model/cca.cpp), forward then backward: the buffers in the order they are taken.
+int64_t cca_bytes(const ModelConfig& c, int64_t B, int64_t S) {
+  const int64_t N = B * S, Dq = c.q_dim(), Dk = c.kv_dim(), C = Dq + Dk, P = C + Dk;
+  const int64_t H = c.num_q_heads + c.num_kv_heads;
+  // proj, u, a (one padding row per sequence), qk1, v, head_temp, qkn, inv_norm, q, k, att, lse.
+  const int64_t fwd = block(N * P) + block(N * C) + block(B * (S + 1) * C) + block(N * C) +
+                      block(N * Dk) + block(H) + block(N * C) + block(N * H) + block(N * Dq) +
+                      block(N * Dk) + block(N * Dq) + block(B * c.num_q_heads * S);
+  // datt, dq, dk, dv, dqkn, dqk1, dhead_temp, da, du, dproj.
+  const int64_t bwd = block(N * Dq) + block(N * Dq) + block(N * Dk) + block(N * Dk) + block(N * C) +
+                      block(N * C) + block(H) + block(B * (S + 1) * C) + block(N * C) +
+                      block(N * P);
+  return fwd + bwd;
+}
+
+// MoE stage (model/moe.cpp) with `routed` tokens sent to real experts.
+int64_t moe_bytes(const ModelConfig& c, int64_t N, int64_t routed) {
+  const int64_t E = c.hidden_size, R = c.router_dim, NR = c.num_routes(), F = c.expert_hidden;
+  // state, rstd, hn, m1_pre, m1, m2_pre, m2, logits, probs, route, offsets, order, then the
+  // experts' xg, h1 (2F wide), sw, y.
+  const int64_t fwd = block(N * R) + block(N) + 5 * block(N * R) + 2 * block(N * NR) + block(N) +
+                      block(NR + 1) + block(N) + block(routed * E) + block(routed * 2 * F) +
+                      block(routed * F) + block(routed * E);
+  // dprobs, dy, dsw, dh1, dxg, dlogits, dm2, dm2_pre, dm1, dm1_pre, dhn, dst.
+  const int64_t bwd = block(N * NR) + block(routed * E) + block(routed * F) +
+                      block(routed * 2 * F) + block(routed * E) + block(N * NR) + 6 * block(N * R);
+  return fwd + bwd;
+}
+
+}  // namespace
+
+int64_t activation_bytes(const ModelConfig& c, int64_t batch, int64_t seq,
+                         std::span<const int64_t> routed) {
+  const int64_t N = batch * seq, E = c.hidden_size, V = c.vocab_size, R = c.router_dim;
+  const int64_t L = c.num_stages;
+  ZAYA_CHECK(routed.empty() || int64_t(routed.size()) == c.num_moe_stages(),
+             "activation_bytes: ", routed.size(), " routed counts for ", c.num_moe_stages(),
+             " MoE stages");
+  // Even spread over X experts + the skip route.
+  const int64_t even = N * c.num_experts / c.num_routes();
+  int64_t bytes = block(N * E);  // the embedding output
+  // Final merge, norm, logits, log-sum-exp; backward: dy, dr_final, dh, dr.
+  bytes += block(N * E) + block(N) + block(N * E) + block(N * V) + block(N);
+  bytes += 4 * block(N * E);
+  for (int64_t i = 0; i < L; ++i) {
+    // Forward: r, rstd, x, h. Backward: dx, then dh_prev and dr_prev (no dr_prev at stage 0).
+    bytes += 3 * block(N * E) + block(N);
+    bytes += block(N * E) + block(N * E) + (i > 0 ? block(N * E) : 0);
+    if (ModelConfig::is_attention_stage(i)) {
+      bytes += cca_bytes(c, batch, seq);
+    } else {
+      const int64_t k = i / 2;
+      bytes += moe_bytes(c, N, routed.empty() ? even : routed[size_t(k)]);
+      // The router-state gradient of every MoE stage but the first (model/zaya_model.cpp).
+      if (k > 0) bytes += block(N * R);
+    }
+  }
+  return bytes;
+}
+
+TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq, int world,
+                         int64_t runtime, int value_bytes) {
+  ZAYA_CHECK(world >= 1, "train_memory: world size must be >= 1, got ", world);
+  ZAYA_CHECK(value_bytes == 4 || value_bytes == 2, "train_memory: values are 4 or 2 bytes");
+  const ParamRegistry registry(c);
+  const int64_t P = int64_t(registry.total_floats());
+  ShardLayout layout{P, world, 0};
+  TrainMemory m;
+  m.weights = value_bytes * P;
+  m.gradients = value_bytes * P;
+  // exp_avg, exp_avg_sq and the update direction, each the size of the rank's range (+ the fp32
+  // master weights under bf16).
+  m.optimizer = (value_bytes == 4 ? 3 : 4) * 4 * layout.chunk();
+  // The busiest rank's whole matrices, and one Newton–Schulz workspace (two copies of the largest
+  // matrix and two Gram-sized squares; optim/newton_schulz.cpp).
+  int64_t owned = 0, largest = 0, gram = 0;
+  for (int r = 0; r < world; ++r) {
+    layout.rank = r;
+    owned = std::max(owned, plan_muon(registry.specs(), layout).owned_floats);
+    if (world > 64 && r == 0) break;  // large worlds: rank 0 stands for all (the plan balances)
+  }
+  for (const ParamSpec& p : registry.specs())
+    if (p.group == OptimGroup::Muon) {
+      largest = std::max(largest, p.numel);
+      gram = std::max(gram, std::min(p.shape[0], p.shape[1]));
+    }
+  m.muon = 4 * (owned + 2 * largest + 2 * gram * gram);
+  if (world > 1) {
+    // The range's reduced gradients, and Zero1Sync's staging (bucket × world) and piece buffers
+    // with buckets of at most 2^20 floats (optim/zero1_sync.cpp).
+    const int64_t bucket = std::max<int64_t>(1, std::min<int64_t>(1 << 20, layout.chunk()));
+    m.zero1 = 4 * (layout.chunk() + bucket * world + bucket);
+  }
+  m.activations = activation_bytes(c, micro_batch, seq) / 4 * value_bytes;
+  m.checkpoint = 3 * 4 * layout.chunk();  // weights, exp_avg, exp_avg_sq of the range
+  m.runtime = runtime;
+  return m;
+}
+
+std::string format_bytes(double bytes) {
+  static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) bytes /= 1024, ++u;
+  char b[32];
+  std::snprintf(b, sizeof b, u == 0 ? "%.0f %s" : "%.2f %s", bytes, units[u]);
+  return b;
+}
+
+}  // namespace zaya

@@ -1,0 +1,53 @@
+// Memory of one training rank, by part: what `zaya size` reports and checks a shape against.
+//
+// The activations are the step's arena (core/arena.h): every forward and backward buffer of a
+// micro-batch comes from it and none is freed before the step ends, so its high-water mark is the
+// sum of the buffers that model/zaya_model.cpp, cca.cpp and moe.cpp take, each rounded up to 64
+// bytes. `activation_bytes` counts them from the shapes alone (a test holds it to
+// Arena::high_water() of real steps). The rest follows the trainer's buffers: fp32 weights and
+// gradients on every rank, the optimizer state of the rank's ZeRO-1 range (optim/optimizer.h),
+// the reduce-scatter staging (optim/zero1_sync.h), Newton–Schulz workspaces, and the snapshot an
+// asynchronous checkpoint takes of the rank's range.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "model/config.h"
+
+namespace zaya {
+
+// Bytes of the arena after forward + backward of `batch` × `seq` tokens. `routed[k]` is the number
+// of tokens that MoE stage k sends to a real expert (not the skip route); empty: the tokens spread
+// evenly over the experts and the skip route, as the balancing biases aim for.
+int64_t activation_bytes(const ModelConfig& c, int64_t batch, int64_t seq,
+                         std::span<const int64_t> routed = {});
+
+struct TrainMemory {
+  int64_t weights = 0;      // every rank (fp32 on CPU, bf16 on a GPU)
+  int64_t gradients = 0;    // every rank (reduce-scattered into the range after backward)
+  int64_t optimizer = 0;    // AdamW m and v / Muon momentum, update direction (+ bf16: fp32
+                            // master weights): the rank's range
+  int64_t muon = 0;         // the matrices this rank orthogonalises + Newton–Schulz workspace
+  int64_t zero1 = 0;        // the range's reduced gradients + collective staging (world > 1)
+  int64_t activations = 0;  // the arena of one micro-batch
+  int64_t checkpoint = 0;   // the snapshot of the rank's range while a save is written
+  int64_t runtime = 0;      // the process without a model: code, libraries, thread stacks, BLAS
+  int64_t total() const {
+    return weights + gradients + optimizer + muon + zero1 + activations + checkpoint + runtime;
+  }
+};
+
+// The memory of one rank out of `world` at `micro_batch` × `seq`; `runtime` comes from the
+// hardware profile (measured on CPU, the framework's context on a GPU). `value_bytes` 4 is the
+// CPU backend (fp32 throughout); 2 is bf16 mixed precision as a GPU backend keeps it: bf16
+// weights, gradients and activations, plus fp32 master weights for the rank's range (an estimate
+// until the GPU backend exists).
+TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq, int world,
+                         int64_t runtime, int value_bytes = 4);
+
+// "123.4 MiB", "2.50 GiB".
+std::string format_bytes(double bytes);
+
+}  // namespace zaya

@@ -1,0 +1,266 @@
+// zaya size: the hardware profile file, the GEMM curve interpolation, the non-GEMM rate fit, the
+// step-time model and the shape rules, each against values worked out here by hand or taken from
+// outside the code under test (ZAYA1-base's published counts, a constant-rate curve).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "model/config.h"
+#include "sizing/hardware_profile.h"
+#include "sizing/model_gemms.h"
+#include "sizing/profile_measure.h"
+#include "sizing/shape_search.h"
+#include "sizing/step_model.h"
+
+namespace zaya {
+namespace {
+
+// A CPU profile whose GEMM curve is `rate(m, n, k)` GFLOP/s on the 5 × 5 × 5 grid.
+template <typename Rate>
+HardwareProfile cpu_profile(Rate rate, int threads = 2, int ranks = 1) {
+  HardwareProfile p;
+  p.name = "test";
+  p.cores = 2;
+  p.memory_bytes = int64_t(16) << 30;
+  p.runtime_bytes = 10 << 20;
+  ProfileRates r;
+  r.threads = threads;
+  r.ranks = ranks;
+  r.membw_gbs = 20;
+  r.ns_per_act_byte = 0.25;
+  r.ns_per_score = 2;
+  r.ns_per_logit = 3;
+  for (int m : {16, 64, 256, 1024, 4096})
+    for (int n : {16, 64, 256, 1024, 4096})
+      for (int k : {16, 64, 256, 1024, 4096}) r.gemm.push_back({m, n, k, rate(m, n, k)});
+  p.rates.push_back(r);
+  return p;
+}
+
+HardwareProfile flat_profile(double gflops = 50) {
+  return cpu_profile([=](int, int, int) { return gflops; });
+}
+
+TEST(HardwareProfile, RoundTripsThroughItsFile) {
+  HardwareProfile p = cpu_profile([](int m, int n, int k) { return 1.0 + m % 7 + n % 5 + k % 3; });
+  p.comm = {2, 3.5, 1.25};
+  const std::string path = ::testing::TempDir() + "/profile.json";
+  write_profile(p, path);
+  const HardwareProfile q = read_profile(path);
+  EXPECT_EQ(q.name, p.name);
+  EXPECT_EQ(q.memory_bytes, p.memory_bytes);
+  ASSERT_EQ(q.rates.size(), 1u);
+  EXPECT_EQ(q.rates[0].gemm.size(), 125u);
+  EXPECT_EQ(q.rates[0].gemm[17].gflops, p.rates[0].gemm[17].gflops);
+  EXPECT_EQ(q.rates[0].ns_per_logit, 3);
+  EXPECT_EQ(q.comm.busbw_gbs, 3.5);
+}
+
+TEST(HardwareProfile, ErrorsNameTheFieldAndTheFile) {
+  const nlohmann::json good = profile_to_json(flat_profile());
+  auto expect_error = [&](nlohmann::json j, const std::string& what) {
+    try {
+      profile_from_json(j, "hw.json");
+      ADD_FAILURE() << "no error for " << what;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("hw.json"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  nlohmann::json j = good;
+  j.erase("rates");
+  expect_error(j, "'rates'");
+  j = good;
+  j["device"] = "tpu";
+  expect_error(j, "'device'");
+  j = good;
+  j["format"] = "something";
+  expect_error(j, "'format'");
+  j = good;
+  j["rates"][0]["membw_gbs"] = -1;
+  expect_error(j, "'membw_gbs'");
+  j = good;
+  j["rates"][0]["gemm_m_n_k_gflops"][3] = {16, 16, 0, 5.0};
+  expect_error(j, "GEMM point");
+  j = good;
+  j["rates"][0]["gemm_m_n_k_gflops"].erase(5);
+  const HardwareProfile broken = profile_from_json(j, "hw.json");  // parses; the grid is checked
+  EXPECT_THROW(gemm_seconds(broken, broken.rates[0], 64, 64, 64), Error);
+}
+
+TEST(HardwareProfile, GemmCurveInterpolatesInLogSpace) {
+  // Rate ∝ m^0.5 (in log space: linear in log m), so interpolation is exact between points.
+  const HardwareProfile p = cpu_profile([](int m, int, int) { return std::sqrt(double(m)); });
+  const ProfileRates& r = p.rates[0];
+  auto rate = [&](int64_t m, int64_t n, int64_t k) {
+    return 2.0 * m * n * k / gemm_seconds(p, r, m, n, k) * 1e-9;
+  };
+  EXPECT_NEAR(rate(64, 256, 1024), 8.0, 1e-9);  // a grid point
+  EXPECT_NEAR(rate(128, 256, 1024), std::sqrt(128.0), 1e-9);
+  EXPECT_NEAR(rate(100, 300, 17), 10.0, 1e-9);
+  EXPECT_NEAR(rate(8192, 64, 64), 64.0, 1e-9);  // clamped to the largest measured m
+  EXPECT_NEAR(rate(4, 64, 64), 4.0, 1e-9);      // and to the smallest
+  // count multiplies on a CPU.
+  EXPECT_DOUBLE_EQ(gemm_seconds(p, r, 64, 64, 64, 7), 7 * gemm_seconds(p, r, 64, 64, 64));
+}
+
+TEST(HardwareProfile, PicksTheRatesOfTheThreadsAndRanks) {
+  HardwareProfile p = flat_profile();
+  p.rates[0].threads = 1;
+  p.rates.push_back(p.rates[0]);
+  p.rates.back().threads = 4;
+  p.rates.push_back(p.rates[0]);
+  p.rates.back().ranks = 2;
+  p.rates.back().membw_gbs = 7;
+  EXPECT_EQ(p.rates_for(1).threads, 1);
+  EXPECT_EQ(p.rates_for(3).threads, 1);
+  EXPECT_EQ(p.rates_for(4).threads, 4);
+  EXPECT_EQ(p.rates_for(8).threads, 4);
+  EXPECT_EQ(p.rates_for(1, 2).membw_gbs, 7);  // measured while 2 ranks ran
+  EXPECT_EQ(p.rates_for(4, 3).ranks, 1);      // none for 3 ranks: measured alone
+}
+
+TEST(ProfileFit, RecoversKnownRates) {
+  const std::vector<double> x = {1e8, 3e8, 2e8, 5e7}, y = {1e6, 4e6, 9e6, 2e5};
+  std::vector<double> m;
+  for (size_t i = 0; i < x.size(); ++i) m.push_back(0.3e-9 * x[i] + 5e-9 * y[i]);
+  double a = 0, b = 0;
+  fit_two_rates(x, y, m, a, b);
+  EXPECT_NEAR(a, 0.3e-9, 1e-15);
+  EXPECT_NEAR(b, 5e-9, 1e-14);
+  // Data that a negative score rate would fit best: the fit keeps both rates >= 0.
+  std::vector<double> m2;
+  for (size_t i = 0; i < x.size(); ++i) m2.push_back(0.3e-9 * x[i] - 1e-9 * y[i] + 1e-3);
+  fit_two_rates(x, y, m2, a, b);
+  EXPECT_GE(a, 0);
+  EXPECT_EQ(b, 0);
+}
+
+// With a flat curve every product costs FLOPs / rate; the other parts follow their formulas.
+TEST(StepModel, AddsTheParts) {
+  const ModelConfig c = load_model_config(ZAYA_SOURCE_DIR "/configs/small.json");
+  const HardwareProfile p = flat_profile(50);
+  TrainPlan plan;
+  plan.micro_batch = 4, plan.seq = 128, plan.global_batch = 16, plan.world = 1;
+  const StepTime t = predict_step(c, plan, p);
+  EXPECT_EQ(t.micro_batches, 4);
+  EXPECT_EQ(t.threads, 2);
+  double flops = 0;
+  for (const GemmShape& g : model_gemms(c, 4, 128)) flops += g.flops() * double(g.count);
+  EXPECT_NEAR(t.gemm, 4 * flops / 50e9, 1e-12);
+  const OtherWork w = other_work(c, 4, 128);
+  EXPECT_EQ(w.logits, 4.0 * 128 * 4096);
+  EXPECT_EQ(w.scores, 4.0 * 4 * 4 * 128 * 129 / 2);  // 4 CCA stages × B 4 × 4 q heads
+  EXPECT_NEAR(t.other, 4 * (w.act_bytes * 0.25 + w.scores * 2 + w.logits * 3) * 1e-9, 1e-12);
+  EXPECT_GT(t.optimizer, 0);
+  EXPECT_EQ(t.comm, 0);
+  EXPECT_DOUBLE_EQ(t.total(), t.gemm + t.other + t.optimizer + t.comm);
+
+  plan.world = 2;
+  EXPECT_THROW(predict_step(c, plan, p), Error);  // no collectives measured
+  HardwareProfile with_comm = p;
+  with_comm.comm = {2, 1.0, 10};
+  const StepTime t2 = predict_step(c, plan, with_comm);
+  EXPECT_EQ(t2.micro_batches, 2);
+  EXPECT_EQ(t2.threads, 1);  // 2 cores shared by 2 ranks
+  // Reduce-scatter + all-gather: each moves half the (padded) fp32 parameters at 1 GB/s.
+  EXPECT_GT(t2.comm, 2 * 4.0 * 7898348 / 2 / 1e9);
+  plan.global_batch = 6;
+  EXPECT_THROW(predict_step(c, plan, with_comm), Error);  // 6 is not a multiple of 4 × 2
+}
+
+// ZAYA1-base's published counts (8.3B non-embedding, 760M active) as the architecture notes
+// derive them from its shapes.
+TEST(SizeShapes, ReproducesZaya1BaseCounts) {
+  HardwareProfile p;
+  ASSERT_TRUE(builtin_profile("mi300x", p));
+  SizeGoal g;
+  g.world = 1024;
+  g.seq = 4096;
+  const Candidate k =
+      evaluate_config(load_model_config(ZAYA_SOURCE_DIR "/configs/zaya1-base.json"), g, p);
+  EXPECT_EQ(k.info.non_embedding_params, 8303355728);
+  EXPECT_EQ(k.info.active_non_embedding, 753608528);
+  EXPECT_EQ(k.info.total_params, 8840488784);
+  EXPECT_GE(k.max_micro_batch, 1);  // fits a 192 GB MI300X under ZeRO-1 over 1024 ranks
+  EXPECT_EQ(k.memory.weights, 2 * (8840488784 + 680));  // bf16, + the routing biases
+}
+
+void expect_follows_rules(const Candidate& k, const HardwareProfile& p, double active) {
+  const ModelConfig& c = k.config;
+  const int64_t a = p.device == "gpu" ? 128 : 64;
+  EXPECT_EQ(c.hidden_size % a, 0);
+  EXPECT_EQ(c.expert_hidden % a, 0);
+  EXPECT_EQ(c.q_dim() * 2, c.hidden_size);
+  EXPECT_TRUE(c.num_q_heads == 4 * c.num_kv_heads || c.num_q_heads == 2 * c.num_kv_heads);
+  if (p.device == "gpu") {
+    EXPECT_EQ(c.head_dim, 128);
+  }
+  EXPECT_EQ(c.vocab_size % 64, 0);
+  EXPECT_EQ(c.num_stages % 2, 0);
+  EXPECT_NEAR(double(k.info.active_non_embedding) / active, 1.0, 0.15);
+  const double aspect = double(c.hidden_size) / double(c.num_stages / 2);
+  EXPECT_GE(aspect, 32);
+  EXPECT_LE(aspect, 160);
+  EXPECT_GE(k.max_micro_batch, k.micro_batch);
+  EXPECT_NO_THROW(c.validate("proposed"));
+}
+
+TEST(SizeShapes, ProposalsFollowTheRules) {
+  HardwareProfile gpu;
+  ASSERT_TRUE(builtin_profile("h100", gpu));
+  SizeGoal g;
+  g.active_params = 760e6;
+  g.vocab = 262145;
+  g.world = 64;
+  const std::vector<Candidate> cs = propose_shapes(g, gpu, 10);
+  ASSERT_FALSE(cs.empty());
+  for (const Candidate& k : cs) {
+    expect_follows_rules(k, gpu, 760e6);
+    EXPECT_EQ(k.config.vocab_size, 262208);  // 262145 padded to 64 × 4097
+  }
+  for (size_t i = 1; i < cs.size(); ++i)  // best first
+    EXPECT_GE(cs[i - 1].tokens_per_s * double(cs[i - 1].info.active_non_embedding),
+              cs[i].tokens_per_s * double(cs[i].info.active_non_embedding));
+
+  const HardwareProfile cpu = flat_profile();
+  SizeGoal small;
+  small.active_params = 3e6;
+  small.experts = 8;
+  small.global_batch = 32;
+  const std::vector<Candidate> cc = propose_shapes(small, cpu, 10);
+  ASSERT_FALSE(cc.empty());
+  for (const Candidate& k : cc) {
+    expect_follows_rules(k, cpu, 3e6);
+    EXPECT_EQ(32 % k.micro_batch, 0);
+    EXPECT_EQ(k.config.num_experts, 8);
+  }
+}
+
+TEST(SizeShapes, BudgetsNeedTokensAndPickAFittingSize) {
+  HardwareProfile gpu;
+  ASSERT_TRUE(builtin_profile("mi300x", gpu));
+  SizeGoal g;
+  g.flops = 1e21;
+  g.world = 64;
+  EXPECT_THROW(propose_shapes(g, gpu, 5), Error);  // no tokens
+  g.tokens = 1e11;
+  const std::vector<Candidate> byf = propose_shapes(g, gpu, 5);
+  ASSERT_FALSE(byf.empty());
+  for (const Candidate& k : byf) expect_follows_rules(k, gpu, 1e21 / 6 / 1e11);
+  SizeGoal h;
+  h.gpu_hours = 2000;
+  h.tokens = 2e10;
+  h.world = 8;
+  const std::vector<Candidate> byh = propose_shapes(h, gpu, 5);
+  ASSERT_FALSE(byh.empty());
+  for (const Candidate& k : byh) EXPECT_LE(k.hours_for_tokens * 8, 2000.0);
+}
+
+}  // namespace
+}  // namespace zaya

@@ -1,0 +1,112 @@
+// The memory model of `zaya size` against the memory real steps take: the activation count must
+// equal the arena's high-water mark after forward + backward, byte for byte, for several shapes
+// and for every way the router can spread the tokens.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "model/config.h"
+#include "model/zaya_model.h"
+#include "sizing/train_memory.h"
+
+namespace zaya {
+namespace {
+
+ModelConfig config_from(const char* name) {
+  return load_model_config(std::string(ZAYA_SOURCE_DIR "/configs/") + name);
+}
+
+struct Step {
+  size_t high_water = 0;
+  std::vector<int64_t> routed;  // tokens sent to a real expert, per MoE stage
+};
+
+// One forward + backward on random tokens; `held` (one route per token, per MoE stage) or, when
+// empty, the router's own choice.
+Step run_step(const ModelConfig& c, int B, int S, const std::vector<std::vector<int32_t>>& held) {
+  ZayaModel m(c);
+  m.params().init(5);
+  if (!held.empty()) m.hold_routes(held);
+  std::mt19937 g(9);
+  std::uniform_int_distribution<int32_t> tok(0, int32_t(c.vocab_size) - 1);
+  std::vector<int32_t> tokens(size_t(B) * S);
+  for (auto& t : tokens) t = tok(g);
+  m.forward(tokens, ZayaModel::shifted_targets(tokens, B, S), B, S);
+  m.backward();
+  Step s;
+  s.high_water = m.arena_high_water();
+  for (int i = 1; i < int(c.num_stages); i += 2) {
+    int64_t n = 0;
+    for (int32_t r : m.routes(i)) n += r < int32_t(c.num_experts);
+    s.routed.push_back(n);
+  }
+  return s;
+}
+
+TEST(TrainMemory, ActivationsAreTheArenasHighWater) {
+  ModelConfig wide = config_from("tiny.json");
+  wide.hidden_size = 96, wide.expert_hidden = 40, wide.head_dim = 12, wide.num_stages = 4;
+  for (const ModelConfig& c : {config_from("tiny.json"), wide}) {
+    for (const auto& [B, S] : {std::pair{1, 16}, {3, 37}, {2, 64}}) {
+      const Step s = run_step(c, B, S, {});
+      EXPECT_EQ(int64_t(s.high_water), activation_bytes(c, B, S, s.routed))
+          << "hidden " << c.hidden_size << ", B " << B << ", S " << S;
+    }
+  }
+}
+
+// The experts' buffers scale with the tokens routed to them: all to the skip route, all to
+// experts, and a mix, each held so the counts are known without the router.
+TEST(TrainMemory, ExpertBuffersFollowTheRoutes) {
+  const ModelConfig c = config_from("tiny.json");
+  const int B = 2, S = 24, N = B * S;
+  const int64_t moe = c.num_moe_stages();
+  for (const int mode : {0, 1, 2}) {
+    std::vector<std::vector<int32_t>> held(size_t(moe), std::vector<int32_t>(size_t(N), 0));
+    std::vector<int64_t> expect(size_t(moe), 0);
+    for (int64_t k = 0; k < moe; ++k)
+      for (int t = 0; t < N; ++t) {
+        const int32_t skip = int32_t(c.num_experts);
+        const int32_t r = mode == 0   ? skip
+                          : mode == 1 ? int32_t(t % c.num_experts)
+                                      : int32_t((t + k) % c.num_routes());
+        held[size_t(k)][size_t(t)] = r;
+        expect[size_t(k)] += r != skip;
+      }
+    const Step s = run_step(c, B, S, held);
+    EXPECT_EQ(s.routed, expect);
+    EXPECT_EQ(int64_t(s.high_water), activation_bytes(c, B, S, expect)) << "mode " << mode;
+  }
+  // Without counts, the tokens spread evenly over experts and skip.
+  const int64_t even = int64_t(N) * c.num_experts / c.num_routes();
+  EXPECT_EQ(activation_bytes(c, B, S),
+            activation_bytes(c, B, S, std::vector<int64_t>(size_t(moe), even)));
+}
+
+// ZeRO-1 splits the optimizer state, not the weights or gradients; the parts add up.
+TEST(TrainMemory, ZeroOneShardsTheOptimizerState) {
+  const ModelConfig c = config_from("small.json");
+  const TrainMemory one = train_memory(c, 8, 256, 1, 1000);
+  const TrainMemory four = train_memory(c, 8, 256, 4, 1000);
+  const int64_t P = 7898312 + 36;  // zaya info: trained values + routing biases
+  EXPECT_EQ(one.weights, 4 * P);
+  EXPECT_EQ(one.gradients, 4 * P);
+  EXPECT_EQ(four.weights, one.weights);
+  EXPECT_EQ(one.optimizer, 3 * 4 * P);
+  EXPECT_EQ(four.optimizer, 3 * 4 * ((P + 3) / 4));
+  EXPECT_EQ(one.zero1, 0);
+  EXPECT_GT(four.zero1, 4 * ((P + 3) / 4));
+  EXPECT_LT(four.muon, one.muon);
+  EXPECT_EQ(one.runtime, 1000);
+  EXPECT_EQ(one.total(), one.weights + one.gradients + one.optimizer + one.muon + one.activations +
+                             one.checkpoint + one.runtime);
+}
+
+TEST(TrainMemory, FormatsBytes) {
+  EXPECT_EQ(format_bytes(512), "512 B");
+  EXPECT_EQ(format_bytes(1536), "1.50 KiB");
+  EXPECT_EQ(format_bytes(3.0 * (1 << 30)), "3.00 GiB");
+}
+
+}  // namespace
+}  // namespace zaya
