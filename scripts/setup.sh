@@ -9,7 +9,7 @@ PACKAGES=(
   nlohmann-json3-dev libcli11-dev              # config parsing, command line
   libre2-dev                                   # aegis log rules (linear-time regular expressions)
   libgtest-dev libgmock-dev libbenchmark-dev   # tests and microbenchmarks
-  clang libclang-rt-14-dev libomp-dev          # fuzz targets (libFuzzer, scripts/fuzz.sh)
+  clang libclang-rt-14-dev libomp-dev          # ASan/UBSan build and fuzz targets (libFuzzer)
   libopenmpi-dev openmpi-bin                   # multi-process runs (mpirun) and their tests
   python3-torch python3-numpy                  # independent PyTorch reference (tests/benchmarks only)
 )
