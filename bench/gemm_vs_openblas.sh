@@ -1,30 +1,42 @@
 #!/usr/bin/env bash
 # `zaya bench gemm` against OpenBLAS called directly (bench/gemm_peer.c, built here with cc and
-# OpenBLAS's own threading), same shapes, same run, same timing rule. Prints both throughputs and
-# zaya/peer per shape, and the geometric mean.
+# OpenBLAS's own threading), same shapes, same run, same timing rule. The two alternate for ROUNDS
+# rounds (default 3) and each keeps its best rate per shape, so a slow minute on a shared machine
+# does not land on one side only. Prints both throughputs and zaya/peer per shape, and the
+# geometric mean.
 # Usage: bench/gemm_vs_openblas.sh ZAYA [SHAPES] [MIN_TIME]   (SHAPES as for --shapes; default sweep)
 set -euo pipefail
-ZAYA=$1; SHAPES=${2:-sweep}; MIN_TIME=${3:-0.3}
+ZAYA=$1; SHAPES=${2:-sweep}; MIN_TIME=${3:-0.3}; ROUNDS=${ROUNDS:-3}
 SRC=$(cd "$(dirname "$0")" && pwd)
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 cc -O2 -std=c11 -o "$WORK/gemm_peer" "$SRC/gemm_peer.c" \
   -I/usr/include/x86_64-linux-gnu/openblas-openmp \
   -L/usr/lib/x86_64-linux-gnu/openblas-openmp -lopenblas -fopenmp
-"$ZAYA" bench gemm --shapes "$SHAPES" --min-time "$MIN_TIME" --json "$WORK/zaya.json" > "$WORK/zaya.txt"
+"$ZAYA" bench gemm --shapes "$SHAPES" --min-time "$MIN_TIME" --json "$WORK/zaya1.json" > "$WORK/zaya.txt"
 head -1 "$WORK/zaya.txt"
 shapes=$(/usr/bin/python3 -c "
 import json
-for r in json.load(open('$WORK/zaya.json'))['results']:
+for r in json.load(open('$WORK/zaya1.json'))['results']:
     print('%d,%d,%d,%d,%d' % (r['m'], r['n'], r['k'], r['trans_a'], r['trans_b']))")
 # shellcheck disable=SC2086
-"$WORK/gemm_peer" "$MIN_TIME" $shapes > "$WORK/peer.txt"
-/usr/bin/python3 - "$WORK" <<'PY'
+"$WORK/gemm_peer" "$MIN_TIME" $shapes > "$WORK/peer1.txt"
+for ((round = 2; round <= ROUNDS; round++)); do
+  "$ZAYA" bench gemm --shapes "$SHAPES" --min-time "$MIN_TIME" --json "$WORK/zaya$round.json" > /dev/null
+  # shellcheck disable=SC2086
+  "$WORK/gemm_peer" "$MIN_TIME" $shapes > "$WORK/peer$round.txt"
+done
+/usr/bin/python3 - "$WORK" "$ROUNDS" <<'PY'
 import json, math, sys
-work = sys.argv[1]
-z = json.load(open(f"{work}/zaya.json"))["results"]
-p = [float(l.split()[5]) for l in open(f"{work}/peer.txt")]
-print("peer: OpenBLAS cblas_sgemm, its own threading (%d threads)" % json.load(open(f"{work}/zaya.json"))["threads"])
+work, rounds = sys.argv[1], int(sys.argv[2])
+runs = [json.load(open(f"{work}/zaya{i}.json"))["results"] for i in range(1, rounds + 1)]
+z = runs[0]
+for i, r in enumerate(z):
+    r["gflops"] = max(run[i]["gflops"] for run in runs)
+peers = [[float(l.split()[5]) for l in open(f"{work}/peer{i}.txt")] for i in range(1, rounds + 1)]
+p = [max(col) for col in zip(*peers)]
+print("peer: OpenBLAS cblas_sgemm, its own threading (%d threads); best of %d alternating rounds each"
+      % (json.load(open(f"{work}/zaya1.json"))["threads"], rounds))
 print("%-20s %6s %6s %6s %3s %11s %11s %7s" % ("product", "M", "N", "K", "op", "zaya GF/s", "peer GF/s", "ratio"))
 logs = []
 for r, g in zip(z, p):

@@ -143,6 +143,26 @@ def main():
     put("aegis_rules", "hostile.json",
         '[{"regex": "(a+)+$", "action": "restart"}, {"regex": "(?i)^xid (\\\\d+) on (\\\\S+)", '
         '"action": "mark_bad_host"}]\nxid 79 on gpu-12\naaaaaaaaaaaaaaaaaaaaaaaaaaab\n')
+
+    # hardware_profile: a CPU profile on a 2-point grid (with the collectives of 2 ranks and a
+    # shared-machine entry) and a GPU one as the built-ins are.
+    grid = [[m, n, k, 10.0 + m / 64 + n / 128 + k / 256] for m in (16, 256) for n in (16, 256)
+            for k in (16, 256)]
+    rates = {"threads": 2, "ranks": 1, "membw_gbs": 60.0, "ns_per_act_byte": 0.25,
+             "ns_per_score": 5.0, "ns_per_logit": 3.0, "gemm_m_n_k_gflops": grid}
+    cpu = {"format": "zaya-hardware-profile", "version": 1, "name": "seed", "device": "cpu",
+           "measured": True, "source": "fuzz/make_seeds.py", "cores": 2,
+           "memory_bytes": 1 << 34, "runtime_bytes": 10 << 20, "peak_tflops": 0, "dtype": "f32",
+           "rates": [rates, dict(rates, threads=1, ranks=2, membw_gbs=30.0)],
+           "comm": {"world": 2, "busbw_gbs": 2.5, "latency_us": 1.5}}
+    put("hardware_profile", "cpu.json", json.dumps(cpu, indent=1))
+    gpu = dict(cpu, name="gpu seed", device="gpu", measured=False, cores=0, peak_tflops=989,
+               dtype="bf16", rates=[{"threads": 0, "ranks": 1, "membw_gbs": 3040.0,
+                                     "ns_per_act_byte": 0.001, "ns_per_score": 0,
+                                     "ns_per_logit": 0.004, "gemm_efficiency": 0.7,
+                                     "gemm_m_n_k_gflops": []}],
+               comm={"world": 8, "busbw_gbs": 450, "latency_us": 20})
+    put("hardware_profile", "gpu.json", json.dumps(gpu, indent=1))
     shutil.rmtree(tmp)
 
 

@@ -11,22 +11,7 @@
 
 namespace zaya {
 
-namespace {
-struct Dims {
-  int E, d, nq, nk, g, Dq, Dk, C, P, rot;  // P: width of the fused projection
-  explicit Dims(const ModelConfig& c)
-      : E(int(c.hidden_size)),
-        d(int(c.head_dim)),
-        nq(int(c.num_q_heads)),
-        nk(int(c.num_kv_heads)),
-        g(nq / nk),
-        Dq(nq * d),
-        Dk(nk * d),
-        C(Dq + Dk),
-        P(C + Dk),
-        rot(int(c.rotary_dim())) {}
-};
-}  // namespace
+using Dims = CcaDims;
 
 void cca_forward(float* out, CcaActivations& act, const float* x, const CcaWeights& w,
                  const RopeTables& rope, const ModelConfig& c, int B, int S, Arena& arena) {

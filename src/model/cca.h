@@ -38,6 +38,23 @@ struct CcaActivations {
   float* lse = nullptr;        // [B, n_q, S]
 };
 
+// The widths of a CCA stage, as ints for the loops (cca.cpp, cca_decode.cpp).
+struct CcaDims {
+  int E, d, nq, nk, g, Dq, Dk, C, P, H, rot;  // P: width of the fused projection; H: nq + nk
+  explicit CcaDims(const ModelConfig& c)
+      : E(int(c.hidden_size)),
+        d(int(c.head_dim)),
+        nq(int(c.num_q_heads)),
+        nk(int(c.num_kv_heads)),
+        g(nq / nk),
+        Dq(nq * d),
+        Dk(nk * d),
+        C(Dq + Dk),
+        P(C + Dk),
+        H(nq + nk),
+        rot(int(c.rotary_dim())) {}
+};
+
 // Precomputed RoPE tables for one sequence length.
 struct RopeTables {
   const float* cos = nullptr;  // [S, rot/2]

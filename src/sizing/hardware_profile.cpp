@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_number.h"
 #include "io/json_file.h"
 #include "io/text_file.h"
 
@@ -62,83 +63,91 @@ json profile_to_json(const HardwareProfile& p) {
 
 namespace {
 
-template <typename T>
-T field(const json& j, const char* key, const std::string& where) {
+const json& member(const json& j, const char* key, const std::string& where) {
   ZAYA_CHECK(j.is_object() && j.contains(key), where, ": missing field '", key, "'");
-  try {
-    return j.at(key).get<T>();
-  } catch (const json::exception&) {
-    throw Error(where + ": field '" + key + "' has the wrong type (" + j.at(key).type_name() + ")");
-  }
+  return j.at(key);
 }
 
-double nonneg(const json& j, const char* key, const std::string& where) {
-  const double v = field<double>(j, key, where);
-  ZAYA_CHECK(std::isfinite(v) && v >= 0, where, ": field '", key,
-             "' must be a finite number >= 0, got ", v);
-  return v;
+std::string text(const json& j, const char* key, const std::string& where) {
+  const json& v = member(j, key, where);
+  ZAYA_CHECK(v.is_string(), where, ": field '", key, "' must be a string, got ", v.type_name());
+  return v.get<std::string>();
 }
+
+// Integers and numbers through core/json_number.h: a float where an integer belongs, or a value
+// outside its range, is an error naming the field (never a conversion that overflows).
+int64_t integer(const json& j, const char* key, int64_t lo, int64_t hi, const std::string& where) {
+  return json_integer(member(j, key, where), lo, hi, where + ": field '" + key + "'");
+}
+
+double number(const json& j, const char* key, double lo, double hi, const std::string& where) {
+  return json_finite(member(j, key, where), lo, hi, where + ": field '" + key + "'");
+}
+
+constexpr double kHuge = 1e30;
 
 }  // namespace
 
 HardwareProfile profile_from_json(const json& j, const std::string& where) {
   ZAYA_CHECK(j.is_object(), where, ": a hardware profile is a JSON object");
-  ZAYA_CHECK(field<std::string>(j, "format", where) == "zaya-hardware-profile", where,
+  ZAYA_CHECK(text(j, "format", where) == "zaya-hardware-profile", where,
              ": field 'format' must be \"zaya-hardware-profile\" (written by zaya size profile)");
-  ZAYA_CHECK(field<int>(j, "version", where) == 1, where, ": field 'version' must be 1");
+  integer(j, "version", 1, 1, where);
   HardwareProfile p;
-  p.name = field<std::string>(j, "name", where);
-  p.device = field<std::string>(j, "device", where);
+  p.name = text(j, "name", where);
+  p.device = text(j, "device", where);
   ZAYA_CHECK(p.device == "cpu" || p.device == "gpu", where,
              ": field 'device' must be \"cpu\" or \"gpu\", got \"", p.device, "\"");
-  p.measured = field<bool>(j, "measured", where);
-  p.source = field<std::string>(j, "source", where);
-  p.cores = field<int>(j, "cores", where);
-  p.memory_bytes = field<int64_t>(j, "memory_bytes", where);
-  p.runtime_bytes = field<int64_t>(j, "runtime_bytes", where);
-  ZAYA_CHECK(p.memory_bytes > 0 && p.runtime_bytes >= 0, where,
-             ": 'memory_bytes' must be > 0 and 'runtime_bytes' >= 0");
-  p.peak_tflops = nonneg(j, "peak_tflops", where);
-  p.dtype = field<std::string>(j, "dtype", where);
-  const json rates = field<json>(j, "rates", where);
+  const json& measured = member(j, "measured", where);
+  ZAYA_CHECK(measured.is_boolean(), where, ": field 'measured' must be true or false");
+  p.measured = measured.get<bool>();
+  p.source = text(j, "source", where);
+  p.cores = int(integer(j, "cores", 0, 1 << 20, where));
+  p.memory_bytes = integer(j, "memory_bytes", 1, int64_t(1) << 60, where);
+  p.runtime_bytes = integer(j, "runtime_bytes", 0, int64_t(1) << 60, where);
+  p.peak_tflops = number(j, "peak_tflops", 0, kHuge, where);
+  p.dtype = text(j, "dtype", where);
+  const json& rates = member(j, "rates", where);
   ZAYA_CHECK(rates.is_array() && !rates.empty(), where,
              ": field 'rates' must be a non-empty array");
   for (size_t i = 0; i < rates.size(); ++i) {
     const std::string at = where + ": rates[" + std::to_string(i) + "]";
+    const json& e = rates[i];
     ProfileRates r;
-    r.threads = field<int>(rates[i], "threads", at);
-    r.ranks = field<int>(rates[i], "ranks", at);
-    ZAYA_CHECK(r.threads >= 0 && r.ranks >= 1, at, ": 'threads' must be >= 0 and 'ranks' >= 1");
-    r.membw_gbs = nonneg(rates[i], "membw_gbs", at);
-    r.ns_per_act_byte = nonneg(rates[i], "ns_per_act_byte", at);
-    r.ns_per_score = nonneg(rates[i], "ns_per_score", at);
-    r.ns_per_logit = nonneg(rates[i], "ns_per_logit", at);
-    if (rates[i].contains("gemm_efficiency")) {
-      r.gemm_efficiency = nonneg(rates[i], "gemm_efficiency", at);
-      ZAYA_CHECK(r.gemm_efficiency > 0 && r.gemm_efficiency <= 1, at,
-                 ": 'gemm_efficiency' must be in (0, 1]");
-    }
-    ZAYA_CHECK(r.membw_gbs > 0, at, ": 'membw_gbs' must be > 0");
-    for (const json& q : field<json>(rates[i], "gemm_m_n_k_gflops", at)) {
-      ZAYA_CHECK(q.is_array() && q.size() == 4, at,
-                 ": every 'gemm_m_n_k_gflops' entry is [m, n, k, GFLOP/s]");
-      GemmPoint g{q[0].get<int>(), q[1].get<int>(), q[2].get<int>(), q[3].get<double>()};
-      ZAYA_CHECK(g.m > 0 && g.n > 0 && g.k > 0 && g.gflops > 0 && std::isfinite(g.gflops), at,
-                 ": GEMM point [", g.m, ", ", g.n, ", ", g.k, ", ", g.gflops,
-                 "] needs positive sizes and rate");
+    r.threads = int(integer(e, "threads", 0, 1 << 20, at));
+    r.ranks = int(integer(e, "ranks", 1, 1 << 20, at));
+    r.membw_gbs = number(e, "membw_gbs", 1e-9, kHuge, at);
+    r.ns_per_act_byte = number(e, "ns_per_act_byte", 0, kHuge, at);
+    r.ns_per_score = number(e, "ns_per_score", 0, kHuge, at);
+    r.ns_per_logit = number(e, "ns_per_logit", 0, kHuge, at);
+    if (e.is_object() && e.contains("gemm_efficiency"))
+      r.gemm_efficiency = number(e, "gemm_efficiency", 1e-6, 1, at);
+    const json& points = member(e, "gemm_m_n_k_gflops", at);
+    ZAYA_CHECK(points.is_array(), at, ": field 'gemm_m_n_k_gflops' must be an array");
+    for (size_t k = 0; k < points.size(); ++k) {
+      const json& q = points[k];
+      const std::string pt = at + ": gemm_m_n_k_gflops[" + std::to_string(k) + "]";
+      ZAYA_CHECK(q.is_array() && q.size() == 4, pt, " must be [m, n, k, GFLOP/s]");
+      GemmPoint g;
+      g.m = int(json_integer(q[0], 1, 1 << 24, pt + " m"));
+      g.n = int(json_integer(q[1], 1, 1 << 24, pt + " n"));
+      g.k = int(json_integer(q[2], 1, 1 << 24, pt + " k"));
+      g.gflops = json_finite(q[3], 1e-9, kHuge, pt + " GFLOP/s");
       r.gemm.push_back(g);
     }
     ZAYA_CHECK(p.device == "gpu" ? r.gemm_efficiency > 0 : !r.gemm.empty(), at,
                p.device == "gpu" ? ": a GPU entry needs 'gemm_efficiency'"
                                  : ": a CPU entry needs its GEMM curve 'gemm_m_n_k_gflops'");
+    ZAYA_CHECK(p.device == "cpu" || p.peak_tflops > 0, where,
+               ": a GPU profile needs 'peak_tflops' > 0");
     p.rates.push_back(std::move(r));
   }
-  const json& c = field<json>(j, "comm", where);
-  p.comm.world = field<int>(c, "world", where + ": comm");
-  p.comm.busbw_gbs = nonneg(c, "busbw_gbs", where + ": comm");
-  p.comm.latency_us = nonneg(c, "latency_us", where + ": comm");
-  ZAYA_CHECK(p.comm.world == 0 || (p.comm.world > 1 && p.comm.busbw_gbs > 0), where,
-             ": comm: measured collectives need world > 1 and busbw_gbs > 0");
+  const json& c = member(j, "comm", where);
+  p.comm.world = int(integer(c, "world", 0, 1 << 24, where + ": comm"));
+  p.comm.busbw_gbs = number(c, "busbw_gbs", 0, kHuge, where + ": comm");
+  p.comm.latency_us = number(c, "latency_us", 0, kHuge, where + ": comm");
+  ZAYA_CHECK(p.comm.world != 1 && (p.comm.world == 0 || p.comm.busbw_gbs > 0), where,
+             ": comm: measured collectives need world > 1 and busbw_gbs > 0 (world 0: none)");
   return p;
 }
 

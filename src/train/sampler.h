@@ -1,6 +1,5 @@
 // Text generation for samples during and after training: temperature + top-k sampling, each draw
-// a pure function of (seed, position), recomputing the full forward per token (fine for the short
-// samples a training run prints; the compressed-KV-cache decoder belongs to the inference work).
+// a pure function of (seed, position), decoded against the CCA caches (infer/generate.h).
 #pragma once
 
 #include <cstdint>
@@ -18,7 +17,7 @@ struct SampleOptions {
   int32_t stop_token = -1;  // generation ends after emitting it (e.g. end of text)
 };
 
-// Returns prompt + generated tokens. The context fed to the model is the last max_seq_len tokens.
+// Returns prompt + generated tokens. The context the model sees is the last max_seq_len tokens.
 std::vector<int32_t> generate(ZayaModel& model, std::vector<int32_t> prompt,
                               const SampleOptions& opt);
 

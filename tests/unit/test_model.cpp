@@ -1,7 +1,9 @@
 // The whole ZAYA1 stack: parameter registry facts, finite-difference gradients of every tensor,
 // determinism, and input validation.
 #include <gtest/gtest.h>
+
 #include <omp.h>
+#include "test_util.h"
 
 #include <cmath>
 #include <cstring>
@@ -70,24 +72,7 @@ TEST(ParamStore, InitIsAPureFunctionOfSeedAndName) {
 
 // Perturbs every parameter away from its trivial init so that no gradient is zero by accident.
 void randomise(ZayaModel& m, uint64_t seed) {
-  m.params().init(seed);
-  std::mt19937 g{uint32_t(seed)};
-  std::normal_distribution<float> n(0.0f, 1.0f);
-  for (const auto& s : m.params().registry().specs()) {
-    float* p = m.params().weights() + s.offset;
-    for (int64_t k = 0; k < s.numel; ++k) {
-      if (s.name == "model.embed_tokens.weight")
-        p[k] = n(g);
-      else if (s.init == InitKind::Ones)
-        p[k] = 1.0f + 0.2f * n(g);
-      else if (s.init == InitKind::Zeros)
-        p[k] = 0.05f * n(g);
-      else if (s.init == InitKind::SkipBias)
-        p[k] = 0.0f;
-      else if (s.init == InitKind::Normal)
-        p[k] = n(g) * 0.5f / std::sqrt(float(s.shape.back()));
-    }
-  }
+  test::randomise_weights(m.params(), seed, uint32_t(seed));
 }
 
 struct Batch {

@@ -86,7 +86,7 @@ TEST(HardwareProfile, ErrorsNameTheFieldAndTheFile) {
   expect_error(j, "'membw_gbs'");
   j = good;
   j["rates"][0]["gemm_m_n_k_gflops"][3] = {16, 16, 0, 5.0};
-  expect_error(j, "GEMM point");
+  expect_error(j, "gemm_m_n_k_gflops[3] k must be an integer");
   j = good;
   j["rates"][0]["gemm_m_n_k_gflops"].erase(5);
   const HardwareProfile broken = profile_from_json(j, "hw.json");  // parses; the grid is checked

@@ -4,8 +4,10 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <functional>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -54,6 +56,30 @@ inline std::vector<ParamSpec> flat_layout(const std::vector<std::pair<Shape, Opt
 // configs/tiny.json's model: 6 stages, 4 experts, vocabulary 97.
 inline ModelConfig tiny_config() {
   return load_model_config(ZAYA_SOURCE_DIR "/configs/tiny.json");
+}
+
+// Moves every parameter of `m` away from its trivial init (after init(seed)), so that no
+// gradient is zero by accident and the routers spread tokens over every route: the embedding
+// N(0, 1), ones 1 + 0.2·N, zeros 0.05·N, matrices N · 0.5 / sqrt(fan_in), the skip bias 0.
+inline void randomise_weights(ParamStore& params, uint64_t seed, uint32_t stream) {
+  params.init(seed);
+  std::mt19937 g{stream};
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  for (const auto& s : params.registry().specs()) {
+    float* p = params.weights() + s.offset;
+    for (int64_t k = 0; k < s.numel; ++k) {
+      if (s.name == "model.embed_tokens.weight")
+        p[k] = n(g);
+      else if (s.init == InitKind::Ones)
+        p[k] = 1.0f + 0.2f * n(g);
+      else if (s.init == InitKind::Zeros)
+        p[k] = 0.05f * n(g);
+      else if (s.init == InitKind::SkipBias)
+        p[k] = 0.0f;
+      else if (s.init == InitKind::Normal)
+        p[k] = n(g) * 0.5f / std::sqrt(float(s.shape.back()));
+    }
+  }
 }
 
 }  // namespace zaya::test

@@ -1,0 +1,47 @@
+#include "infer/generate.h"
+
+#include <chrono>
+
+#include "core/error.h"
+
+namespace zaya {
+
+GenerateResult generate_tokens(Decoder& decoder, std::span<const int32_t> prompt,
+                               const GenerateOptions& opt,
+                               const std::function<bool(int32_t)>& on_token) {
+  ZAYA_CHECK(!prompt.empty(), "generate: the prompt needs at least one token");
+  ZAYA_CHECK(opt.max_new_tokens >= 0, "generate: max_new_tokens must be >= 0");
+  validate_sampling(opt.sampling);
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  GenerateResult out;
+  out.finish_reason = "length";
+  std::vector<int32_t> context(prompt.begin(), prompt.end());
+  const int64_t cap = decoder.capacity();
+  auto window = [&] {
+    const size_t n = std::min<size_t>(context.size(), size_t(cap));
+    return std::span<const int32_t>(context.data() + context.size() - n, n);
+  };
+  std::span<const float> logits = decoder.prefill(window());
+  for (int n = 0; n < opt.max_new_tokens; ++n) {
+    const int32_t next = sample_next(logits, context, opt.sampling, uint64_t(context.size()));
+    if (n == 0) out.prefill_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    context.push_back(next);
+    out.tokens.push_back(next);
+    if (on_token && !on_token(next)) {
+      out.finish_reason = "stop";
+      break;
+    }
+    if (next == opt.eos) {
+      out.finish_reason = "eos";
+      break;
+    }
+    if (n + 1 == opt.max_new_tokens) break;
+    logits = decoder.length() < cap ? decoder.step(next) : decoder.prefill(window());
+  }
+  out.decode_seconds =
+      std::chrono::duration<double>(Clock::now() - t0).count() - out.prefill_seconds;
+  return out;
+}
+
+}  // namespace zaya

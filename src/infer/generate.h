@@ -1,0 +1,37 @@
+// Generating a continuation with the decoder: prefill the prompt once, then sample and decode a
+// token at a time. When the context outgrows the decoder, the last `capacity` tokens are
+// prefilled again for each further token (the model's window, as a training sample sees it).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "infer/decoder.h"
+#include "infer/sampling.h"
+#include "model/zaya_model.h"
+
+namespace zaya {
+
+struct GenerateOptions {
+  SamplingParams sampling;
+  int max_new_tokens = 64;
+  int32_t eos = -1;  // generation ends after this token (-1: none)
+};
+
+struct GenerateResult {
+  std::vector<int32_t> tokens;  // generated tokens only (eos included when it ended the text)
+  std::string finish_reason;    // "eos", "length" or "stop" (the callback asked to stop)
+  double prefill_seconds = 0;   // prompt forward + the first draw: time to first token
+  double decode_seconds = 0;    // every later token
+};
+
+// on_token (optional) sees each token as it is drawn and returns false to stop there (stop
+// strings are checked by the caller, who has the tokenizer).
+GenerateResult generate_tokens(Decoder& decoder, std::span<const int32_t> prompt,
+                               const GenerateOptions& opt,
+                               const std::function<bool(int32_t)>& on_token = {});
+
+}  // namespace zaya

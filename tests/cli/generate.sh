@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# zaya generate end to end on a random tiny model with a Brown-trained tokenizer: the JSON result
+# of a greedy run, the same seed giving the same text and another seed another, streaming with its
+# statistics, stop strings, a JSON-lines batch with per-request settings, and bad input named.
+#   tests/cli/generate.sh ZAYA SRC WORK
+set -uo pipefail
+ZAYA=$1; SRC=$2; WORK=$3
+PY=/usr/bin/python3
+bash "$SRC/tests/train/prepare_brown_slice.sh" "$ZAYA" "$SRC" "$WORK" 512 || exit 1
+sed 's/"vocab_size": 97/"vocab_size": 512/' "$SRC/configs/tiny.json" > "$WORK/model.json"
+# debug-dump writes a random model as a Hugging Face directory DUMP/model.
+"$ZAYA" debug-dump --config "$WORK/model.json" --out "$WORK/dump" --seed 3 > /dev/null || exit 1
+G=("$ZAYA" generate --model "$WORK/dump/model" --tokenizer "$WORK/tokenizer.json")
+fails=0
+check() {  # check OK-BOOL WHAT
+  if [[ $1 == 1 ]]; then echo "ok   $2"; else echo "FAIL $2"; fails=$((fails + 1)); fi
+}
+field() { $PY -c "import json,sys; print(json.loads(sys.stdin.readline())['$1'])"; }
+
+out=$("${G[@]}" --prompt "The jury said" --max-tokens 12 --temperature 0 --no-eos --json)
+check "$([[ $(field tokens <<< "$out") == 12 && $(field finish_reason <<< "$out") == length ]] && echo 1 || echo 0)" \
+  "greedy --json: 12 tokens, finish_reason length"
+greedy=$(field text <<< "$out")
+
+a=$("${G[@]}" --prompt "The jury said" --max-tokens 16 --temperature 1 --repetition-penalty 3 --seed 5 --no-eos --json | field text)
+b=$("${G[@]}" --prompt "The jury said" --max-tokens 16 --temperature 1 --repetition-penalty 3 --seed 5 --no-eos --json | field text)
+c=$("${G[@]}" --prompt "The jury said" --max-tokens 16 --temperature 1 --repetition-penalty 3 --seed 6 --no-eos --json | field text)
+check "$([[ "$a" == "$b" && "$a" != "$c" ]] && echo 1 || echo 0)" "same seed same text, another seed another (repetition penalty 3: the random model repeats itself otherwise)"
+
+"${G[@]}" --prompt "The jury said" --max-tokens 12 --temperature 0 --no-eos > "$WORK/stream.out" 2> "$WORK/stream.err"
+streamed=$(cat "$WORK/stream.out")
+check "$([[ "$streamed" == "$greedy" ]] && echo 1 || echo 0)" "the streamed text is the greedy text"
+check "$(grep -qE 'time to first token [0-9.]+ ms, [0-9.]+ tokens/s.*cache [0-9]+ bytes per token \(multi-head attention: [0-9]+\)' "$WORK/stream.err" && echo 1 || echo 0)" \
+  "streaming prints time to first token, tokens/s and cache bytes"
+
+# A stop string from the middle of the greedy text: the text ends just before it.
+stop=$($PY -c "import sys; t = sys.argv[1]; print(t[len(t) // 2:len(t) // 2 + 3])" "$greedy")
+if [[ -n "${stop// /}" ]]; then
+  out=$("${G[@]}" --prompt "The jury said" --max-tokens 12 --temperature 0 --no-eos --stop "$stop" --json)
+  want=$($PY -c "import sys; t, s = sys.argv[1:3]; print(t[:t.find(s)])" "$greedy" "$stop")
+  check "$([[ $(field finish_reason <<< "$out") == stop && "$(field text <<< "$out")" == "$want" ]] && echo 1 || echo 0)" \
+    "--stop '$stop' ends the text before it"
+fi
+
+cat > "$WORK/prompts.jsonl" <<'JSON'
+{"prompt": "The jury said", "max_tokens": 12, "temperature": 0}
+{"prompt": "In the morning", "max_tokens": 5, "temperature": 0.7, "top_p": 0.9, "seed": 3}
+
+{"prompt": "He", "max_tokens": 3, "top_k": 5, "repetition_penalty": 1.3}
+JSON
+"${G[@]}" --prompts "$WORK/prompts.jsonl" --no-eos > "$WORK/batch.out"
+ok=$($PY - "$WORK/batch.out" "$greedy" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+print(int(len(rows) == 3 and rows[0]["text"] == sys.argv[2] and
+          [r["tokens"] for r in rows] == [12, 5, 3]))
+PY
+)
+check "$ok" "--prompts: one JSON line per request, per-request settings, the greedy text again"
+
+expect_error() {  # expect_error WHAT EXPECTED -- command...
+  local what=$1 expected=$2; shift 3
+  local msg rc
+  msg=$("$@" 2>&1); rc=$?
+  check "$([[ $rc -ne 0 && $rc -lt 128 && "$msg" == *"$expected"* ]] && echo 1 || echo 0)" "$what: $expected"
+}
+echo '{"prompt": "x", "temprature": 1}' > "$WORK/typo.jsonl"
+expect_error "unknown field" "typo.jsonl:1: unknown field 'temprature'" -- "${G[@]}" --prompts "$WORK/typo.jsonl"
+echo '{"prompt": "x", "top_p": 2}' > "$WORK/range.jsonl"
+expect_error "out of range" "range.jsonl:1: top_p must be in (0, 1]" -- "${G[@]}" --prompts "$WORK/range.jsonl"
+expect_error "both prompts" "not both" -- "${G[@]}" --prompt x --prompts "$WORK/prompts.jsonl"
+expect_error "no prompt" "needs --prompt" -- "${G[@]}"
+expect_error "no tokenizer" "has no tokenizer.json" -- "$ZAYA" generate --model "$WORK/dump/model" --prompt x
+sed 's/"vocab_size": 97/"vocab_size": 300/' "$SRC/configs/tiny.json" > "$WORK/small_vocab.json"
+"$ZAYA" debug-dump --config "$WORK/small_vocab.json" --out "$WORK/dump300" > /dev/null
+expect_error "wrong tokenizer" "not this model's tokenizer" -- "$ZAYA" generate --model "$WORK/dump300/model" --tokenizer "$WORK/tokenizer.json" --prompt x
+
+echo "generate: $fails failed"
+exit $((fails > 0))
