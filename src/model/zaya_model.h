@@ -56,7 +56,7 @@ class ZayaModel {
   static std::vector<int32_t> shifted_targets(std::span<const int32_t> tokens, int B, int S);
 
  private:
-  friend class Decoder;  // infer/decoder.h: reads the stage weights and the prefill activations
+  friend class BatchDecoder;  // infer/batch_decoder.h: reads the stage weights and prefill activations
   struct Stage {
     const float *norm_w, *hs, *hb, *rs, *rb;
     CcaWeights cca{};

@@ -5,45 +5,22 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 #include <set>
 
 #include "core/error.h"
+#include "decoder_test_util.h"
 #include "infer/decoder.h"
 #include "infer/generate.h"
 #include "infer/sampling.h"
 #include "model/config.h"
 #include "model/zaya_model.h"
-#include "test_util.h"
 
 namespace zaya {
 namespace {
 
-// The tiny model with every weight moved off its initial value (norm gains, conv biases, key
-// temperatures and residual scales included), so every term of the decode path matters, and
-// weights large enough that the routers spread tokens over every route.
-ZayaModel perturbed_tiny(uint64_t seed) {
-  ZayaModel m(load_model_config(ZAYA_SOURCE_DIR "/configs/tiny.json"));
-  test::randomise_weights(m.params(), seed, uint32_t(seed) + 1);
-  return m;
-}
-
-std::vector<int32_t> random_tokens(int n, int vocab, uint32_t seed) {
-  std::mt19937 g(seed);
-  std::uniform_int_distribution<int32_t> d(0, vocab - 1);
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  for (auto& x : t) x = d(g);
-  return t;
-}
-
-double relative_error(std::span<const float> a, std::span<const float> b) {
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, std::abs(double(a[i]) - double(b[i])));
-    scale = std::max(scale, std::abs(double(b[i])));
-  }
-  return diff / scale;
-}
+using test::perturbed_tiny;
+using test::random_tokens;
+using test::relative_error;
 
 TEST(Decoder, PrefillAndDecodeMatchTheFullForward) {
   ZayaModel model = perturbed_tiny(4);

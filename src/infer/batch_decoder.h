@@ -1,0 +1,97 @@
+// BatchDecoder: many sequences of a ZayaModel decoded together. Each joins with a prompt that is
+// prefilled in one forward, then every step() appends one token to each of any subset of the
+// sequences (ragged lengths: each at its own position) and gives each its next-token logits;
+// sequences leave between steps and their cache blocks serve the next (continuous batching).
+//
+// The decode state is the CCA stages' alone (model/cca_decode.h): keys and values in the blocks of
+// one preallocated KvBlockPool, and a constant-size convolution/value-shift state. MoE stages,
+// residual merges and norms keep nothing between tokens.
+//
+// A sequence's logits do not depend on which other sequences share its steps, bit for bit: every
+// product of a step is row-independent (backend/cpu/rowwise.h) and the attention of a row reads
+// only its own sequence. So a request served in a batch of 16 decodes exactly as it does alone.
+//
+// With a communicator of several ranks, every sequence's cache is sharded over them (tree
+// attention, infer/kv_attention.h): each rank keeps 1/world of the positions, the rest of the
+// model runs on every rank, and the ranks must call add/step/remove identically (SPMD).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/arena.h"
+#include "dist/communicator.h"
+#include "infer/kv_attention.h"
+#include "infer/kv_blocks.h"
+#include "model/cca_decode.h"
+#include "model/zaya_model.h"
+
+namespace zaya {
+
+struct DecoderLimits {
+  int max_sequences = 1;     // sequences in the decoder at once
+  int64_t capacity = 0;      // positions per sequence (prompt + generated); 0: max_seq_len
+  int block_size = 16;       // positions per cache block
+  int64_t cache_blocks = 0;  // blocks in the pool (this rank's); 0: max_sequences full sequences
+};
+
+class BatchDecoder {
+ public:
+  // The model must outlive the decoder and keep its weights; prefills overwrite its forward()
+  // activations. `comm` (optional, may be nullptr) shards the caches over its ranks.
+  BatchDecoder(ZayaModel& model, const DecoderLimits& limits, dist::Communicator* comm = nullptr);
+
+  // Whether a sequence that may reach `positions` positions can join now (a free slot and the
+  // cache blocks it would reserve). Every rank answers the same.
+  bool can_add(int64_t positions) const;
+  // Prefills `prompt` (1..capacity tokens) as a new sequence that may grow to `reserve` positions
+  // (0: capacity), reserving its cache blocks; returns its id. logits(id) is the next token's.
+  int add(std::span<const int32_t> prompt, int64_t reserve = 0);
+  // Appends tokens[i] to sequence ids[i] (distinct ids, each below its reserve) in one batched
+  // step; afterwards logits(ids[i]) is the token after it.
+  void step(std::span<const int> ids, std::span<const int32_t> tokens);
+  // Leaves: the slot and the blocks become free.
+  void remove(int id);
+
+  std::span<const float> logits(int id) const;
+  int64_t length(int id) const;
+  int64_t capacity() const { return capacity_; }
+  int max_sequences() const { return int(seqs_.size()); }
+  int active() const;
+  // Routes chosen at every MoE stage in the last step (row i: ids[i]), [stages/2][n]: for tests.
+  const std::vector<std::vector<int32_t>>& last_routes() const { return last_routes_; }
+
+  // Cache bytes: per position of context (CCA's compressed keys and values over the attention
+  // stages), what standard attention of the same model would keep (multi-head over the hidden
+  // size, and grouped-query with CCA's q:kv head ratio over the hidden size), and what this rank
+  // holds (the pool plus the constant states of its slots).
+  static int64_t cache_bytes_per_token(const ModelConfig& c);
+  static int64_t mha_cache_bytes_per_token(const ModelConfig& c);
+  static int64_t gqa_cache_bytes_per_token(const ModelConfig& c);
+  int64_t cache_bytes_allocated() const;
+  const KvBlockPool& pool() const { return pool_; }
+
+ private:
+  struct Sequence {
+    bool active = false;
+    int64_t length = 0, reserve = 0;
+    std::vector<int32_t> blocks;     // this rank's local blocks, in position order
+    std::vector<CcaConvState> conv;  // one per attention stage
+    std::vector<float> logits;       // [V]
+  };
+  Sequence& seq(int id);
+  const Sequence& seq(int id) const;
+
+  ZayaModel& model_;
+  dist::Communicator* comm_;
+  KvShard shard_;
+  int64_t capacity_;
+  KvBlockPool pool_;
+  std::vector<Sequence> seqs_;
+  std::vector<float> rope_cos_, rope_sin_;  // [capacity, rot/2]
+  std::vector<std::vector<int32_t>> last_routes_;
+  Arena arena_;
+};
+
+}  // namespace zaya

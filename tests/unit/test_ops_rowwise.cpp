@@ -1,0 +1,82 @@
+// The decode products must give each row the same bits whatever else is in the call: the row
+// alone, among others, at another place, at another thread count. And they must be the product
+// (against float64).
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "backend/cpu/rowwise.h"
+
+namespace zaya {
+namespace {
+
+std::vector<float> random_vector(size_t n, uint32_t seed) {
+  std::mt19937 g(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(g);
+  return v;
+}
+
+TEST(OpsRowwise, RowsDoNotDependOnTheBatch) {
+  for (const auto& [k, m] : {std::pair{67, 29}, std::pair{256, 1024}, std::pair{16, 3},
+                             std::pair{1, 5}, std::pair{130, 97}}) {
+    const int n = 37;
+    const std::vector<float> in = random_vector(size_t(n) * k, uint32_t(k));
+    const std::vector<float> w = random_vector(size_t(m) * k, uint32_t(m));
+    const std::vector<float> bias = random_vector(size_t(m), 9);
+    std::vector<float> all(size_t(n) * m);
+    cpu::rows_matmul_forward(all.data(), in.data(), w.data(), bias.data(), n, k, m);
+    // Each row alone, and the rows in reverse order, at 1 and 2 threads.
+    const int saved = omp_get_max_threads();
+    for (const int threads : {1, 2}) {
+      omp_set_num_threads(threads);
+      std::vector<float> reversed_in(in.size()), reversed(all.size());
+      std::vector<float> alone(static_cast<size_t>(m));
+      for (int r = 0; r < n; ++r)
+        std::memcpy(&reversed_in[size_t(n - 1 - r) * k], &in[size_t(r) * k], sizeof(float) * k);
+      cpu::rows_matmul_forward(reversed.data(), reversed_in.data(), w.data(), bias.data(), n, k, m);
+      for (int r = 0; r < n; ++r) {
+        cpu::rows_matmul_forward(alone.data(), &in[size_t(r) * k], w.data(), bias.data(), 1, k, m);
+        for (int o = 0; o < m; ++o) {
+          const float want = all[size_t(r) * m + o];
+          ASSERT_EQ(alone[size_t(o)], want) << "row " << r << " alone, k " << k << ", m " << m;
+          ASSERT_EQ(reversed[size_t(n - 1 - r) * m + o], want) << "row " << r << " moved";
+          ASSERT_EQ(
+              cpu::fixed_order_dot(&in[size_t(r) * k], &w[size_t(o) * k], k) + bias[size_t(o)],
+              want);
+        }
+      }
+    }
+    omp_set_num_threads(saved);
+    // The product itself, against float64: each sum has at most k/16 + 5 roundings in a row
+    // (a lane's k/16 terms, the tail, the 4-level tree, the bias), so the classic bound
+    // |error| <= γ_depth · (Σ|a·b| + |bias|) holds with γ = depth · 2^-24 (to first order).
+    for (int r = 0; r < n; ++r)
+      for (int o = 0; o < m; ++o) {
+        double ref = bias[size_t(o)], mag = std::abs(bias[size_t(o)]);
+        for (int i = 0; i < k; ++i) {
+          const double p = double(in[size_t(r) * k + i]) * w[size_t(o) * k + i];
+          ref += p;
+          mag += std::abs(p);
+        }
+        const double depth = k / 16 + 6;
+        ASSERT_LE(std::abs(ref - all[size_t(r) * m + o]), depth * 0x1p-24 * mag)
+            << "row " << r << ", column " << o << ", k " << k;
+      }
+  }
+}
+
+TEST(OpsRowwise, EmptyCallsWriteNothing) {
+  std::vector<float> out(4, 7.0f);
+  const std::vector<float> x(4, 1.0f);
+  cpu::rows_matmul_forward(out.data(), x.data(), x.data(), nullptr, 0, 4, 1);
+  EXPECT_EQ(out, std::vector<float>(4, 7.0f));
+}
+
+}  // namespace
+}  // namespace zaya
