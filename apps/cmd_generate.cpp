@@ -3,8 +3,10 @@
 
 #include <sys/stat.h>
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,8 +14,11 @@
 
 #include "ckpt/hf_interop.h"
 #include "core/error.h"
+#include "dist/communicator.h"
 #include "infer/decoder.h"
+#include "infer/engine.h"
 #include "infer/generate.h"
+#include "infer/text_stream.h"
 #include "tokenizer/tokenizer_files.h"
 
 namespace zaya::cli {
@@ -27,6 +32,7 @@ struct GenerateArgs {
   std::vector<std::string> stop;
   GenerateOptions opt;
   bool no_eos = false, json_out = false;
+  int batch = 16;
 };
 
 struct Request {
@@ -35,83 +41,112 @@ struct Request {
   std::vector<std::string> stop;
 };
 
-// Where `text` stops: the first occurrence of a stop string (npos: none).
-size_t stop_at(const std::string& text, const std::vector<std::string>& stop) {
-  size_t at = std::string::npos;
-  for (const std::string& s : stop)
-    if (!s.empty()) at = std::min(at, text.find(s));
-  return at;
-}
-
-// Bytes at the end of `text` that may still change: an incomplete UTF-8 sequence, or the start
-// of a stop string.
-size_t unsettled_tail(const std::string& text, const std::vector<std::string>& stop) {
-  size_t hold = 0;
-  for (size_t back = 1; back <= std::min<size_t>(3, text.size()); ++back) {
-    const unsigned char ch = static_cast<unsigned char>(text[text.size() - back]);
-    if ((ch & 0xC0) == 0x80) continue;  // continuation byte: look further back
-    const size_t need = ch >= 0xF0 ? 4 : ch >= 0xE0 ? 3 : ch >= 0xC0 ? 2 : 1;
-    if (need > back) hold = back;
-    break;
-  }
-  for (const std::string& s : stop)
-    for (size_t n = std::min(s.size() - (s.empty() ? 0 : 1), text.size()); n > hold; --n)
-      if (text.compare(text.size() - n, n, s, 0, n) == 0) {
-        hold = n;
-        break;
-      }
-  return hold;
-}
-
 struct Outcome {
   std::string text, finish_reason;
   size_t prompt_tokens = 0, tokens = 0;
   double ttft_s = 0, decode_s = 0;
 };
 
-Outcome run_request(Decoder& decoder, const Tokenizer& tok, const Request& rq, bool stream) {
-  const std::vector<int32_t> ids = tok.encode(rq.prompt);
+std::vector<int32_t> encode_prompt(const Tokenizer& tok, const std::string& prompt) {
+  std::vector<int32_t> ids = tok.encode(prompt);
   ZAYA_CHECK(!ids.empty(),
              "the prompt encodes to no tokens (give some text, or a tokenizer that "
              "adds a BOS token)");
-  Outcome o;
-  o.prompt_tokens = ids.size();
-  std::vector<int32_t> generated;
-  size_t printed = 0;
-  bool stopped = false;
-  const GenerateResult r = generate_tokens(decoder, ids, rq.opt, [&](int32_t t) {
-    generated.push_back(t);
-    o.text = tok.decode(generated);
-    const size_t at = stop_at(o.text, rq.stop);
-    if (at != std::string::npos) {
-      o.text.resize(at);
-      stopped = true;
-    }
-    if (stream) {
-      const size_t settled =
-          stopped ? o.text.size() : o.text.size() - unsettled_tail(o.text, rq.stop);
-      if (settled > printed) {
-        std::fwrite(o.text.data() + printed, 1, settled - printed, stdout);
-        std::fflush(stdout);
-        printed = settled;
-      }
-    }
-    return !stopped;
-  });
-  if (stream && o.text.size() > printed) {
-    std::fwrite(o.text.data() + printed, 1, o.text.size() - printed, stdout);
-  }
-  // The eos token itself is not part of the text.
-  if (r.finish_reason == "eos") {
-    generated.pop_back();
-    o.text = tok.decode(generated);
-  }
-  o.finish_reason = r.finish_reason;
-  o.tokens = r.tokens.size();
-  o.ttft_s = r.prefill_seconds;
-  o.decode_s = r.decode_seconds;
-  return o;
+  return ids;
 }
+
+// One prompt through the one-sequence decoder (its window slides past the context), streamed.
+Outcome run_one(Decoder& decoder, const Tokenizer& tok, const Request& rq, bool stream) {
+  const std::vector<int32_t> ids = encode_prompt(tok, rq.prompt);
+  TextStream text(tok, rq.stop, rq.opt.eos);
+  const GenerateResult r = generate_tokens(decoder, ids, rq.opt, [&](int32_t t) {
+    const std::string settled = text.push(t);
+    if (stream && !settled.empty()) {
+      std::fwrite(settled.data(), 1, settled.size(), stdout);
+      std::fflush(stdout);
+    }
+    return !text.stopped();
+  });
+  const std::string rest = text.finish();
+  if (stream) std::fwrite(rest.data(), 1, rest.size(), stdout);
+  return Outcome{text.text(),     r.finish_reason,   ids.size(),
+                 r.tokens.size(), r.prefill_seconds, r.decode_seconds};
+}
+
+json outcome_json(const Request& rq, const Outcome& o, const ModelConfig& c) {
+  const double tps = o.tokens > 1 && o.decode_s > 0 ? double(o.tokens - 1) / o.decode_s : 0;
+  return json{{"prompt", rq.prompt},
+              {"text", o.text},
+              {"finish_reason", o.finish_reason},
+              {"prompt_tokens", o.prompt_tokens},
+              {"tokens", o.tokens},
+              {"time_to_first_token_ms", o.ttft_s * 1e3},
+              {"tokens_per_s", tps},
+              {"cache_bytes_per_token", BatchDecoder::cache_bytes_per_token(c)}};
+}
+
+void print_json_line(const json& j) {
+  // Byte-level tokens can end a text inside a UTF-8 sequence: such bytes become U+FFFD.
+  std::printf("%s\n", j.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
+  std::fflush(stdout);
+}
+
+// Every request of a --prompts file through the continuous-batching engine, `batch` at a time;
+// one JSON line per request, in the file's order, each printed as soon as it and those before
+// it are done.
+void run_batched(ZayaModel& model, const Tokenizer& tok, const std::vector<Request>& requests,
+                 int batch, dist::Communicator* comm) {
+  const ModelConfig& c = model.config();
+  EngineLimits lim;
+  lim.decoder.max_sequences = batch;
+  lim.max_queue = requests.size();
+  InferenceEngine engine(model, lim, comm);
+  std::vector<Outcome> done(requests.size());
+  std::vector<char> finished(requests.size(), 0);
+  std::vector<std::unique_ptr<TextStream>> texts;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const Request& rq = requests[i];
+    EngineRequest er;
+    er.prompt = encode_prompt(tok, rq.prompt);
+    er.opt = rq.opt;
+    texts.push_back(std::make_unique<TextStream>(tok, rq.stop, rq.opt.eos));
+    TextStream* text = texts.back().get();
+    er.on_token = [text](int32_t t) {
+      text->push(t);
+      return !text->stopped();
+    };
+    const size_t prompt_tokens = er.prompt.size();
+    er.on_done = [&, i, text, prompt_tokens](const EngineResult& r) {
+      done[i] = Outcome{text->text(),    r.finish_reason, prompt_tokens,
+                        r.tokens.size(), r.ttft_seconds,  r.decode_seconds};
+      finished[i] = 1;
+    };
+    try {
+      engine.submit(std::move(er));
+    } catch (const Error& e) {
+      throw Error("--prompts: request " + std::to_string(i + 1) + ": " + e.what());
+    }
+  }
+  size_t printed = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (bool more = true; more;) {
+    more = engine.tick();
+    for (; printed < requests.size() && finished[printed]; ++printed)
+      print_json_line(outcome_json(requests[printed], done[printed], c));
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::fprintf(
+      stderr,
+      "[%zu requests, up to %d at once: %lld tokens decoded in batched steps at %.1f "
+      "tokens/s, %.2f s in all]\n",
+      requests.size(), batch, (long long)engine.decoded_tokens(),
+      engine.decode_seconds() > 0 ? double(engine.decoded_tokens()) / engine.decode_seconds() : 0.0,
+      wall);
+}
+
+}  // namespace
+
+namespace {
 
 std::vector<Request> read_prompts(const std::string& path, const GenerateArgs& a) {
   std::ifstream f(path);
@@ -210,6 +245,11 @@ Runner add_generate_commands(CLI::App& app) {
   gen->add_option("--stop", a->stop, "stop when the text contains this string (repeatable)");
   gen->add_flag("--no-eos", a->no_eos, "do not stop at the tokenizer's end-of-text token");
   gen->add_flag("--json", a->json_out, "with --prompt: print one JSON line instead of streaming");
+  gen->add_option("--batch", a->batch,
+                  "with --prompts: requests decoded together (continuous batching: a finished "
+                  "request's slot goes to the next); each request's text is the same at any batch")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
 
   return [=]() -> int {
     if (!*gen) return kNotMine;
@@ -236,36 +276,38 @@ Runner add_generate_commands(CLI::App& app) {
                tok->vocab_size(), " tokens but the model has ", c.vocab_size,
                ": not this model's tokenizer");
     const int32_t eos = a->no_eos ? -1 : tok->end_of_text_id().value_or(-1);
-    Decoder decoder(*m.model);
-    const bool stream = a->prompts.empty() && !a->json_out;
-    for (Request& rq : requests) {
-      rq.opt.eos = eos;
-      const Outcome o = run_request(decoder, *tok, rq, stream);
-      const double tps = o.tokens > 1 && o.decode_s > 0 ? double(o.tokens - 1) / o.decode_s : 0;
-      if (stream) {
-        std::printf("\n");
-        std::fprintf(stderr,
-                     "[%zu prompt tokens, %zu generated (%s); time to first token %.1f ms, %.1f "
-                     "tokens/s after it; cache %lld bytes per token (multi-head attention: %lld), "
-                     "%.1f MiB allocated]\n",
-                     o.prompt_tokens, o.tokens, o.finish_reason.c_str(), o.ttft_s * 1e3, tps,
-                     (long long)Decoder::cache_bytes_per_token(c),
-                     (long long)Decoder::mha_cache_bytes_per_token(c),
-                     double(decoder.cache_bytes_allocated()) / 1048576);
-      } else {
-        const json j = {{"prompt", rq.prompt},
-                        {"text", o.text},
-                        {"finish_reason", o.finish_reason},
-                        {"prompt_tokens", o.prompt_tokens},
-                        {"tokens", o.tokens},
-                        {"time_to_first_token_ms", o.ttft_s * 1e3},
-                        {"tokens_per_s", tps},
-                        {"cache_bytes_per_token", Decoder::cache_bytes_per_token(c)}};
-        // Byte-level tokens can end a text inside a UTF-8 sequence: such bytes become U+FFFD.
-        std::printf("%s\n", j.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
-      }
-      std::fflush(stdout);
+    for (Request& rq : requests) rq.opt.eos = eos;
+    // Under a launcher with several ranks, every cache is sharded over them (tree attention);
+    // every rank runs the same requests and rank 0 prints.
+    const std::unique_ptr<dist::Communicator> comm = dist::make_communicator();
+    dist::Communicator* shard = comm->world_size() > 1 ? comm.get() : nullptr;
+    if (!a->prompts.empty()) {
+      run_batched(*m.model, *tok, requests, a->batch, shard);
+      return 0;
     }
+    Decoder decoder(*m.model, 0, shard);
+    const bool stream = !a->json_out;
+    const Outcome o = run_one(decoder, *tok, requests[0], stream);
+    if (!stream) {
+      print_json_line(outcome_json(requests[0], o, c));
+      return 0;
+    }
+    const double tps = o.tokens > 1 && o.decode_s > 0 ? double(o.tokens - 1) / o.decode_s : 0;
+    std::printf("\n");
+    std::fprintf(stderr,
+                 "[%zu prompt tokens, %zu generated (%s); time to first token %.1f ms, %.1f "
+                 "tokens/s after it; cache %lld bytes per token (multi-head attention: %lld, "
+                 "grouped-query: %lld), %.1f MiB allocated%s]\n",
+                 o.prompt_tokens, o.tokens, o.finish_reason.c_str(), o.ttft_s * 1e3, tps,
+                 (long long)BatchDecoder::cache_bytes_per_token(c),
+                 (long long)BatchDecoder::mha_cache_bytes_per_token(c),
+                 (long long)BatchDecoder::gqa_cache_bytes_per_token(c),
+                 double(decoder.cache_bytes_allocated()) / 1048576,
+                 shard ? (" on each of " + std::to_string(shard->world_size()) +
+                          " ranks (tree attention: each holds 1/" +
+                          std::to_string(shard->world_size()) + " of the positions)")
+                             .c_str()
+                       : "");
     return 0;
   };
 }

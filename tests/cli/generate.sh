@@ -30,7 +30,7 @@ check "$([[ "$a" == "$b" && "$a" != "$c" ]] && echo 1 || echo 0)" "same seed sam
 "${G[@]}" --prompt "The jury said" --max-tokens 12 --temperature 0 --no-eos > "$WORK/stream.out" 2> "$WORK/stream.err"
 streamed=$(cat "$WORK/stream.out")
 check "$([[ "$streamed" == "$greedy" ]] && echo 1 || echo 0)" "the streamed text is the greedy text"
-check "$(grep -qE 'time to first token [0-9.]+ ms, [0-9.]+ tokens/s.*cache [0-9]+ bytes per token \(multi-head attention: [0-9]+\)' "$WORK/stream.err" && echo 1 || echo 0)" \
+check "$(grep -qE 'time to first token [0-9.]+ ms, [0-9.]+ tokens/s.*cache [0-9]+ bytes per token \(multi-head attention: [0-9]+, grouped-query: [0-9]+\)' "$WORK/stream.err" && echo 1 || echo 0)" \
   "streaming prints time to first token, tokens/s and cache bytes"
 
 # A stop string from the middle of the greedy text: the text ends just before it.
@@ -57,6 +57,36 @@ print(int(len(rows) == 3 and rows[0]["text"] == sys.argv[2] and
 PY
 )
 check "$ok" "--prompts: one JSON line per request, per-request settings, the greedy text again"
+
+# Continuous batching: 12 requests of ragged prompts and lengths, 5 at a time (slots freed by
+# short requests go to waiting ones) and one at a time, give the same texts.
+$PY - > "$WORK/many.jsonl" <<'PY'
+import json
+words = "The jury said that in the morning he would go to the city and see".split()
+for i in range(12):
+    print(json.dumps({"prompt": " ".join(words[: 1 + (5 * i) % len(words)]),
+                      "max_tokens": 3 + (7 * i) % 19, "temperature": [0, 0.8][i % 2], "seed": i}))
+PY
+"${G[@]}" --prompts "$WORK/many.jsonl" --no-eos --batch 5 > "$WORK/many5.out" 2> "$WORK/many5.err"
+"${G[@]}" --prompts "$WORK/many.jsonl" --no-eos --batch 1 > "$WORK/many1.out" 2> /dev/null
+texts() { $PY -c "import json,sys; [print(json.dumps([json.loads(l)[k] for k in ('text','tokens','finish_reason')])) for l in open(sys.argv[1])]" "$1"; }
+check "$([[ $(wc -l < "$WORK/many5.out") == 12 && "$(texts "$WORK/many5.out")" == "$(texts "$WORK/many1.out")" ]] && echo 1 || echo 0)" \
+  "--prompts --batch 5 (continuous batching) gives the texts of --batch 1"
+check "$(grep -qE '12 requests, up to 5 at once: [0-9]+ tokens decoded in batched steps at [0-9.]+ tokens/s' "$WORK/many5.err" && echo 1 || echo 0)" \
+  "--prompts reports the batched decode rate"
+
+# Tree attention: under mpirun every rank holds a shard of the cache; the text is one rank's.
+MPIRUN=${MPIRUN:-$(command -v mpirun || true)}
+if [[ -n "$MPIRUN" ]]; then
+  for np in 2 3; do
+    out=$(OMP_NUM_THREADS=1 "$MPIRUN" --oversubscribe --allow-run-as-root -np $np "${G[@]}" --prompt "The jury said" --max-tokens 12 --temperature 0 --no-eos --json)
+    check "$([[ "$(field text <<< "$out")" == "$greedy" ]] && echo 1 || echo 0)" "tree attention over $np ranks: the greedy text of one rank"
+  done
+  OMP_NUM_THREADS=1 "$MPIRUN" --oversubscribe --allow-run-as-root -np 2 "${G[@]}" --prompt "The jury said" --max-tokens 4 --no-eos > /dev/null 2> "$WORK/tree.err"
+  check "$(grep -q 'on each of 2 ranks (tree attention' "$WORK/tree.err" && echo 1 || echo 0)" "tree attention is reported"
+else
+  echo "SKIPPED: tree attention under mpirun (no mpirun on this machine)"
+fi
 
 expect_error() {  # expect_error WHAT EXPECTED -- command...
   local what=$1 expected=$2; shift 3
