@@ -1,8 +1,6 @@
 // zaya generate: text from a model with the CCA-cache decoder (infer/), streamed as it is drawn.
 #include "cmd_generate.h"
 
-#include <sys/stat.h>
-
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -12,14 +10,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ckpt/hf_interop.h"
 #include "core/error.h"
 #include "dist/communicator.h"
 #include "infer/decoder.h"
 #include "infer/engine.h"
 #include "infer/generate.h"
 #include "infer/text_stream.h"
-#include "tokenizer/tokenizer_files.h"
+#include "inference_model.h"
 
 namespace zaya::cli {
 
@@ -261,33 +258,23 @@ Runner add_generate_commands(CLI::App& app) {
     std::vector<Request> requests = a->prompts.empty()
                                         ? std::vector<Request>{{a->prompt, a->opt, a->stop}}
                                         : read_prompts(a->prompts, *a);
-    LoadedModel m = load_model_any(a->model);
-    for (const std::string& w : m.warnings) std::fprintf(stderr, "zaya: warning: %s\n", w.c_str());
-    std::string tok_path = a->tokenizer;
-    if (tok_path.empty()) {
-      tok_path = m.path + "/tokenizer.json";
-      struct stat st {};
-      ZAYA_CHECK(::stat(tok_path.c_str(), &st) == 0, "--tokenizer: '", m.path,
-                 "' has no tokenizer.json; name the model's tokenizer with --tokenizer");
-    }
-    const auto tok = load_tokenizer(tok_path);
-    const ModelConfig& c = m.model->config();
-    ZAYA_CHECK(tok->vocab_size() <= c.vocab_size, "--tokenizer ", tok_path, " has ",
-               tok->vocab_size(), " tokens but the model has ", c.vocab_size,
-               ": not this model's tokenizer");
-    const int32_t eos = a->no_eos ? -1 : tok->end_of_text_id().value_or(-1);
+    const InferenceModel im = load_inference_model(a->model, a->tokenizer);
+    ZayaModel& model = *im.loaded.model;
+    const Tokenizer& tokenizer = *im.tokenizer;
+    const ModelConfig& c = model.config();
+    const int32_t eos = a->no_eos ? -1 : tokenizer.end_of_text_id().value_or(-1);
     for (Request& rq : requests) rq.opt.eos = eos;
     // Under a launcher with several ranks, every cache is sharded over them (tree attention);
     // every rank runs the same requests and rank 0 prints.
     const std::unique_ptr<dist::Communicator> comm = dist::make_communicator();
     dist::Communicator* shard = comm->world_size() > 1 ? comm.get() : nullptr;
     if (!a->prompts.empty()) {
-      run_batched(*m.model, *tok, requests, a->batch, shard);
+      run_batched(model, tokenizer, requests, a->batch, shard);
       return 0;
     }
-    Decoder decoder(*m.model, 0, shard);
+    Decoder decoder(model, 0, shard);
     const bool stream = !a->json_out;
-    const Outcome o = run_one(decoder, *tok, requests[0], stream);
+    const Outcome o = run_one(decoder, tokenizer, requests[0], stream);
     if (!stream) {
       print_json_line(outcome_json(requests[0], o, c));
       return 0;

