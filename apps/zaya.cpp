@@ -20,6 +20,7 @@
 #include "cmd_ckpt.h"
 #include "cmd_comm.h"
 #include "cmd_data.h"
+#include "cmd_decode_bench.h"
 #include "cmd_generate.h"
 #include "cmd_hwbench.h"
 #include "cmd_score.h"
@@ -120,6 +121,7 @@ int main(int argc, char** argv) {
   runners.push_back(zaya::cli::add_serve_commands(app));
   runners.push_back(zaya::cli::add_comm_commands(*bench));
   runners.push_back(zaya::cli::add_hwbench_commands(*bench));
+  runners.push_back(zaya::cli::add_decode_bench_command(*bench));
   runners.push_back(zaya::cli::add_size_commands(app));
   runners.push_back(zaya::cli::add_generate_commands(app));
 

@@ -57,7 +57,7 @@ CompletionRequest parse_completion_request(std::string_view body, const std::str
   json j;
   try {
     j = json::parse(body);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers like 1e999
     throw ApiError(400, std::string("the body is not valid JSON: ") + e.what());
   }
   if (!j.is_object()) throw ApiError(400, "the body must be a JSON object");

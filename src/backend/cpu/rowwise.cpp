@@ -1,58 +1,99 @@
 #include "backend/cpu/rowwise.h"
 
 #include <cstddef>
+#include <cstring>
 
 namespace zaya::cpu {
 
 namespace {
 
-constexpr int kLanes = 16;      // running sums per dot product (one zmm, two ymm)
-constexpr int kWeightRows = 4;  // weight rows sharing one pass over an input row
+// 16 running sums in one vector (one zmm register with AVX-512, two ymm with AVX2). GCC's vector
+// extension makes every dot product of this file use the same vector operations, whatever the
+// surrounding code: lane j adds a[i]·b[i] for i ≡ j (mod 16) in order of i.
+typedef float Lanes __attribute__((vector_size(64)));
+constexpr int kLanes = 16;
 
-// Lane sums of a dot product over k: lane j adds a[i]·b[i] for i ≡ j (mod 16), in order of i.
-// Every dot product of this file goes through this loop body (inlined into each caller with the
-// same operations), then through finish().
-inline void accumulate(float (&acc)[kLanes], const float* a, const float* b, int k) {
-  int i = 0;
-  for (; i + kLanes <= k; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) acc[j] += a[i + j] * b[i + j];
-  for (int j = 0; i + j < k; ++j) acc[j] += a[i + j] * b[i + j];
+inline Lanes load(const float* p) {
+  Lanes v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// The last k mod 16 elements, zero-padded: the padding adds 0·0 to the lanes it reaches.
+inline Lanes load_tail(const float* p, int n) {
+  Lanes v = {};
+  std::memcpy(&v, p, sizeof(float) * size_t(n));
+  return v;
 }
 
 // The lanes summed by a fixed pairwise tree: 16 → 8 → 4 → 2 → 1.
-inline float finish(float (&acc)[kLanes]) {
+inline float finish(Lanes acc) {
+  float s[kLanes];
+  std::memcpy(s, &acc, sizeof s);
   for (int width = kLanes / 2; width >= 1; width /= 2)
-    for (int j = 0; j < width; ++j) acc[j] += acc[j + width];
-  return acc[0];
+    for (int j = 0; j < width; ++j) s[j] += s[j + width];
+  return s[0];
+}
+
+// R input rows × W weight rows: R·W independent sums (instruction-level parallelism), each one
+// the same sequence of vector operations as a lone fixed_order_dot.
+template <int R, int W>
+inline void dots(float* out, size_t out_stride, const float* x, size_t x_stride, const float* w,
+                 size_t w_stride, int k) {
+  Lanes acc[R][W] = {};
+  const int full = k / kLanes * kLanes;
+  for (int i = 0; i < full; i += kLanes) {
+    Lanes wv[W];
+    for (int q = 0; q < W; ++q) wv[q] = load(w + q * w_stride + i);
+    for (int r = 0; r < R; ++r) {
+      const Lanes xv = load(x + r * x_stride + i);
+      for (int q = 0; q < W; ++q) acc[r][q] += xv * wv[q];
+    }
+  }
+  if (full < k) {
+    for (int r = 0; r < R; ++r) {
+      const Lanes xv = load_tail(x + r * x_stride + full, k - full);
+      for (int q = 0; q < W; ++q) acc[r][q] += xv * load_tail(w + q * w_stride + full, k - full);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int q = 0; q < W; ++q) out[r * out_stride + q] = finish(acc[r][q]);
 }
 
 }  // namespace
 
 float fixed_order_dot(const float* a, const float* b, int k) {
-  float acc[kLanes] = {};
-  accumulate(acc, a, b, k);
-  return finish(acc);
+  float out;
+  dots<1, 1>(&out, 0, a, 0, b, 0, k);
+  return out;
 }
 
 void rows_matmul_forward(float* out, const float* in, const float* w, const float* bias, int n,
                          int k, int m) {
   if (n <= 0 || m <= 0) return;
-  // Blocks of weight rows are the unit of work (and of parallelism): a block stays in cache while
-  // every input row passes over it. The blocking never depends on n, so an output element is
-  // computed the same way in every call.
-  const int blocks = (m + kWeightRows - 1) / kWeightRows;
+  // Blocks of 4 weight rows are the unit of work (and of parallelism): a block stays in cache
+  // while every input row passes over it, two rows at a time. No choice here changes the
+  // operations of any one output element, so a row's results are the same in every call.
+  constexpr int kW = 4;
+  const int blocks = (m + kW - 1) / kW;
+  const size_t K = size_t(k), M = size_t(m);
 #pragma omp parallel for schedule(static)
   for (int blk = 0; blk < blocks; ++blk) {
-    const int o0 = blk * kWeightRows;
-    const int rows = m - o0 < kWeightRows ? m - o0 : kWeightRows;
-    for (int r = 0; r < n; ++r) {
-      const float* x = in + size_t(r) * k;
-      for (int o = o0; o < o0 + rows; ++o) {
-        float acc[kLanes] = {};
-        accumulate(acc, x, w + size_t(o) * k, k);
-        out[size_t(r) * m + o] = finish(acc) + (bias ? bias[o] : 0.0f);
-      }
+    const int o0 = blk * kW;
+    const float* wb = w + size_t(o0) * K;
+    if (m - o0 >= kW) {
+      int r = 0;
+      for (; r + 2 <= n; r += 2)
+        dots<2, kW>(out + size_t(r) * M + o0, M, in + size_t(r) * K, K, wb, K, k);
+      if (r < n) dots<1, kW>(out + size_t(r) * M + o0, M, in + size_t(r) * K, K, wb, K, k);
+    } else {
+      for (int r = 0; r < n; ++r)
+        for (int o = o0; o < m; ++o)
+          dots<1, 1>(out + size_t(r) * M + o, 0, in + size_t(r) * K, 0, w + size_t(o) * K, 0, k);
     }
+    if (bias)
+      for (int r = 0; r < n; ++r)
+        for (int o = o0; o < o0 + kW && o < m; ++o) out[size_t(r) * M + o] += bias[o];
   }
 }
 

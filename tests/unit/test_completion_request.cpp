@@ -1,0 +1,100 @@
+// The completions request reader: what it accepts, and that every bad body is a 4xx ApiError
+// naming the field (never another exception, which the server would turn into a 500).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "serve/completion_request.h"
+
+namespace zaya::serve {
+namespace {
+
+CompletionRequest parse(const std::string& body) {
+  return parse_completion_request(body, "zaya", 100);
+}
+
+// The status and param of the error `body` gets (0 and "" when it parses).
+std::pair<int, std::string> error_of(const std::string& body) {
+  try {
+    parse(body);
+    return {0, ""};
+  } catch (const ApiError& e) {
+    return {e.status, e.param};
+  }
+}
+
+TEST(CompletionRequest, ReadsEveryField) {
+  const CompletionRequest r = parse(
+      R"({"model": "zaya", "prompt": ["The jury"], "max_tokens": 7, "temperature": 0.5,
+          "top_p": 0.9, "top_k": 3, "repetition_penalty": 1.2, "seed": -4, "stop": "\n",
+          "stream": true, "stream_options": {"include_usage": true}, "n": 1, "echo": false,
+          "logprobs": null, "frequency_penalty": 0, "presence_penalty": 0.0, "logit_bias": {},
+          "user": "u", "best_of": 1, "suffix": null})");
+  EXPECT_EQ(r.prompt, "The jury");
+  EXPECT_EQ(r.max_tokens, 7);
+  EXPECT_FLOAT_EQ(r.sampling.temperature, 0.5f);
+  EXPECT_FLOAT_EQ(r.sampling.top_p, 0.9f);
+  EXPECT_EQ(r.sampling.top_k, 3);
+  EXPECT_FLOAT_EQ(r.sampling.repetition_penalty, 1.2f);
+  EXPECT_EQ(r.seed, uint64_t(int64_t(-4)));
+  EXPECT_EQ(r.stop, std::vector<std::string>{"\n"});
+  EXPECT_TRUE(r.stream && r.include_usage);
+  const CompletionRequest d = parse(R"({"model": "zaya", "prompt": "x"})");
+  EXPECT_EQ(d.max_tokens, 16);  // OpenAI's defaults
+  EXPECT_FLOAT_EQ(d.sampling.temperature, 1.0f);
+  EXPECT_FALSE(d.seed.has_value());
+  EXPECT_FALSE(d.stream);
+}
+
+TEST(CompletionRequest, BadBodiesAre4xxNamingTheField) {
+  const std::vector<std::tuple<std::string, int, std::string>> cases = {
+      {R"({"model": "zaya", "prompt": )", 400, ""},
+      {R"({"model": "zaya", "prompt": "x", "seed": 1e318})", 400, ""},  // found by fuzzing
+      {R"([1, 2])", 400, ""},
+      {R"({"prompt": "x"})", 400, "model"},
+      {R"({"model": "zaya"})", 400, "prompt"},
+      {R"({"model": "other", "prompt": "x"})", 404, "model"},
+      {R"({"model": "zaya", "prompt": "x", "max_token": 3})", 400, "max_token"},
+      {R"({"model": "zaya", "prompt": "x", "max_tokens": 101})", 400, "max_tokens"},
+      {R"({"model": "zaya", "prompt": "x", "max_tokens": 1.5})", 400, "max_tokens"},
+      {R"({"model": "zaya", "prompt": "x", "max_tokens": 18446744073709551615})", 400,
+       "max_tokens"},
+      {R"({"model": "zaya", "prompt": "x", "temperature": -0.1})", 400, "temperature"},
+      {R"({"model": "zaya", "prompt": "x", "temperature": "hot"})", 400, "temperature"},
+      {R"({"model": "zaya", "prompt": "x", "top_p": 0})", 400, "top_p"},
+      {R"({"model": "zaya", "prompt": "x", "repetition_penalty": 0})", 400,
+       "repetition_penalty"},
+      {R"({"model": "zaya", "prompt": "x", "stop": ["a", ""]})", 400, "stop"},
+      {R"({"model": "zaya", "prompt": "x", "stop": 3})", 400, "stop"},
+      {R"({"model": "zaya", "prompt": 3})", 400, "prompt"},
+      {R"({"model": "zaya", "prompt": ["a", "b"]})", 400, "prompt"},
+      {R"({"model": "zaya", "prompt": "x", "n": 2})", 400, "n"},
+      {R"({"model": "zaya", "prompt": "x", "frequency_penalty": 0.5})", 400, "frequency_penalty"},
+      {R"({"model": "zaya", "prompt": "x", "stream": "yes"})", 400, "stream"},
+      {R"({"model": "zaya", "prompt": "x", "stream_options": {"include_usage": true}})", 400,
+       "stream_options"},
+      {R"({"model": "zaya", "prompt": "x", "stream": true, "stream_options": {"x": 1}})", 400,
+       "stream_options.x"},
+  };
+  for (const auto& [body, status, param] : cases) {
+    const auto [got_status, got_param] = error_of(body);
+    EXPECT_EQ(got_status, status) << body;
+    EXPECT_EQ(got_param, param) << body;
+  }
+}
+
+TEST(CompletionRequest, ErrorsAreOpenAiErrorObjects) {
+  try {
+    parse(R"({"model": "zaya", "prompt": "x", "top_p": 2})");
+    FAIL() << "top_p 2 accepted";
+  } catch (const ApiError& e) {
+    const nlohmann::json b = e.body();
+    EXPECT_EQ(b["error"]["type"], "invalid_request_error");
+    EXPECT_EQ(b["error"]["param"], "top_p");
+    EXPECT_TRUE(b["error"]["code"].is_null());
+    EXPECT_NE(b["error"]["message"].get<std::string>().find("(0.0, 1.0]"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace zaya::serve
