@@ -47,15 +47,16 @@ Runner add_decode_bench_command(CLI::App& bench) {
     const ModelConfig c = load_model_config(a->config);
     DecodeBenchOptions opt = a->opt;
     opt.batches = a->batches;
-    std::printf("decode: %s, prompts of %d tokens, %d new tokens per sequence\n",
-                a->config.c_str(), opt.prompt, opt.new_tokens);
+    std::printf("decode: %s, prompts of %d tokens, %d new tokens per sequence\n", a->config.c_str(),
+                opt.prompt, opt.new_tokens);
     const DecodeBenchResult r = run_decode_bench(c, opt, stdout);
-    std::printf("cache: %lld bytes per token of context (grouped-query attention over the hidden "
-                "size: %lld, %.1fx; multi-head: %lld, %.1fx)\n",
-                (long long)r.cache_bytes_per_token, (long long)r.gqa_cache_bytes_per_token,
-                double(r.gqa_cache_bytes_per_token) / double(r.cache_bytes_per_token),
-                (long long)r.mha_cache_bytes_per_token,
-                double(r.mha_cache_bytes_per_token) / double(r.cache_bytes_per_token));
+    std::printf(
+        "cache: %lld bytes per token of context (grouped-query attention over the hidden "
+        "size: %lld, %.1fx; multi-head: %lld, %.1fx)\n",
+        (long long)r.cache_bytes_per_token, (long long)r.gqa_cache_bytes_per_token,
+        double(r.gqa_cache_bytes_per_token) / double(r.cache_bytes_per_token),
+        (long long)r.mha_cache_bytes_per_token,
+        double(r.mha_cache_bytes_per_token) / double(r.cache_bytes_per_token));
     if (!a->json_out.empty()) {
       nlohmann::json j = {{"config", a->config},
                           {"prompt", opt.prompt},

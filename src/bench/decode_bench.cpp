@@ -32,11 +32,11 @@ int32_t greedy(std::span<const float> logits) {
 
 DecodeBenchResult run_decode_bench(const ModelConfig& c, const DecodeBenchOptions& opt,
                                    std::FILE* out) {
-  ZAYA_CHECK(opt.prompt >= 1 && opt.new_tokens >= 2, "bench decode: --prompt must be >= 1 and "
+  ZAYA_CHECK(opt.prompt >= 1 && opt.new_tokens >= 2,
+             "bench decode: --prompt must be >= 1 and "
              "--new-tokens >= 2");
   ZAYA_CHECK(opt.prompt + opt.new_tokens <= c.max_seq_len, "bench decode: --prompt ", opt.prompt,
-             " + --new-tokens ", opt.new_tokens, " exceed the model's max_seq_len ",
-             c.max_seq_len);
+             " + --new-tokens ", opt.new_tokens, " exceed the model's max_seq_len ", c.max_seq_len);
   ZayaModel model(c);
   model.params().init(opt.seed);
   if (!opt.save_model_dir.empty()) save_model_dir(opt.save_model_dir, model);
@@ -68,8 +68,8 @@ DecodeBenchResult run_decode_bench(const ModelConfig& c, const DecodeBenchOption
     for (int b = 0; b < B; ++b) {
       std::vector<int32_t> prompt(static_cast<size_t>(opt.prompt));
       for (int t = 0; t < opt.prompt; ++t)
-        prompt[size_t(t)] = int32_t(rng.words(uint64_t(b) * opt.prompt + uint64_t(t))[0] %
-                                    uint32_t(c.vocab_size));
+        prompt[size_t(t)] =
+            int32_t(rng.words(uint64_t(b) * opt.prompt + uint64_t(t))[0] % uint32_t(c.vocab_size));
       const auto t0 = Clock::now();
       ids.push_back(dec.add(prompt));
       next.push_back(greedy(dec.logits(ids.back())));

@@ -15,19 +15,19 @@ namespace zaya {
 
 struct DecodeBenchOptions {
   std::vector<int> batches = {1, 16};
-  int prompt = 128;       // tokens per prompt
-  int new_tokens = 64;    // tokens decoded per sequence (the first from the prefill's logits)
+  int prompt = 128;     // tokens per prompt
+  int new_tokens = 64;  // tokens decoded per sequence (the first from the prefill's logits)
   uint64_t seed = 1234;
   std::string save_model_dir;  // if set, the benchmarked (random-init) model is written here
 };
 
 struct DecodeBenchRow {
   int batch = 0;
-  double tokens_per_s = 0;     // decoded tokens of all sequences per second of batched steps
+  double tokens_per_s = 0;  // decoded tokens of all sequences per second of batched steps
   double step_ms = 0;
-  double ttft_ms = 0;          // one prompt's prefill + its first draw (the first sequence's)
-  double bytes_per_step = 0;   // weights used + cache read, averaged over the timed steps
-  double experts_per_stage = 0;  // distinct experts a step used per MoE stage, averaged
+  double ttft_ms = 0;             // one prompt's prefill + its first draw (the first sequence's)
+  double bytes_per_step = 0;      // weights used + cache read, averaged over the timed steps
+  double experts_per_stage = 0;   // distinct experts a step used per MoE stage, averaged
   double bound_tokens_per_s = 0;  // batch / (bytes_per_step / bandwidth)
 };
 

@@ -26,13 +26,22 @@ inline Lanes load_tail(const float* p, int n) {
   return v;
 }
 
-// The lanes summed by a fixed pairwise tree: 16 → 8 → 4 → 2 → 1.
+// The lanes summed by a fixed pairwise tree, 16 → 8 → 4 → 2 → 1: lane j adds lane j + width. Done
+// on halves of the vector; each addition is the same IEEE operation on the same two numbers as
+// the scalar tree would be.
+typedef float Lanes8 __attribute__((vector_size(32)));
+typedef float Lanes4 __attribute__((vector_size(16)));
 inline float finish(Lanes acc) {
-  float s[kLanes];
-  std::memcpy(s, &acc, sizeof s);
-  for (int width = kLanes / 2; width >= 1; width /= 2)
-    for (int j = 0; j < width; ++j) s[j] += s[j + width];
-  return s[0];
+  Lanes8 lo8, hi8;
+  std::memcpy(&lo8, &acc, sizeof lo8);
+  std::memcpy(&hi8, reinterpret_cast<const char*>(&acc) + sizeof lo8, sizeof hi8);
+  const Lanes8 s8 = lo8 + hi8;
+  Lanes4 lo4, hi4;
+  std::memcpy(&lo4, &s8, sizeof lo4);
+  std::memcpy(&hi4, reinterpret_cast<const char*>(&s8) + sizeof lo4, sizeof hi4);
+  const Lanes4 s4 = lo4 + hi4;
+  const float s2a = s4[0] + s4[2], s2b = s4[1] + s4[3];
+  return s2a + s2b;
 }
 
 // R input rows × W weight rows: R·W independent sums (instruction-level parallelism), each one
