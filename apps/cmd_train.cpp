@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "core/error.h"
+#include "inference_model.h"
 #include "model/weights_io.h"
 #include "tokenizer/tokenizer_files.h"
 #include "train/plot.h"
@@ -57,10 +58,14 @@ Runner add_train_commands(CLI::App& app) {
   plot->add_option("--out", args->plot_out, "output .svg")->required();
   plot->add_option("--baseline", args->baseline, "draw a horizontal baseline at this loss");
 
-  auto* sample = app.add_subcommand("sample", "Generate text from a model directory");
-  sample->add_option("--model", args->model_dir, "model directory")->required();
-  sample->add_option("--tokenizer", args->tokenizer, "tokenizer.json of the model's data")
+  auto* sample = app.add_subcommand(
+      "sample", "Generate text from a model (the short form of zaya generate: temperature, top-k)");
+  sample
+      ->add_option("--model", args->model_dir,
+                   "HF model directory, zaya checkpoint or a run's ckpt/ root")
       ->required();
+  sample->add_option("--tokenizer", args->tokenizer,
+                     "tokenizer.json (default: the model directory's tokenizer.json)");
   sample->add_option("--prompt", args->prompt, "text to continue")->capture_default_str();
   sample->add_option("--tokens", args->sample.max_new_tokens, "tokens to generate")
       ->capture_default_str()
@@ -107,13 +112,10 @@ Runner add_train_commands(CLI::App& app) {
       return 0;
     }
     if (*sample) {
-      auto model = load_model_dir(args->model_dir);
-      const auto tok = load_tokenizer(args->tokenizer);
-      ZAYA_CHECK(tok->vocab_size() <= model->config().vocab_size, "--tokenizer ", args->tokenizer,
-                 " has ", tok->vocab_size(), " tokens but the model ", args->model_dir, " has ",
-                 model->config().vocab_size, ": not this model's tokenizer");
-      const auto ids = generate(*model, tok->encode(args->prompt), args->sample);
-      std::printf("%s\n", tok->decode(ids).c_str());
+      const InferenceModel m = load_inference_model(args->model_dir, args->tokenizer);
+      const Tokenizer& tok = *m.tokenizer;
+      const auto ids = generate(*m.loaded.model, tok.encode(args->prompt), args->sample);
+      std::printf("%s\n", tok.decode(ids).c_str());
       return 0;
     }
     return kNotMine;
