@@ -132,6 +132,7 @@ void run_batched(ZayaModel& model, const Tokenizer& tok, const std::vector<Reque
       print_json_line(outcome_json(requests[printed], done[printed], c));
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (comm && comm->rank() != 0) return;  // rank 0 reports for all
   std::fprintf(
       stderr,
       "[%zu requests, up to %d at once: %lld tokens decoded in batched steps at %.1f "
@@ -281,6 +282,7 @@ Runner add_generate_commands(CLI::App& app) {
     }
     const double tps = o.tokens > 1 && o.decode_s > 0 ? double(o.tokens - 1) / o.decode_s : 0;
     std::printf("\n");
+    if (shard && shard->rank() != 0) return 0;  // rank 0 reports for all
     std::fprintf(stderr,
                  "[%zu prompt tokens, %zu generated (%s); time to first token %.1f ms, %.1f "
                  "tokens/s after it; cache %lld bytes per token (multi-head attention: %lld, "
