@@ -5,7 +5,9 @@
 # report, leak, timeout (-timeout=5) or out-of-memory (-rss_limit_mb=2048) leaves its input in
 # build-fuzz/fuzz-run/artifacts/ and makes the script exit 1 after the remaining targets ran.
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]     (targets: the names of fuzz/*.cpp)
-# ZAYA_FUZZ_JOBS sets the build parallelism (default: all cores). See docs/fuzzing.md.
+# ZAYA_FUZZ_JOBS sets the build parallelism (default: all cores). ZAYA_FUZZ_PRESET picks the build:
+# fuzz (build-fuzz/, the default) or asan (build-asan/, which builds the targets beside the
+# sanitizer tests, so scripts/test.sh compiles the library once for both). See docs/fuzzing.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,12 +23,14 @@ if ((${#targets[@]} == 0)); then
 fi
 
 bash scripts/setup.sh
-cmake --preset fuzz > /dev/null
+preset=${ZAYA_FUZZ_PRESET:-fuzz}
+build=build-$preset
+cmake --preset "$preset" > /dev/null
 build_targets=()
 for t in "${targets[@]}"; do build_targets+=("fuzz_$t"); done
-cmake --build build-fuzz -j"${ZAYA_FUZZ_JOBS:-$(nproc)}" --target "${build_targets[@]}"
+cmake --build "$build" -j"${ZAYA_FUZZ_JOBS:-$(nproc)}" --target "${build_targets[@]}"
 
-run=build-fuzz/fuzz-run
+run=$build/fuzz-run
 # The targets write each input to a scratch file (fuzz/fuzz_util.h): in memory (/dev/shm) that is
 # about three times faster than on disk. One directory per run, removed at the end.
 shm=/tmp
@@ -44,7 +48,7 @@ for t in "${targets[@]}"; do
   if [[ -f fuzz/$t.dict ]]; then dict=("-dict=fuzz/$t.dict"); fi
   log="$run/$t.log"
   # The scratch corpus comes first: libFuzzer writes new inputs into its first directory.
-  if build-fuzz/fuzz/"fuzz_$t" "$scratch" "fuzz/corpus/$t" "${dict[@]}" \
+  if "$build/fuzz/fuzz_$t" "$scratch" "fuzz/corpus/$t" "${dict[@]}" \
       -max_total_time="$seconds" -timeout=5 -rss_limit_mb=2048 -print_final_stats=1 \
       -artifact_prefix="$run/artifacts/$t-" > "$log" 2>&1; then
     result=ok

@@ -2,8 +2,9 @@
 # Builds zaya and runs every test: the release build runs all of them (unit, finite-difference,
 # CLI, and the PyTorch reference comparison) twice, under both OpenBLAS kernel settings (see
 # below); an ASan+UBSan build runs the unit and CLI tests again.
-# Then the libFuzzer targets (fuzz/, clang + ASan + UBSan) run over their committed corpora for a
-# bounded time each (FUZZ_SECONDS, default 5; scripts/fuzz.sh and docs/fuzzing.md).
+# Then the libFuzzer targets (fuzz/, clang + ASan + UBSan, built in the same build-asan/ tree, so
+# the library is compiled once for both) run over their committed corpora for a bounded time each
+# (FUZZ_SECONDS, default 5; scripts/fuzz.sh and docs/fuzzing.md).
 # Usage: scripts/test.sh [--no-sanitizers]   (--no-sanitizers also skips the fuzzing)
 # Works on a fresh machine by itself: it first runs scripts/setup.sh (idempotent, cheap when
 # everything is installed).
@@ -60,8 +61,8 @@ if [[ "${1:-}" != "--no-sanitizers" ]]; then
     ctest --preset asan -j "$JOBS"
 fi
 if [[ "${1:-}" != "--no-sanitizers" ]]; then
-  echo "== fuzzing (build-fuzz/: every parser of untrusted input, ${FUZZ_SECONDS:-5} s per target)"
-  bash scripts/fuzz.sh "${FUZZ_SECONDS:-5}"
+  echo "== fuzzing (the targets of build-asan/: every parser of untrusted input, ${FUZZ_SECONDS:-5} s per target)"
+  ZAYA_FUZZ_PRESET=asan bash scripts/fuzz.sh "${FUZZ_SECONDS:-5}"
 fi
 if ((${#skipped[@]})); then
   echo "== all tests that ran passed; SKIPPED (not run on this machine): ${skipped[*]}"

@@ -204,11 +204,20 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
   cpu::rmsnorm_forward(final_y_, final_rstd_, final_r_,
                        W + reg.get("model.final_norm.weight").offset, N, E,
                        float(config_.norm_eps));
+  have_loss_ = !targets_.empty();
+  chunked_loss_ = have_loss_ && lm_chunks_.enabled();
+  if (chunked_loss_) {
+    // The LM head and the loss in blocks: no [N, V] logits.
+    logits_valid_ = false;
+    lse_ = arena_.floats(N);
+    lm_scratch_ = arena_.floats(lm_chunks_.scratch_floats(N, V));
+    const double total = cpu::lm_head_loss_forward(lse_, final_y_, emb_w, targets_.data(), N, E, V,
+                                                   lm_chunks_, lm_scratch_, &loss_count_);
+    return loss_count_ ? float(total / double(loss_count_)) : 0.0f;
+  }
   logits_ = arena_.floats(size_t(N) * V);
   cpu::matmul_forward(logits_, final_y_, emb_w, nullptr, N, E, V);
   logits_valid_ = true;
-
-  have_loss_ = !targets_.empty();
   if (!have_loss_) return 0.0f;
   lse_ = arena_.floats(N);
   const double total =
@@ -217,7 +226,8 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
 }
 
 void ZayaModel::backward(float loss_scale) {
-  ZAYA_CHECK(have_loss_ && logits_valid_, "backward() needs a forward() with targets before it");
+  ZAYA_CHECK(have_loss_ && (logits_valid_ || chunked_loss_),
+             "backward() needs a forward() with targets before it");
   const int N = B_ * S_, E = int(config_.hidden_size), V = int(config_.vocab_size);
   const int L = int(config_.num_stages), R = int(config_.router_dim);
   const RopeTables rope{rope_cos_.data(), rope_sin_.data()};
@@ -231,10 +241,16 @@ void ZayaModel::backward(float loss_scale) {
 
   // Loss → logits (in place) → final_norm → final merge.
   const float scale = loss_count_ ? loss_scale / float(loss_count_) : 0.0f;
-  cpu::cross_entropy_backward_inplace(logits_, lse_, targets_.data(), N, V, scale);
-  logits_valid_ = false;
   float* dy = arena_.zeros(size_t(N) * E);
-  cpu::matmul_backward(dy, emb_g, nullptr, logits_, final_y_, emb_w, N, E, V);
+  if (chunked_loss_) {
+    cpu::lm_head_loss_backward(dy, emb_g, final_y_, emb_w, lse_, targets_.data(), N, E, V, scale,
+                               lm_chunks_, lm_scratch_);
+    chunked_loss_ = false;
+  } else {
+    cpu::cross_entropy_backward_inplace(logits_, lse_, targets_.data(), N, V, scale);
+    logits_valid_ = false;
+    cpu::matmul_backward(dy, emb_g, nullptr, logits_, final_y_, emb_w, N, E, V);
+  }
   float* dr_final = arena_.zeros(size_t(N) * E);
   cpu::rmsnorm_backward(dr_final, g("model.final_norm.weight"), dy, final_r_,
                         w("model.final_norm.weight"), final_rstd_, N, E);
@@ -281,7 +297,9 @@ void ZayaModel::backward(float loss_scale) {
 }
 
 std::span<const float> ZayaModel::logits() const {
-  ZAYA_CHECK(logits_valid_, "logits() is valid only between forward() and backward()");
+  ZAYA_CHECK(logits_valid_,
+             "logits() is valid only between forward() and backward(), and not after a forward "
+             "with the LM head in chunks (set_lm_head_chunks), which keeps none");
   return {logits_, size_t(B_) * S_ * size_t(config_.vocab_size)};
 }
 

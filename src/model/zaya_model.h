@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/cpu/lm_head_loss.h"
 #include "core/arena.h"
 #include "model/cca.h"
 #include "model/config.h"
@@ -40,7 +41,13 @@ class ZayaModel {
   // RoPE base for the following forward() calls (curriculum phases change it).
   void set_rope_theta(double theta);
 
-  // Valid after forward() and until backward() (which reuses the buffer for the gradient).
+  // Following forward() calls with targets compute the LM head and the loss in blocks of
+  // chunks.tokens × chunks.vocab logits (backend/cpu/lm_head_loss.h) and keep no logits; disabled
+  // chunks (the default) materialise them. Forward calls without targets always materialise.
+  void set_lm_head_chunks(const cpu::LmHeadChunks& chunks) { lm_chunks_ = chunks; }
+
+  // Valid after forward() and until backward() (which reuses the buffer for the gradient); not
+  // after a chunked forward (set_lm_head_chunks), which keeps no logits.
   std::span<const float> logits() const;
   // Route chosen by each token at MoE stage `stage` (global stage index, odd), after forward().
   std::span<const int32_t> routes(int stage) const;
@@ -56,7 +63,8 @@ class ZayaModel {
   static std::vector<int32_t> shifted_targets(std::span<const int32_t> tokens, int B, int S);
 
  private:
-  friend class BatchDecoder;  // infer/batch_decoder.h: reads the stage weights and prefill activations
+  friend class BatchDecoder;  // infer/batch_decoder.h: reads the stage weights and prefill
+                              // activations
   struct Stage {
     const float *norm_w, *hs, *hb, *rs, *rb;
     CcaWeights cca{};
@@ -99,6 +107,9 @@ class ZayaModel {
   int64_t loss_count_ = 0;
   bool have_loss_ = false;
   bool logits_valid_ = false;
+  cpu::LmHeadChunks lm_chunks_;
+  bool chunked_loss_ = false;    // the last forward computed the loss in blocks
+  float* lm_scratch_ = nullptr;  // its one block of logits
 
   // RoPE tables cache.
   int rope_seq_ = -1;

@@ -42,6 +42,10 @@ TrainConfig train_config_from_json(const nlohmann::json& j, const std::string& w
       integer(c.keep_every, 0);
     else if (key == "sample_top_k")
       integer(c.sample_top_k, 0);
+    else if (key == "lm_head_chunk_tokens")
+      integer(c.lm_head_chunk_tokens, 0);
+    else if (key == "lm_head_chunk_vocab")
+      integer(c.lm_head_chunk_vocab, 0);
     else if (key == "out_dir" || key == "tokenizer") {
       ZAYA_CHECK(v.is_string(), where, ": field ", field, " must be a string");
       (key == "out_dir" ? c.out_dir : c.tokenizer) = v.get<std::string>();
@@ -61,9 +65,14 @@ TrainConfig train_config_from_json(const nlohmann::json& j, const std::string& w
       ZAYA_FAIL(where, ": unknown field ", field,
                 " (known: seed, micro_batch, global_batch, max_steps, eval_every, eval_windows, "
                 "log_every, out_dir, tokenizer, sample_tokens, sample_temperature, sample_top_k, "
-                "sample_prompts, checkpoint_every, keep_last, keep_every, optim)");
+                "sample_prompts, checkpoint_every, keep_last, keep_every, lm_head_chunk_tokens, "
+                "lm_head_chunk_vocab, optim)");
     }
   }
+  ZAYA_CHECK((c.lm_head_chunk_tokens > 0) == (c.lm_head_chunk_vocab > 0), where,
+             ": 'train.lm_head_chunk_tokens' and 'train.lm_head_chunk_vocab' are both set (> 0) "
+             "or both 0 (materialised logits), got ",
+             c.lm_head_chunk_tokens, " and ", c.lm_head_chunk_vocab);
   ZAYA_CHECK(c.global_batch % c.micro_batch == 0, where, ": 'train.global_batch' (", c.global_batch,
              ") must be a multiple of 'train.micro_batch' (", c.micro_batch, ")");
   return c;

@@ -29,6 +29,11 @@ struct TrainConfig {
   int64_t checkpoint_every = 0;
   int keep_last = 3;
   int64_t keep_every = 0;
+  // The LM head and loss in blocks of lm_head_chunk_tokens × lm_head_chunk_vocab logits
+  // (backend/cpu/lm_head_loss.h): no [tokens × vocab] buffer. 0 and 0: the logits of a
+  // micro-batch are materialised (fine for small vocabularies; ZAYA1's 262,272 wants blocks).
+  int lm_head_chunk_tokens = 0;
+  int lm_head_chunk_vocab = 0;
   nlohmann::json optim = nlohmann::json::object();  // "train.optim", see optim/optim_config.h
 };
 

@@ -193,6 +193,40 @@ TEST(ZayaModel, ForwardBackwardIsBitwiseDeterministic) {
   }
 }
 
+// The LM head and loss in blocks (no [tokens × vocab] logits) against the materialised logits:
+// the loss and every parameter's gradient within 1e-6 relative (per tensor), blocks that split
+// both the tokens and the vocabulary raggedly; and logits() refuses after a chunked forward.
+TEST(ZayaModel, ChunkedLmHeadGivesTheMaterialisedLossAndGradients) {
+  const ModelConfig c = tiny();
+  const Batch b = random_batch(c, 3, 40, 2);
+  auto run = [&](cpu::LmHeadChunks chunks, float& loss) {
+    ZayaModel m(c);
+    randomise(m, 1);
+    m.set_lm_head_chunks(chunks);
+    loss = m.forward(b.tokens, b.targets, b.B, b.S);
+    if (chunks.enabled()) {
+      EXPECT_THROW(m.logits(), Error);
+    }
+    m.params().zero_grads();
+    m.backward();
+    return std::vector<float>(m.params().grads(), m.params().grads() + m.params().size());
+  };
+  float want_loss = 0, got_loss = 0;
+  const std::vector<float> want = run({}, want_loss);
+  const std::vector<float> got = run({16, 30}, got_loss);
+  EXPECT_LE(std::abs(got_loss - want_loss) / want_loss, 1e-6);
+  const ParamRegistry reg(c);
+  for (const auto& spec : reg.specs()) {
+    if (!spec.trainable()) continue;
+    double diff = 0, scale = 0;
+    for (size_t i = spec.offset; i < spec.offset + size_t(spec.numel); ++i) {
+      diff = std::max(diff, std::abs(double(got[i]) - double(want[i])));
+      scale = std::max(scale, std::abs(double(want[i])));
+    }
+    EXPECT_LE(diff, 1e-6 * scale) << spec.name;
+  }
+}
+
 // A run's numbers may not depend on its thread count: the trainer lowers the count while other
 // work holds the CPU (train/thread_governor.h), and a run resumed on another machine may have more
 // or fewer cores. One forward, backward and optimizer step (AdamW and Muon) at 1, 2 and 3 threads

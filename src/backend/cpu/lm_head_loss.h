@@ -1,0 +1,39 @@
+// The tied LM head and the cross-entropy, fused and chunked over tokens and the vocabulary, so
+// that no [tokens × vocab] logits buffer exists: ZAYA1's vocabulary is 262,272, and a 32k-token
+// micro-batch's fp32 logits would be 34 GB. Only one [chunk.tokens × chunk.vocab] block of
+// logits is held at a time.
+//
+// Forward: per token chunk, the vocabulary chunks in order update a running max and a running
+// sum of exponentials (rescaled when the max grows, in fp64), and the target's logit is kept when
+// its chunk passes; lse = max + log(sum). Backward recomputes each block of logits (one more LM
+// head product) and turns it into dlogits = scale·(softmax − onehot) in place, then
+//   dy[tokens, E] += dlogits · W_chunk      dW_chunk[vocab, E] += dlogitsᵀ · y
+// Every sum runs in a fixed order (token chunks in order for dW), so results do not depend on the
+// thread count.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace zaya::cpu {
+
+struct LmHeadChunks {
+  int tokens = 0;  // rows of a block (0: not chunked)
+  int vocab = 0;   // columns of a block
+  bool enabled() const { return tokens > 0 && vocab > 0; }
+  // Floats of the one logits block the functions below need as scratch.
+  size_t scratch_floats(int n, int v) const;
+};
+
+// lse[n] of the logits y[n, E] · w[V, E]ᵀ; returns Σ over rows with a target (≠ kIgnoreIndex) of
+// lse − logit[target], and sets *count to the number of such rows.
+double lm_head_loss_forward(float* lse, const float* y, const float* w, const int32_t* targets,
+                            int n, int e, int v, const LmHeadChunks& chunks, float* scratch,
+                            int64_t* count);
+
+// dy[n, E] += ∂(loss_scale · Σ losses)/∂y and dw[V, E] += ∂/∂w (either may be nullptr).
+void lm_head_loss_backward(float* dy, float* dw, const float* y, const float* w, const float* lse,
+                           const int32_t* targets, int n, int e, int v, float loss_scale,
+                           const LmHeadChunks& chunks, float* scratch);
+
+}  // namespace zaya::cpu
