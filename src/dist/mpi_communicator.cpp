@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 
@@ -12,10 +13,11 @@ namespace zaya::dist {
 
 namespace {
 
-// MPI counts and displacements are int; larger messages would need splitting.
+// MPI counts and displacements are int; the callers split larger buffers (max_call_bytes_), so
+// this only guards the arithmetic.
 int as_int(size_t bytes, const char* what) {
   ZAYA_CHECK(bytes <= size_t(INT_MAX), what, ": ", bytes, " bytes exceeds the ", INT_MAX,
-             " bytes one MPI call can move (split the buffer)");
+             " bytes one MPI call can move");
   return int(bytes);
 }
 
@@ -64,7 +66,18 @@ int mpi_world_size() {
   return n;
 }
 
-MpiCommunicator::MpiCommunicator() : rank_(mpi_world_rank()), world_(mpi_world_size()) {}
+MpiCommunicator::MpiCommunicator()
+    : rank_(mpi_world_rank()), world_(mpi_world_size()), max_call_bytes_(size_t(INT_MAX)) {}
+
+void MpiCommunicator::set_max_call_bytes(size_t bytes) {
+  ZAYA_CHECK(bytes >= 1 && bytes <= size_t(INT_MAX), "set_max_call_bytes: ", bytes,
+             " is not in [1, INT_MAX]");
+  max_call_bytes_ = bytes;
+}
+
+size_t MpiCommunicator::piece_elements(size_t per_element) const {
+  return std::max<size_t>(1, max_call_bytes_ / per_element);
+}
 
 unsigned char* MpiCommunicator::scratch(size_t bytes) {
   if (scratch_.size() < bytes) scratch_.resize(bytes);
@@ -80,6 +93,19 @@ void MpiCommunicator::reduce_slots(size_t count, DType dtype, ReduceOp op) {
 
 void MpiCommunicator::all_reduce(const void* send, void* recv, size_t count, DType dtype,
                                  ReduceOp op) {
+  // Element ranges reduce independently. A piece's all-to-all moves its bytes plus up to one
+  // element per rank of rounding (balanced chunks), so the ranks' slack is kept below the limit.
+  const size_t esize = dtype_size(dtype);
+  const size_t whole = max_call_bytes_ / esize;
+  const size_t per = whole > size_t(2 * world_) ? whole - size_t(world_) : 1;
+  const auto* in = static_cast<const unsigned char*>(send);
+  auto* out = static_cast<unsigned char*>(recv);
+  for (size_t off = 0; off < count; off += per)
+    all_reduce_piece(in + off * esize, out + off * esize, std::min(per, count - off), dtype, op);
+}
+
+void MpiCommunicator::all_reduce_piece(const void* send, void* recv, size_t count, DType dtype,
+                                       ReduceOp op) {
   if (count == 0) return;
   const size_t esize = dtype_size(dtype);
   const size_t n = size_t(world_);
@@ -108,6 +134,25 @@ void MpiCommunicator::all_reduce(const void* send, void* recv, size_t count, DTy
 
 void MpiCommunicator::reduce_scatter(const void* send, void* recv, size_t recv_count, DType dtype,
                                      ReduceOp op) {
+  const size_t esize = dtype_size(dtype), per = piece_elements(size_t(world_) * esize);
+  if (recv_count <= per) return reduce_scatter_piece(send, recv, recv_count, dtype, op);
+  // Piece [off, off + n) of every rank's chunk, packed back to back: one all-to-all per piece.
+  // In place (recv == send + rank·recv_count) is safe: a piece of recv is written only after the
+  // same piece of send has been packed, and no later piece reads it.
+  const auto* in = static_cast<const unsigned char*>(send);
+  auto* out = static_cast<unsigned char*>(recv);
+  for (size_t off = 0; off < recv_count; off += per) {
+    const size_t n = std::min(per, recv_count - off), bytes = n * esize;
+    if (staging_.size() < bytes * size_t(world_)) staging_.resize(bytes * size_t(world_));
+    for (int j = 0; j < world_; ++j)
+      std::memcpy(staging_.data() + size_t(j) * bytes, in + (size_t(j) * recv_count + off) * esize,
+                  bytes);
+    reduce_scatter_piece(staging_.data(), out + off * esize, n, dtype, op);
+  }
+}
+
+void MpiCommunicator::reduce_scatter_piece(const void* send, void* recv, size_t recv_count,
+                                           DType dtype, ReduceOp op) {
   if (recv_count == 0) return;
   const size_t bytes = recv_count * dtype_size(dtype);
   const int chunk = as_int(bytes, "reduce_scatter");
@@ -119,6 +164,26 @@ void MpiCommunicator::reduce_scatter(const void* send, void* recv, size_t recv_c
 }
 
 void MpiCommunicator::all_gather(const void* send, void* recv, size_t send_count, DType dtype) {
+  const size_t esize = dtype_size(dtype), per = piece_elements(size_t(world_) * esize);
+  if (send_count <= per) return all_gather_piece(send, recv, send_count, dtype);
+  // Piece [off, off + n) of every rank's block, gathered back to back, then put in place. The
+  // input piece is staged first, so in place (send == recv + rank·send_count) is safe.
+  const auto* in = static_cast<const unsigned char*>(send);
+  auto* out = static_cast<unsigned char*>(recv);
+  for (size_t off = 0; off < send_count; off += per) {
+    const size_t n = std::min(per, send_count - off), bytes = n * esize;
+    if (staging_.size() < bytes * size_t(world_ + 1)) staging_.resize(bytes * size_t(world_ + 1));
+    unsigned char* mine = staging_.data() + bytes * size_t(world_);
+    std::memcpy(mine, in + off * esize, bytes);
+    all_gather_piece(mine, staging_.data(), n, dtype);
+    for (int j = 0; j < world_; ++j)
+      std::memcpy(out + (size_t(j) * send_count + off) * esize, staging_.data() + size_t(j) * bytes,
+                  bytes);
+  }
+}
+
+void MpiCommunicator::all_gather_piece(const void* send, void* recv, size_t send_count,
+                                       DType dtype) {
   if (send_count == 0) return;
   const size_t bytes = send_count * dtype_size(dtype);
   const int chunk = as_int(bytes, "all_gather");
@@ -140,23 +205,38 @@ void MpiCommunicator::broadcast(const void* send, void* recv, size_t count, DTyp
   check_rank(root, world_, "broadcast root");
   const size_t bytes = count * dtype_size(dtype);
   if (rank_ == root && send != recv) std::memmove(recv, send, bytes);
-  MPI_Bcast(recv, as_int(bytes, "broadcast"), MPI_BYTE, root, MPI_COMM_WORLD);
+  auto* out = static_cast<unsigned char*>(recv);
+  for (size_t off = 0; off < bytes; off += max_call_bytes_)
+    MPI_Bcast(out + off, as_int(std::min(max_call_bytes_, bytes - off), "broadcast"), MPI_BYTE,
+              root, MPI_COMM_WORLD);
 }
 
 void MpiCommunicator::send(const void* buf, size_t count, DType dtype, int peer, int tag) {
   check_rank(peer, world_, "send");
-  MPI_Send(buf, as_int(count * dtype_size(dtype), "send"), MPI_BYTE, peer, tag, MPI_COMM_WORLD);
+  // Messages between two ranks with one tag arrive in order: the pieces reassemble.
+  const size_t bytes = count * dtype_size(dtype);
+  const auto* in = static_cast<const unsigned char*>(buf);
+  for (size_t off = 0; off < bytes || off == 0; off += max_call_bytes_) {
+    MPI_Send(in + off, as_int(std::min(max_call_bytes_, bytes - off), "send"), MPI_BYTE, peer, tag,
+             MPI_COMM_WORLD);
+    if (bytes == 0) break;
+  }
 }
 
 void MpiCommunicator::recv(void* buf, size_t count, DType dtype, int peer, int tag) {
   check_rank(peer, world_, "recv");
-  const int expected = as_int(count * dtype_size(dtype), "recv");
-  MPI_Status status;
-  MPI_Recv(buf, expected, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &status);
-  int got = 0;
-  MPI_Get_count(&status, MPI_BYTE, &got);
-  ZAYA_CHECK(got == expected, "recv from rank ", peer, " tag ", tag, ": got ", got,
-             " bytes, expected ", expected);
+  const size_t bytes = count * dtype_size(dtype);
+  auto* out = static_cast<unsigned char*>(buf);
+  for (size_t off = 0; off < bytes || off == 0; off += max_call_bytes_) {
+    const int expected = as_int(std::min(max_call_bytes_, bytes - off), "recv");
+    MPI_Status status;
+    MPI_Recv(out + off, expected, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &status);
+    int got = 0;
+    MPI_Get_count(&status, MPI_BYTE, &got);
+    ZAYA_CHECK(got == expected, "recv from rank ", peer, " tag ", tag, ": got ", got,
+               " bytes, expected ", expected, " (the sender's count differs)");
+    if (bytes == 0) break;
+  }
 }
 
 void MpiCommunicator::barrier() {

@@ -7,9 +7,15 @@
 // chunks; reduce_scatter is the first two steps. The result depends only on the inputs and N.
 // MPI moves bytes only (MPI_BYTE), so every DType works the same way.
 //
+// MPI counts and displacements are int: one call moves at most INT_MAX bytes. Larger collectives
+// and messages are split into calls of at most max_call_bytes() each (reduce_scatter and
+// all_gather pack each piece's per-rank slices into one contiguous staging block, since their
+// displacements would overflow too), with results bitwise equal to the unsplit call's.
+//
 // Not thread-safe: one thread calls it (MPI is initialised with MPI_THREAD_FUNNELED).
 #pragma once
 
+#include <cstddef>
 #include <vector>
 
 #include "dist/communicator.h"
@@ -39,7 +45,18 @@ class MpiCommunicator final : public Communicator {
   void recv(void* buf, size_t count, DType dtype, int peer, int tag) override;
   void barrier() override;
 
+  // The most bytes one MPI call moves per rank: INT_MAX by default (what an int count names).
+  // Lowered by tests, so that the splitting runs on small buffers.
+  size_t max_call_bytes() const { return max_call_bytes_; }
+  void set_max_call_bytes(size_t bytes);
+
  private:
+  void all_reduce_piece(const void* send, void* recv, size_t count, DType dtype, ReduceOp op);
+  void reduce_scatter_piece(const void* send, void* recv, size_t recv_count, DType dtype,
+                            ReduceOp op);
+  void all_gather_piece(const void* send, void* recv, size_t send_count, DType dtype);
+  // Elements per piece when a piece moves `per_element` bytes per element (at least 1).
+  size_t piece_elements(size_t per_element) const;
   // Reduces the N contributions laid out back to back in scratch_ into its first slot.
   void reduce_slots(size_t count, DType dtype, ReduceOp op);
   unsigned char* scratch(size_t bytes);
@@ -47,6 +64,8 @@ class MpiCommunicator final : public Communicator {
   int rank_ = 0;
   int world_ = 1;
   std::vector<unsigned char> scratch_;  // reused between calls: no allocation per collective
+  std::vector<unsigned char> staging_;  // a split collective's packed piece
+  size_t max_call_bytes_;
 };
 
 }  // namespace zaya::dist

@@ -4,13 +4,17 @@
 // sum bit for bit and stay identical over repeated calls.
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "dist/communicator.h"
 #include "dist/dist_context.h"
+#include "dist/mpi_communicator.h"
 #include "dist/reduce.h"
 #include "mpi_test_env.h"
 
@@ -242,6 +246,16 @@ TEST(Mpi, SendRecvRing) {
   g_comm->barrier();
 }
 
+// comm.mpi_np*_split run every test of this file with ZAYA_TEST_MPI_MAX_CALL_BYTES=1001: each
+// collective and message is then split into many MPI calls (MpiCommunicator::max_call_bytes),
+// odd-sized pieces included, and must still give the exact results above.
+TEST(Mpi, CallLimitIsTheOneAsked) {
+  const auto* mpi = dynamic_cast<const MpiCommunicator*>(g_comm);
+  ASSERT_NE(mpi, nullptr);
+  const char* asked = std::getenv("ZAYA_TEST_MPI_MAX_CALL_BYTES");
+  EXPECT_EQ(mpi->max_call_bytes(), asked ? size_t(std::stoull(asked)) : size_t(INT_MAX));
+}
+
 TEST(Mpi, BadPeerIsAnError) {
   float x = 0;
   EXPECT_THROW(g_comm->send(&x, 1, DType::F32, g_comm->world_size(), 0), Error);
@@ -257,6 +271,8 @@ int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   auto comm = zaya::dist::make_communicator();
   zaya::dist::g_comm = comm.get();
+  if (const char* limit = std::getenv("ZAYA_TEST_MPI_MAX_CALL_BYTES"))
+    dynamic_cast<zaya::dist::MpiCommunicator&>(*comm).set_max_call_bytes(std::stoull(limit));
   int32_t failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
   // All ranks exit with the same status.
   comm->all_reduce(&failed, &failed, 1, zaya::DType::I32, zaya::dist::ReduceOp::Max);
