@@ -7,10 +7,15 @@
 
 namespace zaya {
 
-Zero1Sync::Zero1Sync(dist::Communicator& comm, int64_t total_floats, int64_t bucket_floats)
+int64_t Zero1Sync::bucket_for(int64_t staging_floats, int world, int64_t chunk) {
+  return std::max<int64_t>(1, std::min(staging_floats / std::max(world, 1), chunk));
+}
+
+Zero1Sync::Zero1Sync(dist::Communicator& comm, int64_t total_floats, int64_t staging_floats)
     : comm_(comm), layout_{total_floats, comm.world_size(), comm.rank()} {
-  ZAYA_CHECK(bucket_floats > 0, "Zero1Sync: bucket size must be > 0 floats, got ", bucket_floats);
-  bucket_ = std::max<int64_t>(1, std::min(bucket_floats, layout_.chunk()));
+  ZAYA_CHECK(staging_floats > 0, "Zero1Sync: the staging size must be > 0 floats, got ",
+             staging_floats);
+  bucket_ = bucket_for(staging_floats, layout_.world, layout_.chunk());
   staging_.resize(size_t(bucket_ * layout_.world));
   piece_.resize(size_t(bucket_));
 }

@@ -3,10 +3,12 @@
 //    buffer; afterwards each rank holds the sum over ranks of its shard's range only;
 //  - all_gather_weights: each rank updated its shard's range; afterwards every rank holds every
 //    range.
-// Both run in buckets of `bucket_floats` elements per rank: bucket k carries elements
-// [k·b, (k+1)·b) of every rank's range, packed into one staging buffer of b·world floats (the
-// range past the parameter count is zero padding). The staging memory is bounded by the bucket
-// size whatever the model size, and the Communicator sees equal chunks for any world size.
+// Both run in buckets: bucket k carries elements [k·b, (k+1)·b) of every rank's range, packed
+// into one staging buffer of b·world floats (the range past the parameter count is zero padding).
+// b is staging_floats / world (at least 1), so the staging memory — and the communicator's
+// scratch, which holds one bucket — stays at staging_floats whatever the world size and the model
+// size: at 1,024 ranks a bucket is 2^21 / 1024 floats per rank, not 1,024 times a fixed slice.
+// The Communicator sees equal chunks for any world size.
 // Sums are the Communicator's: in rank order, so a run is bitwise reproducible at a given world
 // size.
 #pragma once
@@ -21,7 +23,11 @@ namespace zaya {
 
 class Zero1Sync {
  public:
-  Zero1Sync(dist::Communicator& comm, int64_t total_floats, int64_t bucket_floats = 1 << 20);
+  static constexpr int64_t kDefaultStagingFloats = int64_t(1) << 21;  // 8 MiB
+  Zero1Sync(dist::Communicator& comm, int64_t total_floats,
+            int64_t staging_floats = kDefaultStagingFloats);
+  // Floats per rank of one bucket, for a world and a shard chunk (what the constructor picks).
+  static int64_t bucket_for(int64_t staging_floats, int world, int64_t chunk);
 
   const ShardLayout& layout() const { return layout_; }
   // full_grads: [total] (this rank's contribution); shard_grads: [layout().size()] receives the
@@ -31,6 +37,8 @@ class Zero1Sync {
   void all_gather_weights(float* weights);
   // Bytes this rank sends per step in the two collectives (padded counts), for the log.
   int64_t bytes_per_step() const;
+  // Floats of this rank's staging and piece buffers.
+  int64_t buffer_floats() const { return int64_t(staging_.size() + piece_.size()); }
 
  private:
   dist::Communicator& comm_;

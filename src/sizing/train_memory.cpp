@@ -7,6 +7,7 @@
 #include "model/params.h"
 #include "optim/muon_plan.h"
 #include "optim/shard_layout.h"
+#include "optim/zero1_sync.h"
 
 namespace zaya {
 
@@ -107,8 +108,9 @@ TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq,
   m.muon = 4 * (owned + 2 * largest + 2 * gram * gram);
   if (world > 1) {
     // The range's reduced gradients, and Zero1Sync's staging (bucket × world) and piece buffers
-    // with buckets of at most 2^20 floats (optim/zero1_sync.cpp).
-    const int64_t bucket = std::max<int64_t>(1, std::min<int64_t>(1 << 20, layout.chunk()));
+    // (optim/zero1_sync.h: the staging stays at 2^21 floats whatever the world size).
+    const int64_t bucket =
+        Zero1Sync::bucket_for(Zero1Sync::kDefaultStagingFloats, world, layout.chunk());
     m.zero1 = 4 * (layout.chunk() + bucket * world + bucket);
   }
   m.activations = activation_bytes(c, micro_batch, seq) / 4 * value_bytes;

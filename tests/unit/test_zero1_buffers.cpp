@@ -1,0 +1,48 @@
+// ZeRO-1's buffers must not grow with the world size: at 2 ranks and at 1,024 the staging and
+// piece buffers hold at most the staging size (plus one bucket), so a 1,024-rank job does not
+// pay 1,024 times a fixed per-rank slice. A communicator that only states its rank and world
+// stands in for the ranks (the constructor talks to nobody).
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "optim/zero1_sync.h"
+
+namespace zaya {
+namespace {
+
+class WorldOnly final : public dist::Communicator {
+ public:
+  WorldOnly(int rank, int world) : rank_(rank), world_(world) {}
+  int rank() const override { return rank_; }
+  int world_size() const override { return world_; }
+  std::string kind() const override { return "stub"; }
+  void all_reduce(const void*, void*, size_t, DType, dist::ReduceOp) override { fail(); }
+  void reduce_scatter(const void*, void*, size_t, DType, dist::ReduceOp) override { fail(); }
+  void all_gather(const void*, void*, size_t, DType) override { fail(); }
+  void broadcast(const void*, void*, size_t, DType, int) override { fail(); }
+  void send(const void*, size_t, DType, int, int) override { fail(); }
+  void recv(void*, size_t, DType, int, int) override { fail(); }
+  void barrier() override { fail(); }
+
+ private:
+  [[noreturn]] static void fail() { ZAYA_FAIL("WorldOnly: no collectives in this test"); }
+  int rank_, world_;
+};
+
+TEST(Zero1Buffers, DoNotGrowWithTheWorldSize) {
+  const int64_t total = 8'840'488'784 / 64;  // a large model's parameter count, scaled down
+  const int64_t staging = Zero1Sync::kDefaultStagingFloats;
+  for (const int world : {2, 3, 64, 1024, 4096}) {
+    WorldOnly comm(world / 2, world);
+    const Zero1Sync sync(comm, total);
+    const int64_t bucket = Zero1Sync::bucket_for(staging, world, sync.layout().chunk());
+    EXPECT_EQ(sync.buffer_floats(), bucket * (world + 1)) << "world " << world;
+    EXPECT_LE(sync.buffer_floats(), staging + bucket) << "world " << world;
+  }
+  // More ranks than staging floats: one float per rank, still no slice per rank beyond it.
+  EXPECT_EQ(Zero1Sync::bucket_for(16, 1024, 1000), 1);
+  EXPECT_EQ(Zero1Sync::bucket_for(1 << 21, 2, 100), 100);  // a bucket never exceeds the chunk
+}
+
+}  // namespace
+}  // namespace zaya
