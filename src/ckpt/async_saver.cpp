@@ -1,5 +1,6 @@
 #include "ckpt/async_saver.h"
 
+#include <array>
 #include <cstdio>
 #include <vector>
 
@@ -82,31 +83,38 @@ std::string gather_and_commit(dist::Communicator* comm, const std::string& root,
                               const std::string& error,
                               const std::function<void(int64_t)>& before_commit) {
   const int world = world_of(comm), rank = rank_of(comm);
-  // Every rank's (failed, bytes, checksum) in its own slot; the others add zeros.
-  std::vector<int64_t> table(size_t(world) * 3, 0);
-  if (!error.empty()) {
-    table[size_t(rank) * 3] = 1;
-  } else {
-    table[size_t(rank) * 3 + 1] = entry["bytes"].get<int64_t>();
-    table[size_t(rank) * 3 + 2] =
-        int64_t(std::stoull(entry["fnv1a64"].get<std::string>(), nullptr, 16));
-  }
-  dist::sum_over_ranks(comm, table);
-  std::vector<int> failed;
-  for (int r = 0; r < world; ++r)
-    if (table[size_t(r) * 3] != 0) failed.push_back(r);
-  if (!failed.empty()) {
+  // Whether any rank failed, and the first that did: two numbers per rank, whatever the world
+  // size (an all-reduced world × 3 table cost every rank O(world), the job O(world²)).
+  int32_t first_failed = error.empty() ? world : rank;
+  if (comm) comm->all_reduce(&first_failed, &first_failed, 1, DType::I32, dist::ReduceOp::Min);
+  if (first_failed < world) {
     if (!error.empty()) ZAYA_FAIL("checkpoint step ", snap.state.step, ": ", error);
-    ZAYA_FAIL("checkpoint step ", snap.state.step, ": rank ", failed.front(),
+    ZAYA_FAIL("checkpoint step ", snap.state.step, ": rank ", first_failed,
               " failed to write its file (its own error names the cause)");
   }
-  if (rank == 0) {
+  // Rank 0 alone needs every rank's (bytes, checksum), for the manifest: one message from each.
+  const auto mine = [&] {
+    return std::array<int64_t, 2>{
+        entry["bytes"].get<int64_t>(),
+        int64_t(std::stoull(entry["fnv1a64"].get<std::string>(), nullptr, 16))};
+  };
+  constexpr int kTagFileEntry = 7301;
+  if (rank != 0) {
+    const std::array<int64_t, 2> e = mine();
+    comm->send(e.data(), 4, DType::I32, 0, kTagFileEntry);  // 2 × int64 as 4 × I32 (bytes)
+  } else {
     nlohmann::json files = nlohmann::json::array();
     for (int r = 0; r < world; ++r) {
+      std::array<int64_t, 2> e{};
+      if (r == 0) {
+        e = mine();
+      } else {
+        comm->recv(e.data(), 4, DType::I32, r, kTagFileEntry);
+      }
       files.push_back({{"name", checkpoint_rank_file(r)},
                        {"rank", r},
-                       {"bytes", table[size_t(r) * 3 + 1]},
-                       {"fnv1a64", checksum_hex(uint64_t(table[size_t(r) * 3 + 2]))}});
+                       {"bytes", e[0]},
+                       {"fnv1a64", checksum_hex(uint64_t(e[1]))}});
     }
     if (before_commit) before_commit(snap.state.step);
     commit_checkpoint(root, snap, files);
