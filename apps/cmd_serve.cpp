@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <new>
 #include <thread>
 
 #include "core/error.h"
@@ -81,16 +82,27 @@ Runner add_serve_commands(CLI::App& app) {
       opt.model_name = std::filesystem::path(im.loaded.path).lexically_normal().filename().string();
     if (opt.model_name.empty()) opt.model_name = "zaya";
     const ModelConfig& c = im.loaded.model->config();
-    serve::OpenAiServer server(*im.loaded.model, *im.tokenizer, opt);
-    const int port = server.bind();
     const int64_t context = opt.context > 0 ? opt.context : c.max_seq_len;
+    ZAYA_CHECK(context <= c.max_seq_len, "--context ", context, " exceeds the model's max_seq_len ",
+               c.max_seq_len);
+    const double cache_bytes =
+        double(BatchDecoder::cache_bytes_per_token(c)) * double(context) * opt.max_batch;
+    std::unique_ptr<serve::OpenAiServer> server_ptr;
+    try {
+      server_ptr = std::make_unique<serve::OpenAiServer>(*im.loaded.model, *im.tokenizer, opt);
+    } catch (const std::bad_alloc&) {
+      ZAYA_FAIL("zaya serve: the cache for --max-batch ", opt.max_batch, " requests of --context ",
+                context, " positions needs ", cache_bytes / 1073741824.0,
+                " GiB, more than this machine can allocate; lower --max-batch or --context");
+    }
+    serve::OpenAiServer& server = *server_ptr;
+    const int port = server.bind();
     std::fprintf(stderr,
                  "zaya serve: model '%s' (%s), up to %d requests decoded together and %zu waiting, "
                  "%lld-token context; cache %lld bytes per token (%.1f MiB reserved)\n",
                  opt.model_name.c_str(), im.loaded.path.c_str(), opt.max_batch, opt.max_queue,
                  (long long)context, (long long)BatchDecoder::cache_bytes_per_token(c),
-                 double(BatchDecoder::cache_bytes_per_token(c)) * double(context) * opt.max_batch /
-                     1048576.0);
+                 cache_bytes / 1048576.0);
     std::printf("zaya serve: listening on http://%s:%d\n", opt.host.c_str(), port);
     std::fflush(stdout);
     std::thread([&server, stop_signals] {
