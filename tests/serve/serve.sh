@@ -57,5 +57,7 @@ grep -qE 'SIGTERM: new requests get 503; finishing the [0-9]+ requests in flight
 # Bad command lines are named.
 msg=$("$ZAYA" serve --model "$WORK/tiny/model" --port 0 2>&1); rc=$?
 if [[ $rc -ne 0 && $msg == *"has no tokenizer.json"* ]]; then echo "ok   no tokenizer: named"; else echo "FAIL no tokenizer: $msg"; fails=$((fails + 1)); fi
+msg=$("$ZAYA" serve --model "$WORK/tiny/model" --tokenizer "$WORK/tokenizer.json" --port 0 --context 9999 2>&1); rc=$?
+if [[ $rc -ne 0 && $msg == *"--context 9999 exceeds the model's max_seq_len 256"* ]]; then echo "ok   --context past max_seq_len: named"; else echo "FAIL --context: $msg"; fails=$((fails + 1)); fi
 echo "serve: $fails failed"
 exit $((fails > 0))
