@@ -42,22 +42,11 @@ void moe_forward(float* out, MoeActivations& act, const float* x, const float* s
   act.probs = arena.floats(size_t(N) * NR);
   cpu::softmax_forward(act.probs, logits, N, NR);
 
-  // 6. Top-1 choice: argmax(p + b), exact ties to the lowest index. The biases only select.
+  // 6. Top-1 choice (top1_route), unless the test hook holds the routes.
   act.route = arena.ints(N);
-  for (int t = 0; t < N; ++t) {
-    if (held_route) {
-      act.route[t] = held_route[t];
-      continue;
-    }
-    const float* p = act.probs + size_t(t) * NR;
-    int best = 0;
-    float best_v = p[0] + w.balancing_biases[0];
-    for (int e = 1; e < NR; ++e) {
-      const float v = p[e] + w.balancing_biases[e];
-      if (v > best_v) best = e, best_v = v;
-    }
-    act.route[t] = best;
-  }
+  for (int t = 0; t < N; ++t)
+    act.route[t] =
+        held_route ? held_route[t] : top1_route(act.probs + size_t(t) * NR, w.balancing_biases, NR);
   // Group tokens by route, keeping token order inside a route (deterministic; dropless).
   act.offsets = arena.ints(NR + 1);
   std::fill(act.offsets, act.offsets + NR + 1, 0);

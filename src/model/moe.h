@@ -43,6 +43,18 @@ struct MoeActivations {
   float* y = nullptr;                // [n_exp, E] expert outputs before the gate
 };
 
+// ZAYA1's top-1 choice for one token: argmax over routes of probs[e] + biases[e] (the balancing
+// biases only select; the gate stays the probability), exact ties to the lowest index.
+inline int top1_route(const float* probs, const float* biases, int routes) {
+  int best = 0;
+  float best_v = probs[0] + biases[0];
+  for (int e = 1; e < routes; ++e) {
+    const float v = probs[e] + biases[e];
+    if (v > best_v) best = e, best_v = v;
+  }
+  return best;
+}
+
 // out[N, E] = MoE(x); act.state receives this stage's router state for the next MoE stage.
 // held_route[N], when given, replaces the top-1 choice (the gates stay the router's probabilities
 // of those routes): finite-difference tests hold routes fixed across a near-tie, where top-1 is

@@ -30,18 +30,10 @@ void moe_decode(float* out, float* state_out, const float* x, const float* state
   float* probs = arena.floats(size_t(n) * NR);
   cpu::softmax_forward(probs, logits, n, NR);
 
-  // Top-1: argmax(p + b), exact ties to the lowest index; then the rows of each expert together.
-  std::vector<int32_t> route(static_cast<size_t>(n));
+  // Top-1 choice (top1_route); then the rows of each expert together.
   std::vector<std::vector<int32_t>> members(static_cast<size_t>(NR));
   for (int t = 0; t < n; ++t) {
-    const float* p = probs + size_t(t) * NR;
-    int best = 0;
-    float best_v = p[0] + w.balancing_biases[0];
-    for (int e = 1; e < NR; ++e) {
-      const float v = p[e] + w.balancing_biases[e];
-      if (v > best_v) best = e, best_v = v;
-    }
-    route[size_t(t)] = best;
+    const int best = top1_route(probs + size_t(t) * NR, w.balancing_biases, NR);
     members[size_t(best)].push_back(t);
     if (routes) routes[t] = best;
   }
