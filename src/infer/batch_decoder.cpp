@@ -129,7 +129,7 @@ int BatchDecoder::add(std::span<const int32_t> prompt, int64_t reserve) {
     cca_conv_state_from_forward(s.conv[size_t(a)], act, c, 1, S, 0);
     for (int64_t t = 0; t < S; ++t) {
       if (!shard_.holds(t, bs)) continue;
-      const int32_t block = s.blocks[size_t(t / bs / shard_.world)];
+      const int32_t block = s.blocks[shard_.local_index(t, bs)];
       std::memcpy(pool_.keys(block, a) + size_t(t % bs) * Dk, act.k + size_t(t) * Dk,
                   sizeof(float) * Dk);
       std::memcpy(pool_.values(block, a) + size_t(t % bs) * Dk, act.v + size_t(t) * Dk,
@@ -205,14 +205,14 @@ void BatchDecoder::step(std::span<const int> ids, std::span<const int32_t> token
         cr.rope_sin = rope_sin_.data() + size_t(t) * half;
         cr.k_slot = cr.v_slot = nullptr;
         if (shard_.holds(t, bs)) {
-          const int32_t block = s.blocks[size_t(t / bs / shard_.world)];
+          const int32_t block = s.blocks[shard_.local_index(t, bs)];
           cr.k_slot = pool_.keys(block, a) + size_t(t % bs) * Dk;
           cr.v_slot = pool_.values(block, a) + size_t(t % bs) * Dk;
         }
         kv_rows[size_t(r)] = KvRow{s.blocks, t + 1};
       }
       cca_decode_project(q, cca_rows.data(), x, n, st.cca, c, arena_);
-      kv_attention_partials(partials, q, kv_rows, pool_, a, shard_, c);
+      kv_attention_partials(partials, q, kv_rows, pool_, a, shard_, c, arena_);
       combine_attention_partials(att, partials, n, c, comm_, gathered);
       cca_decode_output(h, att, n, st.cca, c);
     } else {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <span>
 
+#include "core/arena.h"
 #include "dist/communicator.h"
 #include "infer/kv_blocks.h"
 #include "model/config.h"
@@ -22,6 +23,14 @@ struct KvShard {
   int rank = 0, world = 1;
   bool holds(int64_t position, int block_size) const {
     return (position / block_size) % world == rank;
+  }
+  // Which of this rank's blocks of a sequence holds `position` (one it holds).
+  size_t local_index(int64_t position, int block_size) const {
+    return size_t(position / block_size / world);
+  }
+  // The first position of this rank's block `local` of a sequence.
+  int64_t first_position(size_t local, int block_size) const {
+    return (int64_t(local) * world + rank) * block_size;
   }
   // Local blocks a sequence of `positions` positions needs on this rank.
   int64_t local_blocks(int64_t positions, int block_size) const {
@@ -46,11 +55,12 @@ struct AttentionPartials {
 // attention stage `stage`, scale 1/sqrt(d), query head h reading key head h / (n_q / n_k).
 // A row with no position here gets m = −inf, l = 0, o = 0.
 void kv_attention_partials(const AttentionPartials& p, const float* q, std::span<const KvRow> rows,
-                           KvBlockPool& pool, int stage, const KvShard& shard,
-                           const ModelConfig& c);
+                           KvBlockPool& pool, int stage, const KvShard& shard, const ModelConfig& c,
+                           Arena& arena);
 
 // att[n, n_q·d] from the partials of every rank of `comm` (nullptr: this rank's alone), merged in
-// rank order, so every rank gets the same bits. `scratch` holds world·n·n_q·(d+2) floats.
+// rank order, so every rank gets the same bits. `scratch` holds world·n·n_q·(d+2) floats (the
+// all-gather's buffer).
 void combine_attention_partials(float* att, const AttentionPartials& p, int n, const ModelConfig& c,
                                 dist::Communicator* comm, float* scratch);
 
