@@ -36,6 +36,7 @@ struct Request {
   std::string prompt;
   GenerateOptions opt;
   std::vector<std::string> stop;
+  std::string where;  // FILE:LINE of a --prompts request, for its errors
 };
 
 struct Outcome {
@@ -104,7 +105,11 @@ void run_batched(ZayaModel& model, const Tokenizer& tok, const std::vector<Reque
   for (size_t i = 0; i < requests.size(); ++i) {
     const Request& rq = requests[i];
     EngineRequest er;
-    er.prompt = encode_prompt(tok, rq.prompt);
+    try {
+      er.prompt = encode_prompt(tok, rq.prompt);
+    } catch (const Error& e) {
+      throw Error(rq.where + ": " + e.what());
+    }
     er.opt = rq.opt;
     texts.push_back(std::make_unique<TextStream>(tok, rq.stop, rq.opt.eos));
     TextStream* text = texts.back().get();
@@ -121,7 +126,7 @@ void run_batched(ZayaModel& model, const Tokenizer& tok, const std::vector<Reque
     try {
       engine.submit(std::move(er));
     } catch (const Error& e) {
-      throw Error("--prompts: request " + std::to_string(i + 1) + ": " + e.what());
+      throw Error(rq.where + ": " + e.what());
     }
   }
   size_t printed = 0;
@@ -142,10 +147,6 @@ void run_batched(ZayaModel& model, const Tokenizer& tok, const std::vector<Reque
       wall);
 }
 
-}  // namespace
-
-namespace {
-
 std::vector<Request> read_prompts(const std::string& path, const GenerateArgs& a) {
   std::ifstream f(path);
   ZAYA_CHECK(f.good(), "--prompts: cannot open '", path, "'");
@@ -162,7 +163,7 @@ std::vector<Request> read_prompts(const std::string& path, const GenerateArgs& a
     }
     ZAYA_CHECK(j.is_object() && j.contains("prompt") && j["prompt"].is_string(), where,
                ": each line is an object with a string field 'prompt'");
-    Request rq{j["prompt"].get<std::string>(), a.opt, a.stop};
+    Request rq{j["prompt"].get<std::string>(), a.opt, a.stop, where};
     for (const auto& [key, v] : j.items()) {
       try {
         if (key == "prompt") continue;
@@ -256,9 +257,9 @@ Runner add_generate_commands(CLI::App& app) {
     ZAYA_CHECK(!a->prompt.empty() || !a->prompts.empty(),
                "zaya generate needs --prompt TEXT or --prompts FILE.jsonl");
     validate_sampling(a->opt.sampling);
-    std::vector<Request> requests = a->prompts.empty()
-                                        ? std::vector<Request>{{a->prompt, a->opt, a->stop}}
-                                        : read_prompts(a->prompts, *a);
+    std::vector<Request> requests =
+        a->prompts.empty() ? std::vector<Request>{{a->prompt, a->opt, a->stop, "--prompt"}}
+                           : read_prompts(a->prompts, *a);
     const InferenceModel im = load_inference_model(a->model, a->tokenizer);
     ZayaModel& model = *im.loaded.model;
     const Tokenizer& tokenizer = *im.tokenizer;

@@ -96,6 +96,8 @@ expect_error() {  # expect_error WHAT EXPECTED -- command...
 }
 echo '{"prompt": "x", "temprature": 1}' > "$WORK/typo.jsonl"
 expect_error "unknown field" "typo.jsonl:1: unknown field 'temprature'" -- "${G[@]}" --prompts "$WORK/typo.jsonl"
+printf '%s\n' '{"prompt": "x"}' '' '{"prompt": "The jury", "max_tokens": 300}' > "$WORK/long.jsonl"
+expect_error "past the context" "long.jsonl:3: the prompt has" -- "${G[@]}" --prompts "$WORK/long.jsonl"
 echo '{"prompt": "x", "top_p": 2}' > "$WORK/range.jsonl"
 expect_error "out of range" "range.jsonl:1: top_p must be in (0, 1]" -- "${G[@]}" --prompts "$WORK/range.jsonl"
 expect_error "both prompts" "not both" -- "${G[@]}" --prompt x --prompts "$WORK/prompts.jsonl"
