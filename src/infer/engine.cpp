@@ -9,11 +9,18 @@ InferenceEngine::InferenceEngine(ZayaModel& model, const EngineLimits& limits,
                                  dist::Communicator* comm)
     : decoder_(model, limits.decoder, comm), limits_(limits) {}
 
+namespace {
+// The positions a request may fill: its prompt and every token it may draw (what it reserves).
+int64_t positions_of(const EngineRequest& rq) {
+  return int64_t(rq.prompt.size()) + rq.opt.max_new_tokens;
+}
+}  // namespace
+
 bool InferenceEngine::submit(EngineRequest rq) {
   const int64_t p = int64_t(rq.prompt.size());
   ZAYA_CHECK(p >= 1, "the prompt has no tokens");
   ZAYA_CHECK(rq.opt.max_new_tokens >= 1, "max_tokens must be >= 1, got ", rq.opt.max_new_tokens);
-  ZAYA_CHECK(p + rq.opt.max_new_tokens <= decoder_.capacity(), "the prompt has ", p,
+  ZAYA_CHECK(positions_of(rq) <= decoder_.capacity(), "the prompt has ", p,
              " tokens and max_tokens is ", rq.opt.max_new_tokens, ": together more than the ",
              decoder_.capacity(), "-token context");
   validate_sampling(rq.opt.sampling);
@@ -42,19 +49,9 @@ bool InferenceEngine::draw(Running& r) {
   r.context.push_back(next);
   r.result.tokens.push_back(next);
   r.pending = next;
-  if (r.rq.on_token && !r.rq.on_token(next)) {
-    r.result.finish_reason = "stop";
-    return false;
-  }
-  if (next == opt.eos) {
-    r.result.finish_reason = "eos";
-    return false;
-  }
-  if (int(r.result.tokens.size()) == opt.max_new_tokens) {
-    r.result.finish_reason = "length";
-    return false;
-  }
-  return true;
+  const char* end = end_of_generation(next, int(r.result.tokens.size()), opt, r.rq.on_token);
+  if (end) r.result.finish_reason = end;
+  return end == nullptr;
 }
 
 void InferenceEngine::finish(Running& r) {
@@ -72,10 +69,7 @@ bool InferenceEngine::tick() {
     Waiting w;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (queue_.empty()) break;
-      const int64_t reserve =
-          int64_t(queue_.front().rq.prompt.size()) + queue_.front().rq.opt.max_new_tokens;
-      if (!decoder_.can_add(reserve)) break;
+      if (queue_.empty() || !decoder_.can_add(positions_of(queue_.front().rq))) break;
       w = std::move(queue_.front());
       queue_.pop_front();
     }
@@ -84,7 +78,7 @@ bool InferenceEngine::tick() {
     r.result.queue_seconds = std::chrono::duration<double>(Clock::now() - w.submitted).count();
     r.rq = std::move(w.rq);
     r.context = r.rq.prompt;
-    r.id = decoder_.add(r.rq.prompt, int64_t(r.rq.prompt.size()) + r.rq.opt.max_new_tokens);
+    r.id = decoder_.add(r.rq.prompt, positions_of(r.rq));
     if (draw(r)) {
       running_.push_back(std::move(r));
     } else {

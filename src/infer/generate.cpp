@@ -6,6 +6,14 @@
 
 namespace zaya {
 
+const char* end_of_generation(int32_t token, int drawn, const GenerateOptions& opt,
+                              const std::function<bool(int32_t)>& on_token) {
+  if (on_token && !on_token(token)) return "stop";
+  if (token == opt.eos) return "eos";
+  if (drawn >= opt.max_new_tokens) return "length";
+  return nullptr;
+}
+
 GenerateResult generate_tokens(Decoder& decoder, std::span<const int32_t> prompt,
                                const GenerateOptions& opt,
                                const std::function<bool(int32_t)>& on_token) {
@@ -28,15 +36,10 @@ GenerateResult generate_tokens(Decoder& decoder, std::span<const int32_t> prompt
     if (n == 0) out.prefill_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     context.push_back(next);
     out.tokens.push_back(next);
-    if (on_token && !on_token(next)) {
-      out.finish_reason = "stop";
+    if (const char* end = end_of_generation(next, n + 1, opt, on_token)) {
+      out.finish_reason = end;
       break;
     }
-    if (next == opt.eos) {
-      out.finish_reason = "eos";
-      break;
-    }
-    if (n + 1 == opt.max_new_tokens) break;
     logits = decoder.length() < cap ? decoder.step(next) : decoder.prefill(window());
   }
   out.decode_seconds =

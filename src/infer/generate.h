@@ -28,6 +28,12 @@ struct GenerateResult {
   double decode_seconds = 0;    // every later token
 };
 
+// Whether generation ends with `token`, the `drawn`-th token drawn (on_token, if given, is asked
+// first): "stop" when on_token says so, "eos" at opt.eos, "length" at opt.max_new_tokens; nullptr
+// when it goes on. The one rule of generate_tokens and the batching engine (engine.h).
+const char* end_of_generation(int32_t token, int drawn, const GenerateOptions& opt,
+                              const std::function<bool(int32_t)>& on_token);
+
 // on_token (optional) sees each token as it is drawn and returns false to stop there (stop
 // strings are checked by the caller, who has the tokenizer).
 GenerateResult generate_tokens(Decoder& decoder, std::span<const int32_t> prompt,
