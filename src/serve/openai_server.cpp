@@ -29,7 +29,7 @@ struct Channel {
   bool done = false;
   std::string finish_reason;  // OpenAI's: "stop" (eos or a stop string) or "length"
   size_t completion_tokens = 0;
-  double ttft_s = 0, decode_s = 0;
+  double ttft_s = 0;
   std::atomic<bool> cancelled{false};  // the client went away
   std::unique_ptr<TextStream> stream;  // used on the engine thread only
 };
@@ -200,7 +200,6 @@ struct OpenAiServer::Impl {
       ch->finish_reason = r.finish_reason == "length" ? "length" : "stop";
       ch->completion_tokens = r.tokens.size();
       ch->ttft_s = r.ttft_seconds;
-      ch->decode_s = r.decode_seconds;
       ch->done = true;
       ch->cv.notify_all();
     };
