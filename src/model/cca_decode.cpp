@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 #include "backend/cpu/norm.h"
 #include "backend/cpu/rope.h"
@@ -52,6 +51,8 @@ void cca_decode_project(float* q, const CcaDecodeRow* rows, const float* x, int 
   const int half_rot = D.rot / 2;
   float* cos_rows = arena.floats(size_t(n) * half_rot);
   float* sin_rows = arena.floats(size_t(n) * half_rot);
+  float* a0s = arena.floats(size_t(n) * D.C);  // depthwise conv rows a[t] and a[t+1] of each row
+  float* a1s = arena.floats(size_t(n) * D.C);
 
   // 2-3. Per row (each row's own work, so rows do not interact): the convolutions, then the
   //      q-k-mean skip.
@@ -64,19 +65,20 @@ void cca_decode_project(float* q, const CcaDecodeRow* rows, const float* x, int 
     float* z = qk1 + size_t(r) * D.C;
     // Depthwise conv rows a[t] (from u[t-2], u[t-1]) and a[t+1] (from u[t-1], u[t]), then the
     // grouped conv z[t] = W0·a[t] + W1·a[t+1] + bias per head group (backend/cpu/conv.h).
-    std::vector<float> a0(size_t(D.C)), a1(size_t(D.C));
+    float* a0 = a0s + size_t(r) * D.C;
+    float* a1 = a1s + size_t(r) * D.C;
     for (int ch = 0; ch < D.C; ++ch) {
       const float w0 = w.conv0_w[2 * ch], w1 = w.conv0_w[2 * ch + 1];
-      a0[size_t(ch)] = w.conv0_b[ch] + w0 * u2[ch] + w1 * u1[ch];
-      a1[size_t(ch)] = w.conv0_b[ch] + w0 * u1[ch] + w1 * u[ch];
+      a0[ch] = w.conv0_b[ch] + w0 * u2[ch] + w1 * u1[ch];
+      a1[ch] = w.conv0_b[ch] + w0 * u1[ch] + w1 * u[ch];
     }
     for (int ch = 0; ch < D.C; ++ch) {
       const int g0 = ch / D.d * D.d;
       const float* wc = w.conv1_w + size_t(ch) * D.d * 2;
       float s0 = 0.0f, s1 = 0.0f;
       for (int j = 0; j < D.d; ++j) {
-        s0 += wc[2 * j] * a0[size_t(g0 + j)];
-        s1 += wc[2 * j + 1] * a1[size_t(g0 + j)];
+        s0 += wc[2 * j] * a0[g0 + j];
+        s1 += wc[2 * j + 1] * a1[g0 + j];
       }
       z[ch] = s0 + s1 + w.conv1_b[ch];
     }
