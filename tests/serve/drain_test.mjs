@@ -1,6 +1,6 @@
 // SIGTERM with requests in flight loses none: 6 streaming and 2 plain requests start, the server
-// gets SIGTERM once every stream has its first chunk, and each must still complete with the text
-// the same request got before. Meanwhile new requests get 503 (or, once the drain is over, no
+// gets SIGTERM once every stream has its first chunk and it holds all 8, and each must still
+// complete with the text the same request got before. Meanwhile new requests get 503 (or, once the drain is over, no
 // connection); afterwards the port refuses connections.
 //   node drain_test.mjs BASE_URL MODEL_NAME SERVER_PID
 import net from 'node:net';
@@ -46,11 +46,19 @@ const expected = [];
 for (const r of reqs) expected.push(await run(r, false));
 let started = 0, done = 0, doneAtSignal = -1;
 const streams = 6;
-const inFlight = reqs.map((r, i) => run(r, i < streams, () => {
-  if (++started === streams) {
-    doneAtSignal = done;
-    process.kill(Number(pid), 'SIGTERM');
+// SIGTERM once every stream has its first chunk and the server holds all 8 requests (the plain
+// ones too: a request still on its way would rightly get 503).
+const signalWhenAllHeld = async () => {
+  for (let i = 0; i < 500; ++i) {
+    const h = await (await fetch(`${base}/health`)).json();
+    if (h.running + h.queued === reqs.length) break;
+    await sleep(5);
   }
+  doneAtSignal = done;
+  process.kill(Number(pid), 'SIGTERM');
+};
+const inFlight = reqs.map((r, i) => run(r, i < streams, () => {
+  if (++started === streams) signalWhenAllHeld();
 }).finally(() => { ++done; }));
 
 // While draining, a new request is refused with 503 (unless the drain is already over).
