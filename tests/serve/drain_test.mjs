@@ -1,7 +1,8 @@
-// SIGTERM with requests in flight loses none: 6 streaming and 2 plain requests start, the server
-// gets SIGTERM once every stream has its first chunk and it holds all 8, and each must still
-// complete with the text the same request got before. Meanwhile new requests get 503 (or, once the drain is over, no
-// connection); afterwards the port refuses connections.
+// SIGTERM with requests in flight loses none: 6 streaming and 2 plain requests of 1,200 tokens
+// and more (long enough that none can end before the signal, even on a loaded machine) start; the
+// server gets SIGTERM once every stream has its first chunk and it holds all 8; each must still
+// complete with the text the same request got before. Meanwhile new requests get 503 (or, once
+// the drain is over, no connection); afterwards the port refuses connections.
 //   node drain_test.mjs BASE_URL MODEL_NAME SERVER_PID
 import net from 'node:net';
 import OpenAI from 'openai';
@@ -14,7 +15,7 @@ const check = (ok, what) => {
   if (!ok) fails += 1;
 };
 const reqs = Array.from({ length: 8 }, (_, i) => ({
-  model, prompt: 'He said that', max_tokens: 150 + 10 * i, temperature: 0.9,
+  model, prompt: 'He said that', max_tokens: 1200 + 10 * i, temperature: 0.9,
   repetition_penalty: 2, seed: i }));
 
 async function run(r, stream, onFirst) {
@@ -63,7 +64,7 @@ const inFlight = reqs.map((r, i) => run(r, i < streams, () => {
 
 // While draining, a new request is refused with 503 (unless the drain is already over).
 let duringDrain = null;
-for (let i = 0; i < 100 && duringDrain === null; ++i) {
+for (let i = 0; i < 250 && duringDrain === null; ++i) {
   await sleep(20);
   if (doneAtSignal < 0) continue;
   try {

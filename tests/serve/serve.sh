@@ -13,7 +13,8 @@ fi
 bash "$SRC/tests/train/prepare_brown_slice.sh" "$ZAYA" "$SRC" "$WORK" 512 || exit 1
 sed 's/"vocab_size": 97/"vocab_size": 512/' "$SRC/configs/tiny.json" > "$WORK/tiny.json"
 "$ZAYA" debug-dump --config "$WORK/tiny.json" --out "$WORK/tiny" --seed 3 > /dev/null || exit 1
-sed 's/"vocab_size": 4096/"vocab_size": 512/' "$SRC/configs/small.json" > "$WORK/small.json"
+sed -e 's/"vocab_size": 4096/"vocab_size": 512/' -e 's/"max_seq_len": 256/"max_seq_len": 2048/' \
+  "$SRC/configs/small.json" > "$WORK/small.json"
 "$ZAYA" debug-dump --config "$WORK/small.json" --out "$WORK/small" --seed 3 > /dev/null || exit 1
 fails=0
 pid=
