@@ -12,7 +12,11 @@
 //    send == recv + rank * send_count;
 //  - broadcast: root's send is copied into every rank's recv; send == recv is in-place and only
 //    root's send is read;
-//  - send/recv: blocking point-to-point, matched by peer and tag.
+//  - send/recv: blocking point-to-point, matched by peer and tag;
+//  - start_sendrecv: one send and one receive at once (a ring step), in flight until wait();
+//    a peer of -1 skips that side (the ends of an open chain);
+//  - split: the sub-communicator of the ranks that pass the same color, ranked by key (a data
+//    group or a context group of a rank grid).
 // Sums are deterministic: every implementation adds contributions in rank order 0..N-1, so the
 // same inputs on the same world size give bitwise-identical results whatever the timing.
 #pragma once
@@ -27,6 +31,14 @@ namespace zaya::dist {
 
 enum class ReduceOp { Sum, Max, Min };
 const char* reduce_op_name(ReduceOp op);  // "sum", "max", "min"
+
+// A point-to-point transfer in flight (start_sendrecv). wait() completes it; the destructor waits
+// too, so a transfer never outlives the buffers of the scope that started it.
+class Transfer {
+ public:
+  virtual ~Transfer() = default;
+  virtual void wait() = 0;
+};
 
 class Communicator {
  public:
@@ -43,7 +55,19 @@ class Communicator {
   virtual void send(const void* buf, size_t count, DType dtype, int peer, int tag) = 0;
   virtual void recv(void* buf, size_t count, DType dtype, int peer, int tag) = 0;
   virtual void barrier() = 0;
+  // Sends send_count elements to `dest` while receiving recv_count from `src`; either side may be
+  // -1 (nothing to send or to receive). The buffers must stay untouched until wait().
+  virtual std::unique_ptr<Transfer> start_sendrecv(const void* send, size_t send_count, int dest,
+                                                   void* recv, size_t recv_count, int src,
+                                                   DType dtype, int tag) = 0;
+  // Collective over this communicator: every rank passes a color and a key and gets the
+  // communicator of the ranks with its color, ranked by (key, rank).
+  virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
 };
+
+// start_sendrecv(...) then wait(): the blocking form.
+void sendrecv(Communicator& comm, const void* send, size_t send_count, int dest, void* recv,
+              size_t recv_count, int src, DType dtype, int tag);
 
 // MPI when this build has it and the process was started by a launcher (mpirun, srun, PMI);
 // otherwise the one-process communicator. Fails when a launcher started several ranks but the

@@ -24,6 +24,11 @@ class LocalCommunicator final : public Communicator {
   void send(const void* buf, size_t count, DType dtype, int peer, int tag) override;
   void recv(void* buf, size_t count, DType dtype, int peer, int tag) override;
   void barrier() override {}
+  // To self (peer 0) through the mailbox: the send is posted before the receive is taken.
+  std::unique_ptr<Transfer> start_sendrecv(const void* send, size_t send_count, int dest,
+                                           void* recv, size_t recv_count, int src, DType dtype,
+                                           int tag) override;
+  std::unique_ptr<Communicator> split(int color, int key) override;
 
  private:
   std::map<int, std::deque<std::vector<unsigned char>>> mailbox_;  // by tag, FIFO

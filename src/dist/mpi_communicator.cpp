@@ -67,7 +67,98 @@ int mpi_world_size() {
 }
 
 MpiCommunicator::MpiCommunicator()
-    : rank_(mpi_world_rank()), world_(mpi_world_size()), max_call_bytes_(size_t(INT_MAX)) {}
+    : comm_(MPI_COMM_WORLD),
+      rank_(mpi_world_rank()),
+      world_(mpi_world_size()),
+      max_call_bytes_(size_t(INT_MAX)) {}
+
+MpiCommunicator::MpiCommunicator(MPI_Comm owned)
+    : comm_(owned), owned_(true), max_call_bytes_(size_t(INT_MAX)) {
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &world_);
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (owned_ && !finalized) MPI_Comm_free(&comm_);
+}
+
+std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key) {
+  ZAYA_CHECK(color >= 0, "split: color ", color, " must be >= 0");
+  MPI_Comm child = MPI_COMM_NULL;
+  ZAYA_CHECK(MPI_Comm_split(comm_, color, key, &child) == MPI_SUCCESS, "MPI_Comm_split failed");
+  std::unique_ptr<MpiCommunicator> c(new MpiCommunicator(child));
+  c->max_call_bytes_ = max_call_bytes_;
+  return c;
+}
+
+namespace {
+
+// The requests of one start_sendrecv; the receive pieces are checked for their sizes at wait().
+class MpiTransfer final : public Transfer {
+ public:
+  std::vector<MPI_Request> requests;
+  std::vector<int> expected;  // bytes of each request (sends included, unchecked)
+  size_t first_recv = 0;      // requests[first_recv..] are receives
+  int src = -1, tag = 0;
+  bool done = false;
+
+  void wait() override {
+    if (done) return;
+    done = true;
+    std::vector<MPI_Status> status(requests.size());
+    MPI_Waitall(int(requests.size()), requests.data(), status.data());
+    for (size_t i = first_recv; i < requests.size(); ++i) {
+      int got = 0;
+      MPI_Get_count(&status[i], MPI_BYTE, &got);
+      ZAYA_CHECK(got == expected[i], "sendrecv from rank ", src, " tag ", tag, ": got ", got,
+                 " bytes, expected ", expected[i], " (the sender's count differs)");
+    }
+  }
+  ~MpiTransfer() override {
+    if (!done && !requests.empty()) {
+      done = true;
+      MPI_Waitall(int(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Transfer> MpiCommunicator::start_sendrecv(const void* send, size_t send_count,
+                                                          int dest, void* recv, size_t recv_count,
+                                                          int src, DType dtype, int tag) {
+  auto t = std::make_unique<MpiTransfer>();
+  t->src = src;
+  t->tag = tag;
+  const size_t esize = dtype_size(dtype);
+  // Pieces of one (peer, tag) arrive in the order they were posted, so they reassemble.
+  auto post = [&](bool is_send, const unsigned char* in, unsigned char* out, size_t bytes,
+                  int peer) {
+    for (size_t off = 0; off < bytes || off == 0; off += max_call_bytes_) {
+      const int n = as_int(std::min(max_call_bytes_, bytes - off), "sendrecv");
+      MPI_Request r;
+      if (is_send)
+        MPI_Isend(in + off, n, MPI_BYTE, peer, tag, comm_, &r);
+      else
+        MPI_Irecv(out + off, n, MPI_BYTE, peer, tag, comm_, &r);
+      t->requests.push_back(r);
+      t->expected.push_back(n);
+      if (bytes == 0) break;
+    }
+  };
+  if (dest >= 0) {
+    check_rank(dest, world_, "sendrecv dest");
+    post(true, static_cast<const unsigned char*>(send), nullptr, send_count * esize, dest);
+  }
+  t->first_recv = t->requests.size();
+  if (src >= 0) {
+    check_rank(src, world_, "sendrecv src");
+    post(false, nullptr, static_cast<unsigned char*>(recv), recv_count * esize, src);
+  }
+  return t;
+}
 
 void MpiCommunicator::set_max_call_bytes(size_t bytes) {
   ZAYA_CHECK(bytes >= 1 && bytes <= size_t(INT_MAX), "set_max_call_bytes: ", bytes,
@@ -121,7 +212,7 @@ void MpiCommunicator::all_reduce_piece(const void* send, void* recv, size_t coun
   }
   unsigned char* tmp = scratch(n * mine * esize);
   MPI_Alltoallv(send, scounts.data(), sdispls.data(), MPI_BYTE, tmp, rcounts.data(), rdispls.data(),
-                MPI_BYTE, MPI_COMM_WORLD);
+                MPI_BYTE, comm_);
   // With count < N some ranks own an empty chunk (and an empty scratch: no pointer to copy from).
   if (mine > 0) {
     reduce_slots(mine, dtype, op);
@@ -129,7 +220,7 @@ void MpiCommunicator::all_reduce_piece(const void* send, void* recv, size_t coun
     std::memcpy(static_cast<unsigned char*>(recv) + lo(rank_) * esize, tmp, mine * esize);
   }
   MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, scounts.data(), sdispls.data(), MPI_BYTE,
-                 MPI_COMM_WORLD);
+                 comm_);
 }
 
 void MpiCommunicator::reduce_scatter(const void* send, void* recv, size_t recv_count, DType dtype,
@@ -158,7 +249,7 @@ void MpiCommunicator::reduce_scatter_piece(const void* send, void* recv, size_t 
   const int chunk = as_int(bytes, "reduce_scatter");
   as_int(bytes * size_t(world_), "reduce_scatter");
   unsigned char* tmp = scratch(bytes * size_t(world_));
-  MPI_Alltoall(send, chunk, MPI_BYTE, tmp, chunk, MPI_BYTE, MPI_COMM_WORLD);
+  MPI_Alltoall(send, chunk, MPI_BYTE, tmp, chunk, MPI_BYTE, comm_);
   reduce_slots(recv_count, dtype, op);
   std::memcpy(recv, tmp, bytes);
 }
@@ -190,7 +281,7 @@ void MpiCommunicator::all_gather_piece(const void* send, void* recv, size_t send
   as_int(bytes * size_t(world_), "all_gather");
   auto* out = static_cast<unsigned char*>(recv);
   if (send == out + size_t(rank_) * bytes) {
-    MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, chunk, MPI_BYTE, MPI_COMM_WORLD);
+    MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, chunk, MPI_BYTE, comm_);
     return;
   }
   const void* src = send;
@@ -198,7 +289,7 @@ void MpiCommunicator::all_gather_piece(const void* send, void* recv, size_t send
     // MPI forbids aliasing other than MPI_IN_PLACE; stage the input.
     src = std::memcpy(scratch(bytes), send, bytes);
   }
-  MPI_Allgather(src, chunk, MPI_BYTE, recv, chunk, MPI_BYTE, MPI_COMM_WORLD);
+  MPI_Allgather(src, chunk, MPI_BYTE, recv, chunk, MPI_BYTE, comm_);
 }
 
 void MpiCommunicator::broadcast(const void* send, void* recv, size_t count, DType dtype, int root) {
@@ -208,7 +299,7 @@ void MpiCommunicator::broadcast(const void* send, void* recv, size_t count, DTyp
   auto* out = static_cast<unsigned char*>(recv);
   for (size_t off = 0; off < bytes; off += max_call_bytes_)
     MPI_Bcast(out + off, as_int(std::min(max_call_bytes_, bytes - off), "broadcast"), MPI_BYTE,
-              root, MPI_COMM_WORLD);
+              root, comm_);
 }
 
 void MpiCommunicator::send(const void* buf, size_t count, DType dtype, int peer, int tag) {
@@ -218,7 +309,7 @@ void MpiCommunicator::send(const void* buf, size_t count, DType dtype, int peer,
   const auto* in = static_cast<const unsigned char*>(buf);
   for (size_t off = 0; off < bytes || off == 0; off += max_call_bytes_) {
     MPI_Send(in + off, as_int(std::min(max_call_bytes_, bytes - off), "send"), MPI_BYTE, peer, tag,
-             MPI_COMM_WORLD);
+             comm_);
     if (bytes == 0) break;
   }
 }
@@ -230,7 +321,7 @@ void MpiCommunicator::recv(void* buf, size_t count, DType dtype, int peer, int t
   for (size_t off = 0; off < bytes || off == 0; off += max_call_bytes_) {
     const int expected = as_int(std::min(max_call_bytes_, bytes - off), "recv");
     MPI_Status status;
-    MPI_Recv(out + off, expected, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &status);
+    MPI_Recv(out + off, expected, MPI_BYTE, peer, tag, comm_, &status);
     int got = 0;
     MPI_Get_count(&status, MPI_BYTE, &got);
     ZAYA_CHECK(got == expected, "recv from rank ", peer, " tag ", tag, ": got ", got,
@@ -240,7 +331,7 @@ void MpiCommunicator::recv(void* buf, size_t count, DType dtype, int peer, int t
 }
 
 void MpiCommunicator::barrier() {
-  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Barrier(comm_);
 }
 
 }  // namespace zaya::dist

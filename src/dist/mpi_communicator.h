@@ -15,7 +15,10 @@
 // Not thread-safe: one thread calls it (MPI is initialised with MPI_THREAD_FUNNELED).
 #pragma once
 
+#include <mpi.h>
+
 #include <cstddef>
+#include <memory>
 #include <vector>
 
 #include "dist/communicator.h"
@@ -31,7 +34,10 @@ int mpi_world_size();
 
 class MpiCommunicator final : public Communicator {
  public:
-  MpiCommunicator();
+  MpiCommunicator();  // MPI_COMM_WORLD
+  ~MpiCommunicator() override;
+  MpiCommunicator(const MpiCommunicator&) = delete;
+  MpiCommunicator& operator=(const MpiCommunicator&) = delete;
   int rank() const override { return rank_; }
   int world_size() const override { return world_; }
   std::string kind() const override { return "mpi"; }
@@ -44,6 +50,12 @@ class MpiCommunicator final : public Communicator {
   void send(const void* buf, size_t count, DType dtype, int peer, int tag) override;
   void recv(void* buf, size_t count, DType dtype, int peer, int tag) override;
   void barrier() override;
+  // Non-blocking MPI_Isend/MPI_Irecv (split into pieces of max_call_bytes()).
+  std::unique_ptr<Transfer> start_sendrecv(const void* send, size_t send_count, int dest,
+                                           void* recv, size_t recv_count, int src, DType dtype,
+                                           int tag) override;
+  // MPI_Comm_split; the child inherits max_call_bytes().
+  std::unique_ptr<Communicator> split(int color, int key) override;
 
   // The most bytes one MPI call moves per rank: INT_MAX by default (what an int count names).
   // Lowered by tests, so that the splitting runs on small buffers.
@@ -51,6 +63,7 @@ class MpiCommunicator final : public Communicator {
   void set_max_call_bytes(size_t bytes);
 
  private:
+  explicit MpiCommunicator(MPI_Comm owned);
   void all_reduce_piece(const void* send, void* recv, size_t count, DType dtype, ReduceOp op);
   void reduce_scatter_piece(const void* send, void* recv, size_t recv_count, DType dtype,
                             ReduceOp op);
@@ -61,6 +74,8 @@ class MpiCommunicator final : public Communicator {
   void reduce_slots(size_t count, DType dtype, ReduceOp op);
   unsigned char* scratch(size_t bytes);
 
+  MPI_Comm comm_;
+  bool owned_ = false;  // a split communicator, freed with this object
   int rank_ = 0;
   int world_ = 1;
   std::vector<unsigned char> scratch_;  // reused between calls: no allocation per collective

@@ -86,4 +86,13 @@ void NativeMpiCommunicator::barrier() {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
+std::unique_ptr<Transfer> NativeMpiCommunicator::start_sendrecv(const void*, size_t, int, void*,
+                                                                size_t, int, DType, int) {
+  ZAYA_FAIL("the mpi-native benchmark peer has no start_sendrecv: use MpiCommunicator");
+}
+
+std::unique_ptr<Communicator> NativeMpiCommunicator::split(int, int) {
+  ZAYA_FAIL("the mpi-native benchmark peer has no split: use MpiCommunicator");
+}
+
 }  // namespace zaya::dist

@@ -25,6 +25,10 @@ class NativeMpiCommunicator final : public Communicator {
   void send(const void* buf, size_t count, DType dtype, int peer, int tag) override;
   void recv(void* buf, size_t count, DType dtype, int peer, int tag) override;
   void barrier() override;
+  // The peer measures collectives only: these two refuse (training never uses this class).
+  std::unique_ptr<Transfer> start_sendrecv(const void*, size_t, int, void*, size_t, int, DType,
+                                           int) override;
+  std::unique_ptr<Communicator> split(int, int) override;
 
  private:
   int rank_ = 0;

@@ -120,6 +120,8 @@ int BatchDecoder::add(std::span<const int32_t> prompt, int64_t reserve) {
 
   // One forward over the prompt; each attention stage's keys and values go to the blocks of the
   // positions this rank holds, and its convolution state is the prompt's last positions.
+  ZAYA_CHECK(model_.context_group() == nullptr,
+             "decoding needs whole sequences: the model is set to a context group");
   model_.forward(prompt, {}, 1, S);
   const int Dk = int(c.kv_dim()), bs = pool_.block_size();
   s.conv.resize(size_t(c.num_attention_stages()));

@@ -5,6 +5,7 @@
 
 #include "core/arena.h"
 #include "model/config.h"
+#include "model/context_shard.h"
 
 namespace zaya {
 
@@ -35,7 +36,12 @@ struct CcaActivations {
   float* k = nullptr;          // [N, n_k, d] normalised × temp + RoPE
   float* v = nullptr;          // [N, n_k, d]
   float* att = nullptr;        // [N, n_q, d] attention output
-  float* lse = nullptr;        // [B, n_q, S]
+  float* lse = nullptr;        // [B, n_q, S]; per local chunk under context parallelism
+  // Context parallelism only (model/cca_halo.h): per local chunk, the 2 halo rows of the fused
+  // projection [B, 2, P], and the convolutions' input and stage-A output over halo + chunk.
+  float* halo[2] = {nullptr, nullptr};
+  float* u_ext[2] = {nullptr, nullptr};  // [B, 2 + len, C]
+  float* a_ext[2] = {nullptr, nullptr};  // [B, 3 + len, C]
 };
 
 // The widths of a CCA stage, as ints for the loops (cca.cpp, cca_decode.cpp).
@@ -61,12 +67,15 @@ struct RopeTables {
   const float* sin = nullptr;
 };
 
-// out[N, E] = CCA(x). N = B·S tokens, sequences of length S laid out one after another.
+// out[N, E] = CCA(x). N = B·S tokens, sequences of length S laid out one after another. With a
+// context shard, S is the shard's local_len(): this rank's rows of each sequence, its two chunks
+// (model/context_shard.h); the rope tables are then those of the local rows' positions.
 void cca_forward(float* out, CcaActivations& act, const float* x, const CcaWeights& w,
-                 const RopeTables& rope, const ModelConfig& c, int B, int S, Arena& arena);
+                 const RopeTables& rope, const ModelConfig& c, int B, int S, Arena& arena,
+                 const ContextShard* shard = nullptr);
 // dx[N, E] += ∂/∂x;  parameter gradients accumulate into g.
 void cca_backward(float* dx, CcaGrads& g, const float* dout, const CcaActivations& act,
                   const CcaWeights& w, const RopeTables& rope, const ModelConfig& c, int B, int S,
-                  Arena& arena);
+                  Arena& arena, const ContextShard* shard = nullptr);
 
 }  // namespace zaya

@@ -1,5 +1,6 @@
 #include "model/zaya_model.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "backend/cpu/loss.h"
@@ -8,6 +9,7 @@
 #include "backend/cpu/residual.h"
 #include "backend/cpu/rope.h"
 #include "core/error.h"
+#include "dist/rank_sum.h"
 
 namespace zaya {
 
@@ -124,12 +126,15 @@ std::vector<int32_t> ZayaModel::shifted_targets(std::span<const int32_t> tokens,
 
 float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_t> targets, int B,
                          int S) {
-  const int N = B * S, E = int(config_.hidden_size), V = int(config_.vocab_size);
-  const int L = int(config_.num_stages);
   ZAYA_CHECK(B > 0 && S > 0, "forward: batch and sequence length must be positive, got B=", B,
              " S=", S);
-  ZAYA_CHECK(tokens.size() == size_t(N), "forward: expected ", N, " tokens (B=", B, " × S=", S,
-             "), got ", tokens.size());
+  sharded_ = context_group_ != nullptr;
+  if (sharded_) shard_ = ContextShard(context_group_, S);
+  const int T = sharded_ ? shard_.local_len() : S;  // rows per sequence on this rank
+  const int N = B * T, E = int(config_.hidden_size), V = int(config_.vocab_size);
+  const int L = int(config_.num_stages);
+  ZAYA_CHECK(tokens.size() == size_t(N), "forward: expected ", N, " tokens (B=", B, " × ", T,
+             sharded_ ? " rows of this rank's context chunks" : "", "), got ", tokens.size());
   ZAYA_CHECK(targets.empty() || targets.size() == size_t(N), "forward: expected ", N,
              " targets, got ", targets.size());
   ZAYA_CHECK(S <= config_.max_seq_len, "forward: sequence length ", S,
@@ -145,10 +150,24 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
   arena_.reset();
   B_ = B;
   S_ = S;
+  T_ = T;
   tokens_.assign(tokens.begin(), tokens.end());
   targets_.assign(targets.begin(), targets.end());
   rope_for(S);
-  const RopeTables rope{rope_cos_.data(), rope_sin_.data()};
+  RopeTables rope{rope_cos_.data(), rope_sin_.data()};
+  if (sharded_) {
+    // The tables' rows of this rank's positions, so that RoPE sees the global positions.
+    const size_t half = size_t(config_.rotary_dim()) / 2;
+    local_cos_.resize(size_t(T) * half);
+    local_sin_.resize(size_t(T) * half);
+    for (int t = 0; t < T; ++t) {
+      const size_t p = size_t(shard_.position(t));
+      std::copy_n(rope_cos_.data() + p * half, half, local_cos_.data() + size_t(t) * half);
+      std::copy_n(rope_sin_.data() + p * half, half, local_sin_.data() + size_t(t) * half);
+    }
+    rope = RopeTables{local_cos_.data(), local_sin_.data()};
+  }
+  const ContextShard* shard = sharded_ ? &shard_ : nullptr;
   const float* W = params_.weights();
   const float* emb_w = W + params_.registry().get("model.embed_tokens.weight").offset;
 
@@ -172,7 +191,7 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
     cpu::rmsnorm_forward(a.x, a.rstd, a.r, st.norm_w, N, E, float(config_.norm_eps));
     a.h = arena_.floats(size_t(N) * E);
     if (ModelConfig::is_attention_stage(i)) {
-      cca_forward(a.h, a.cca, a.x, st.cca, rope, config_, B, S, arena_);
+      cca_forward(a.h, a.cca, a.x, st.cca, rope, config_, B, T, arena_, shard);
     } else {
       const int32_t* held = nullptr;
       if (!held_routes_.empty()) {
@@ -213,7 +232,7 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
     lm_scratch_ = arena_.floats(lm_chunks_.scratch_floats(N, V));
     const double total = cpu::lm_head_loss_forward(lse_, final_y_, emb_w, targets_.data(), N, E, V,
                                                    lm_chunks_, lm_scratch_, &loss_count_);
-    return loss_count_ ? float(total / double(loss_count_)) : 0.0f;
+    return mean_loss(total);
   }
   logits_ = arena_.floats(size_t(N) * V);
   cpu::matmul_forward(logits_, final_y_, emb_w, nullptr, N, E, V);
@@ -222,15 +241,28 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
   lse_ = arena_.floats(N);
   const double total =
       cpu::cross_entropy_forward(lse_, logits_, targets_.data(), N, V, &loss_count_);
+  return mean_loss(total);
+}
+
+float ZayaModel::mean_loss(double total) {
+  if (sharded_) {
+    // One sequence's targets are spread over the group: the mean is over all of them.
+    double sums[2] = {total, double(loss_count_)};
+    dist::sum_over_ranks(context_group_, sums);
+    total = sums[0];
+    loss_count_ = int64_t(sums[1]);
+  }
   return loss_count_ ? float(total / double(loss_count_)) : 0.0f;
 }
 
 void ZayaModel::backward(float loss_scale) {
   ZAYA_CHECK(have_loss_ && (logits_valid_ || chunked_loss_),
              "backward() needs a forward() with targets before it");
-  const int N = B_ * S_, E = int(config_.hidden_size), V = int(config_.vocab_size);
+  const int N = B_ * T_, E = int(config_.hidden_size), V = int(config_.vocab_size);
   const int L = int(config_.num_stages), R = int(config_.router_dim);
-  const RopeTables rope{rope_cos_.data(), rope_sin_.data()};
+  const RopeTables rope = sharded_ ? RopeTables{local_cos_.data(), local_sin_.data()}
+                                   : RopeTables{rope_cos_.data(), rope_sin_.data()};
+  const ContextShard* shard = sharded_ ? &shard_ : nullptr;
   const ParamRegistry& reg = params_.registry();
   const float* W = params_.weights();
   float* G = params_.grads();
@@ -270,7 +302,7 @@ void ZayaModel::backward(float loss_scale) {
     StageActivations& a = acts_[i];
     float* dx = arena_.zeros(size_t(N) * E);
     if (ModelConfig::is_attention_stage(i)) {
-      cca_backward(dx, sg.cca, dh, a.cca, st.cca, rope, config_, B_, S_, arena_);
+      cca_backward(dx, sg.cca, dh, a.cca, st.cca, rope, config_, B_, T_, arena_, shard);
     } else {
       float* dstate_in = a.moe.state_in ? arena_.zeros(size_t(N) * R) : nullptr;
       moe_backward(dx, dstate_in, sg.moe, dh, dstate, a.moe, st.moe, config_, N, arena_);
@@ -300,13 +332,13 @@ std::span<const float> ZayaModel::logits() const {
   ZAYA_CHECK(logits_valid_,
              "logits() is valid only between forward() and backward(), and not after a forward "
              "with the LM head in chunks (set_lm_head_chunks), which keeps none");
-  return {logits_, size_t(B_) * S_ * size_t(config_.vocab_size)};
+  return {logits_, size_t(B_) * T_ * size_t(config_.vocab_size)};
 }
 
 std::span<const int32_t> ZayaModel::routes(int stage) const {
   ZAYA_CHECK(stage >= 0 && stage < int(acts_.size()) && !ModelConfig::is_attention_stage(stage),
              "routes(", stage, "): not an MoE stage of the last forward()");
-  return {acts_[stage].moe.route, size_t(B_) * S_};
+  return {acts_[stage].moe.route, size_t(B_) * T_};
 }
 
 }  // namespace zaya
@@ -314,6 +346,6 @@ std::span<const int32_t> ZayaModel::routes(int stage) const {
 namespace zaya {
 std::span<const float> ZayaModel::route_probs(int stage) const {
   routes(stage);  // validates
-  return {acts_[stage].moe.probs, size_t(B_) * S_ * size_t(config_.num_routes())};
+  return {acts_[stage].moe.probs, size_t(B_) * T_ * size_t(config_.num_routes())};
 }
 }  // namespace zaya

@@ -12,6 +12,7 @@
 #include "core/arena.h"
 #include "model/cca.h"
 #include "model/config.h"
+#include "model/context_shard.h"
 #include "model/moe.h"
 #include "model/params.h"
 
@@ -28,6 +29,12 @@ class ZayaModel {
   // tokens[B·S] (row-major [B, S]); targets[B·S] with cpu::kIgnoreIndex where no loss is taken.
   // Returns the mean loss over the non-ignored targets (0 if there are none). With an empty
   // `targets` no loss is computed (inference: logits only).
+  //
+  // Context parallelism (set_context_group): S is still the whole sequence's length, but tokens
+  // and targets are this rank's rows, ContextShard::take of the whole ones ([B, local_len]); the
+  // loss is the mean over every rank of the group's targets (the same value on each), and
+  // backward() leaves on each rank its share of the gradient: their sum over the group is the
+  // gradient of the whole sequences. Every rank of the group must call forward and backward.
   float forward(std::span<const int32_t> tokens, std::span<const int32_t> targets, int B, int S);
   // Accumulates loss_scale · d(mean loss)/dθ into params().grads(). Requires a forward() with
   // targets. Gradient accumulation over k equal micro-batches passes loss_scale = 1/k.
@@ -37,6 +44,11 @@ class ZayaModel {
   // stage order) instead of choosing top-1, so that finite differences can cross a near-tie.
   // An empty argument returns to normal routing.
   void hold_routes(std::vector<std::vector<int32_t>> routes) { held_routes_ = std::move(routes); }
+
+  // Following forward() calls spread each sequence over the ranks of `group`
+  // (model/context_shard.h); null returns to whole sequences. The group must outlive its use.
+  void set_context_group(dist::Communicator* group) { context_group_ = group; }
+  dist::Communicator* context_group() const { return context_group_; }
 
   // RoPE base for the following forward() calls (curriculum phases change it).
   void set_rope_theta(double theta);
@@ -85,6 +97,8 @@ class ZayaModel {
   };
 
   void bind_weights();
+  // The mean loss from this rank's sum (and loss_count_), over the context group when sharded.
+  float mean_loss(double total);
   void rope_for(int S);
 
   ModelConfig config_;
@@ -95,6 +109,10 @@ class ZayaModel {
 
   // Per-step state.
   int B_ = 0, S_ = 0;
+  int T_ = 0;  // rows per sequence here: S_, or the context shard's local_len()
+  dist::Communicator* context_group_ = nullptr;
+  ContextShard shard_;  // valid when the last forward ran under a context group
+  bool sharded_ = false;
   std::vector<int32_t> tokens_, targets_;
   std::vector<std::vector<int32_t>> held_routes_;
   std::vector<StageActivations> acts_;
@@ -114,6 +132,7 @@ class ZayaModel {
   // RoPE tables cache.
   int rope_seq_ = -1;
   std::vector<float> rope_cos_, rope_sin_;
+  std::vector<float> local_cos_, local_sin_;  // the rows of the local positions (context shard)
 };
 
 }  // namespace zaya

@@ -23,6 +23,11 @@ class WorldOnly final : public dist::Communicator {
   void send(const void*, size_t, DType, int, int) override { fail(); }
   void recv(void*, size_t, DType, int, int) override { fail(); }
   void barrier() override { fail(); }
+  std::unique_ptr<dist::Transfer> start_sendrecv(const void*, size_t, int, void*, size_t, int,
+                                                 DType, int) override {
+    fail();
+  }
+  std::unique_ptr<dist::Communicator> split(int, int) override { fail(); }
 
  private:
   [[noreturn]] static void fail() { ZAYA_FAIL("WorldOnly: no collectives in this test"); }

@@ -4,6 +4,8 @@
 //   out[batch, seq, nq, d];  lse[batch, nq, seq] = log Σ_j exp(score) is saved for backward.
 #pragma once
 
+#include <cstddef>
+
 namespace zaya::cpu {
 
 void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
@@ -15,5 +17,30 @@ void attention_forward(float* out, float* lse, const float* q, const float* k, c
 void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out,
                         const float* lse, const float* q, const float* k, const float* v, int batch,
                         int seq, int nq, int nk, int d, float scale);
+
+// One block of a sharded attention (ring attention, model/ring_attention.h): queries of q_len
+// positions against keys/values of k_len positions, either all visible (keys earlier in the
+// sequence) or causal on the diagonal (the same positions: q_len == k_len). Rows of every
+// sequence are [len, heads, d]; the strides say where sequence b starts, so a block can be a run
+// of rows inside a larger buffer.
+struct AttentionBlock {
+  int batch = 0, q_len = 0, k_len = 0, nq = 0, nk = 0, d = 0;
+  size_t q_batch_stride = 0;   // floats between sequences of q, out, dout, dq
+  size_t kv_batch_stride = 0;  // floats between sequences of k, v, dk, dv
+  bool causal = false;
+  float scale = 1.0f;
+};
+
+// out (at q's strides) = softmax(q·kᵀ·scale)·v over this block alone; lse[batch, nq, q_len].
+void attention_block_forward(float* out, float* lse, const float* q, const float* k, const float* v,
+                             const AttentionBlock& blk);
+// D[batch, nq, q_len] = Σ_c dout·out per query row: the softmax-backward row term, computed once
+// from the merged output and shared by every block of those queries.
+void attention_row_dot(float* D, const float* dout, const float* out, const AttentionBlock& blk);
+// Adds this block's share to dq, dk, dv (any may be null), given the lse and D of the queries
+// over all their blocks: P = exp(S − lse) is then the block's slice of the full softmax.
+void attention_block_backward(float* dq, float* dk, float* dv, const float* dout, const float* D,
+                              const float* lse, const float* q, const float* k, const float* v,
+                              const AttentionBlock& blk);
 
 }  // namespace zaya::cpu
