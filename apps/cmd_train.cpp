@@ -38,6 +38,12 @@ Runner add_train_commands(CLI::App& app) {
   train->add_option("--max-steps", args->train.max_steps,
                     "stop after this many optimizer steps (default: train.max_steps, or until "
                     "the data phases' token budgets are spent)");
+  train
+      ->add_option("--context-parallel", args->train.context_parallel,
+                   "spread each sequence over this many ranks (ring attention; default: "
+                   "train.context_parallel, 1); the job's ranks form a grid of data x context, "
+                   "so it must divide them")
+      ->check(CLI::PositiveNumber);
   train->add_option("--resume", args->train.resume,
                     "continue from a checkpoint: 'auto' (the newest complete one under OUT/ckpt) "
                     "or a checkpoint directory");

@@ -19,7 +19,9 @@ struct EvalResult {
   int64_t tokens = 0;
 };
 
-// Collective when comm has several ranks. Throws when the validation split has no window.
+// Collective when comm has several ranks (the data-parallel group: under context parallelism the
+// ranks of the model's context group share each window). Throws when the validation split has no
+// window.
 EvalResult evaluate(ZayaModel& model, const DataLoader& loader, int seq_len, int windows,
                     int micro_batch, dist::Communicator* comm);
 

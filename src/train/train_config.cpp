@@ -46,6 +46,8 @@ TrainConfig train_config_from_json(const nlohmann::json& j, const std::string& w
       integer(c.lm_head_chunk_tokens, 0);
     else if (key == "lm_head_chunk_vocab")
       integer(c.lm_head_chunk_vocab, 0);
+    else if (key == "context_parallel")
+      integer(c.context_parallel, 1);
     else if (key == "out_dir" || key == "tokenizer") {
       ZAYA_CHECK(v.is_string(), where, ": field ", field, " must be a string");
       (key == "out_dir" ? c.out_dir : c.tokenizer) = v.get<std::string>();
@@ -66,7 +68,7 @@ TrainConfig train_config_from_json(const nlohmann::json& j, const std::string& w
                 " (known: seed, micro_batch, global_batch, max_steps, eval_every, eval_windows, "
                 "log_every, out_dir, tokenizer, sample_tokens, sample_temperature, sample_top_k, "
                 "sample_prompts, checkpoint_every, keep_last, keep_every, lm_head_chunk_tokens, "
-                "lm_head_chunk_vocab, optim)");
+                "lm_head_chunk_vocab, context_parallel, optim)");
     }
   }
   ZAYA_CHECK((c.lm_head_chunk_tokens > 0) == (c.lm_head_chunk_vocab > 0), where,

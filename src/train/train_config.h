@@ -34,6 +34,9 @@ struct TrainConfig {
   // micro-batch are materialised (fine for small vocabularies; ZAYA1's 262,272 wants blocks).
   int lm_head_chunk_tokens = 0;
   int lm_head_chunk_vocab = 0;
+  // Context parallelism: each sequence spread over this many ranks (model/context_shard.h), the
+  // world a grid of data × context ranks. 1: every rank holds whole sequences.
+  int context_parallel = 1;
   nlohmann::json optim = nlohmann::json::object();  // "train.optim", see optim/optim_config.h
 };
 

@@ -23,6 +23,7 @@
 #include "dist/communicator.h"
 #include "dist/rank_sum.h"
 #include "model/config.h"
+#include "model/context_shard.h"
 #include "model/weights_io.h"
 #include "model/zaya_model.h"
 #include "optim/optimizer.h"
@@ -155,16 +156,30 @@ TrainSummary run_training(const TrainOptions& opt) {
   TrainConfig tc = train_config_from_json(root["train"], path);
   if (!opt.out_dir.empty()) tc.out_dir = opt.out_dir;
   if (opt.max_steps >= 0) tc.max_steps = opt.max_steps;
+  if (opt.context_parallel >= 1) tc.context_parallel = opt.context_parallel;
+  // The rank grid: world = data × context. Rank r is context rank r mod C of data rank r / C, so
+  // a sequence's ranks are neighbours (on one node when the launcher fills nodes in order).
+  const int cp = tc.context_parallel;
+  ZAYA_CHECK(world % cp == 0, path, ": context parallel ", cp, " (train.context_parallel or ",
+             "--context-parallel) must divide the ", world, " ranks of this job");
+  const int data_world = world / cp, data_rank = rank / cp;
+  std::unique_ptr<dist::Communicator> context_comm, data_comm;
+  if (cp > 1) {
+    context_comm = comm->split(rank / cp, rank % cp);
+    data_comm = comm->split(rank % cp, rank / cp);
+  }
   const OptimConfig oc = optim_config_from_json(tc.optim, path);
   const DataConfig dc = data_config_from_json(root["data"], path);
   DataLoader loader(dc, tc.seed);
   ZAYA_CHECK(loader.vocab_size() <= mc.vocab_size, path, ": the data's tokenizer has ",
              loader.vocab_size(), " tokens but 'model.vocab_size' is ", mc.vocab_size);
-  // Each rank takes an equal, whole number of micro-batches of every step's batch.
-  const int64_t granule = int64_t(tc.micro_batch) * world;
+  // Each data rank takes an equal, whole number of micro-batches of every step's batch (the
+  // context ranks of one data rank share its sequences).
+  const int64_t granule = int64_t(tc.micro_batch) * data_world;
   ZAYA_CHECK(tc.global_batch % granule == 0, path, ": 'train.global_batch' (", tc.global_batch,
-             ") must be a multiple of 'train.micro_batch' (", tc.micro_batch, ") x ", world,
-             " ranks = ", granule, ", so that every rank takes whole micro-batches");
+             ") must be a multiple of 'train.micro_batch' (", tc.micro_batch, ") x ", data_world,
+             cp > 1 ? " data-parallel ranks = " : " ranks = ", granule,
+             ", so that every rank takes whole micro-batches");
 
   // max_steps stops a run early without reshaping the schedule.
   const int64_t schedule_steps = schedule_length(dc, loader, oc, tc, granule);
@@ -182,6 +197,11 @@ TrainSummary run_training(const TrainOptions& opt) {
     ZAYA_CHECK(windows > 0, path, ": data phase '", ph.name, "' (seq_len ", ph.seq_len,
                "): no source's validation split has a window of ", ph.seq_len + 1,
                " tokens; prepare the data with a larger --val-fraction or use a shorter seq_len");
+    ZAYA_CHECK(ph.seq_len >= ContextShard::min_seq_len(cp), path, ": data phase '", ph.name,
+               "' (seq_len ", ph.seq_len, ") is too short for context parallel ", cp,
+               ": its sequences are cut into ", 2 * cp, " chunks of at least ",
+               ContextShard::kMinChunk,
+               " tokens, so seq_len must be >= ", ContextShard::min_seq_len(cp));
   }
   // Loaded here, by the rank that samples, and kept for the samples at the end.
   std::unique_ptr<Tokenizer> sample_tokenizer;
@@ -255,6 +275,7 @@ TrainSummary run_training(const TrainOptions& opt) {
 
   ZayaModel model(mc);
   model.params().init(tc.seed);
+  model.set_context_group(context_comm.get());
   model.set_lm_head_chunks({tc.lm_head_chunk_tokens, tc.lm_head_chunk_vocab});
   if (!opt.init_from.empty() && resume_dir.empty()) {
     const LoadedModel init = load_model_any(opt.init_from);
@@ -319,9 +340,12 @@ TrainSummary run_training(const TrainOptions& opt) {
   StopSignals stop_signals;
   ThreadGovernor threads(opt.adaptive_threads, omp_get_max_threads());
   if (lead) {
-    std::fprintf(stderr, "train: %s -> %s, %lld steps, %lld tokens, %d rank%s x %d threads%s\n",
+    char grid[64] = "";
+    if (cp > 1) std::snprintf(grid, sizeof(grid), " (data %d x context %d)", data_world, cp);
+    std::fprintf(stderr, "train: %s -> %s, %lld steps, %lld tokens, %d rank%s%s x %d threads%s\n",
                  path.c_str(), tc.out_dir.c_str(), (long long)total_steps,
-                 (long long)dc.total_tokens(), world, world == 1 ? "" : "s", omp_get_max_threads(),
+                 (long long)dc.total_tokens(), world, world == 1 ? "" : "s", grid,
+                 omp_get_max_threads(),
                  threads.active() ? " (fewer while other work holds the CPU)" : "");
     if (zero1)
       std::fprintf(
@@ -355,13 +379,14 @@ TrainSummary run_training(const TrainOptions& opt) {
       g = skip_windows.next_unskipped(g);
       samples.push_back(g);
     }
-    const int64_t per_rank = seqs / world;
+    const int64_t per_rank = seqs / data_world;
     const int micro_steps = int(per_rank / tc.micro_batch);
+    const ContextShard shard = cp > 1 ? ContextShard(context_comm.get(), S) : ContextShard();
     model.params().zero_grads();
     std::vector<int64_t> route_counts(size_t(n_moe) * size_t(n_routes), 0);
     double loss_sum = 0;
     window.resize(size_t(S) + 1);
-    size_t mine = size_t(rank * per_rank);
+    size_t mine = size_t(data_rank * per_rank);
     for (int m = 0; m < micro_steps; ++m) {
       const int B = tc.micro_batch;
       tokens.resize(size_t(B) * S);
@@ -371,15 +396,20 @@ TrainSummary run_training(const TrainOptions& opt) {
         std::copy_n(window.begin(), S, tokens.begin() + size_t(b) * S);
         std::copy_n(window.begin() + 1, S, targets.begin() + size_t(b) * S);
       }
-      loss_sum += model.forward(tokens, targets, B, S);
+      if (cp > 1)  // this rank's two chunks of each sequence
+        loss_sum +=
+            model.forward(shard.take<int32_t>(tokens, B), shard.take<int32_t>(targets, B), B, S);
+      else
+        loss_sum += model.forward(tokens, targets, B, S);
       for (int k = 0; k < n_moe; ++k) {
         RouteCounts c(size_t(n_routes), 0);
         accumulate_routes(c, model.routes(balancer.stage_of(k)));
         for (int e = 0; e < n_routes; ++e) route_counts[size_t(k * n_routes + e)] += c[size_t(e)];
       }
       // Every micro-batch loss is a mean over its tokens; the step's loss is their mean over
-      // all ranks, so each backward carries 1 / (micro-batches of the whole step).
-      model.backward(1.0f / float(micro_steps * world));
+      // all data ranks, so each backward carries 1 / (micro-batches of the whole step). Context
+      // ranks each hold a share of their micro-batch's gradient; the reduction sums the shares.
+      model.backward(1.0f / float(micro_steps * data_world));
       // Fewer threads while other work holds the CPU, decided after each micro-batch (a step
       // can be long): the numbers are the same at any thread count.
       const std::string thread_change = threads.tick(step + 1);
@@ -411,6 +441,7 @@ TrainSummary run_training(const TrainOptions& opt) {
                                      route_counts.begin() + (k + 1) * n_routes);
     balancer.update(model.params(), stage_counts);  // same counts on every rank: same biases
     tokens_done += seqs * S;
+    // Every context rank of a data rank holds the same (group-wide) loss: world = data × context.
     const double loss = loss_sum / double(micro_steps * world);
     int64_t stop = g_interrupts > 0 ? 1 : 0;  // a signal to any rank stops every rank
     dist::sum_over_ranks(comm, std::span<int64_t>(&stop, 1));
@@ -428,7 +459,8 @@ TrainSummary run_training(const TrainOptions& opt) {
     train_s += dt;
     if (eval) {
       try {
-        last_eval = evaluate(model, loader, S, tc.eval_windows, tc.micro_batch, comm);
+        last_eval = evaluate(model, loader, S, tc.eval_windows, tc.micro_batch,
+                             cp > 1 ? data_comm.get() : comm);
       } catch (const Error& e) {
         if (!last) throw;  // the last step's evaluation may not cost the run its final save
         if (lead) std::fprintf(stderr, "warning: the final evaluation failed: %s\n", e.what());
@@ -504,6 +536,7 @@ TrainSummary run_training(const TrainOptions& opt) {
   sum.tokens = tokens_done;
   sum.final_val_loss = last_eval.loss;
   sum.unigram_val_loss = last_eval.unigram;
+  model.set_context_group(nullptr);  // the end-of-run samples decode whole sequences on rank 0
   if (lead) write_run_outputs(sum, model, tc, sample_tokenizer.get(), loader.eos_id(), path);
   comm->barrier();  // the run's files are complete when any rank returns
   sum.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();

@@ -15,9 +15,10 @@ namespace zaya {
 
 struct TrainOptions {
   std::string config_path;
-  std::string out_dir;     // overrides train.out_dir when set
-  int64_t max_steps = -1;  // overrides train.max_steps when ≥ 0
-  bool progress = true;    // live progress line on stderr
+  std::string out_dir;       // overrides train.out_dir when set
+  int64_t max_steps = -1;    // overrides train.max_steps when ≥ 0
+  int context_parallel = 0;  // overrides train.context_parallel when ≥ 1
+  bool progress = true;      // live progress line on stderr
   // "auto": the newest checkpoint under OUT/ckpt that verifies (none: start from scratch);
   // otherwise a checkpoint directory. Empty: no resume.
   std::string resume;

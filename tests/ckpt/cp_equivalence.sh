@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Context parallelism in CI: a tiny ZAYA1 on 400 KB of the Brown corpus, 4 Muon steps of
+# 30-token sequences (30 does not divide into 4 or 6 chunks: unequal chunks), at 1 rank, at
+# context parallel 2 and 3, and on a data 2 x context 2 grid of 4 ranks. Checks:
+#  - equivalence: every step's loss and the validation loss match 1 rank within TOL relative
+#    (ring attention merges blocks and sums gradient shares in another order: not bitwise);
+#  - reshape: a checkpoint of the 2 x 2 grid at step 2 continues at context parallel 2 alone and
+#    at 1 rank, and steps 3..4 match the uninterrupted run within TOL;
+#  - determinism: the context-parallel run again gives bitwise the same losses;
+#  - errors: a context parallel that does not divide the ranks, and sequences too short for it.
+set -uo pipefail
+ZAYA=$1; SRC=$2; WORK=$3; MPIRUN=${4:-mpirun}
+TOL=1e-5
+PY=/usr/bin/python3
+source "$SRC/tests/check.sh"
+run() {  # run NP LOG args...
+  local np=$1 log=$2; shift 2
+  local launch=()
+  if ((np > 1)); then launch=("$MPIRUN" -np "$np" --oversubscribe --allow-run-as-root); fi
+  "${launch[@]}" "$ZAYA" --threads 1 train --no-progress "$@" > "$log" 2>&1 \
+    || { echo "zaya train at $np ranks $* failed:"; cat "$log"; return 1; }
+}
+bash "$SRC/tests/train/prepare_brown_slice.sh" "$ZAYA" "$SRC" "$WORK" 300 || exit 1
+seq_len=${CP_SEQ_LEN:-30}
+cat > "$WORK/cp.json" <<JSON
+{
+  "model": {"vocab_size": 300, "hidden_size": 32, "num_stages": 4, "num_q_heads": 2,
+            "num_kv_heads": 1, "head_dim": 8, "num_experts": 4, "expert_hidden": 32,
+            "router_dim": 8, "rope_theta": 10000.0, "partial_rotary_factor": 0.5,
+            "max_seq_len": 64},
+  "data": {"dir": "$WORK/data", "sources": ["brown"],
+           "phases": [{"name": "a", "tokens": $((16 * seq_len)), "seq_len": $seq_len, "rope_theta": 10000.0, "mixture": {"brown": 1.0}}]},
+  "train": {"seed": 5, "micro_batch": 2, "global_batch": 4, "eval_every": 2, "eval_windows": 4,
+            "log_every": 1, "sample_tokens": 0, "checkpoint_every": 2, "keep_last": 5,
+            "optim": {"lr": 3e-3, "min_lr": 3e-4, "warmup_steps": 1, "schedule": "cosine",
+                      "router_bias_lr": 1e-2, "muon": true}}
+}
+JSON
+# compare A B FROM: max relative difference of the losses of steps >= FROM; fails above TOL.
+compare() {
+  $PY - "$WORK/$1/metrics.jsonl" "$WORK/$2/metrics.jsonl" "$3" "$TOL" <<'PY'
+import json, sys
+a, b = [{r["step"]: r for r in map(json.loads, open(f))} for f in sys.argv[1:3]]
+first, tol = int(sys.argv[3]), float(sys.argv[4])
+steps = [s for s in sorted(a) if s >= first]
+if len(a) != 4 or len(b) != 4:
+    print(f"  expected 4 metric lines, got {len(a)} and {len(b)}"); sys.exit(1)
+worst = max(abs(a[s]["loss"] - b[s]["loss"]) / abs(a[s]["loss"]) for s in steps)
+vals = [(a[s]["val_loss"], b[s]["val_loss"]) for s in steps if "val_loss" in a[s] and "val_loss" in b[s]]
+vworst = max((abs(x - y) / abs(x) for x, y in vals), default=1.0)
+print(f"  steps {first}..4: largest relative loss difference {worst:.2e}, val loss {vworst:.2e}")
+sys.exit(not (worst <= tol and vworst <= tol))
+PY
+}
+losses() { $PY -c "import json,sys; print([r['loss'] for r in map(json.loads, open(sys.argv[1]))])" "$1"; }
+
+run 1 "$WORK/np1.log" --config "$WORK/cp.json" --out "$WORK/np1" || exit 1
+run 2 "$WORK/cp2.log" --config "$WORK/cp.json" --out "$WORK/cp2" --context-parallel 2 || exit 1
+check "2 ranks are a grid of data 1 x context 2" grep -q "2 ranks (data 1 x context 2)" "$WORK/cp2.log"
+check "context parallel 2: 4 Muon steps match 1 rank within $TOL" compare np1 cp2 1
+run 3 "$WORK/cp3.log" --config "$WORK/cp.json" --out "$WORK/cp3" --context-parallel 3 || exit 1
+check "context parallel 3: 4 Muon steps match 1 rank within $TOL" compare np1 cp3 1
+run 4 "$WORK/grid.log" --config "$WORK/cp.json" --out "$WORK/grid" --context-parallel 2 || exit 1
+check "4 ranks are a grid of data 2 x context 2" grep -q "4 ranks (data 2 x context 2)" "$WORK/grid.log"
+check "data 2 x context 2: 4 Muon steps match 1 rank within $TOL" compare np1 grid 1
+run 2 "$WORK/cp2b.log" --config "$WORK/cp.json" --out "$WORK/cp2b" --context-parallel 2 || exit 1
+check "context parallel 2 twice: bitwise the same losses" \
+  test "$(losses "$WORK/cp2/metrics.jsonl")" == "$(losses "$WORK/cp2b/metrics.jsonl")"
+
+# Reshape: the 2 x 2 grid's checkpoint at step 2 continues at context parallel 2 and at 1 rank.
+rm -rf "$WORK/half"; cp -r "$WORK/grid" "$WORK/half"
+rm -rf "$WORK/half/ckpt/step-00000004" "$WORK/half/summary.json"
+$PY - "$WORK/half/metrics.jsonl" <<'PY'
+import json, sys
+rows = [r for r in map(json.loads, open(sys.argv[1])) if r["step"] <= 2]
+open(sys.argv[1], "w").write("".join(json.dumps(r) + "\n" for r in rows))
+PY
+for to in "2 2" "1 1"; do
+  set -- $to
+  rm -rf "$WORK/reshape-$1"; cp -r "$WORK/half" "$WORK/reshape-$1"
+  run "$1" "$WORK/reshape-$1.log" --config "$WORK/cp.json" --out "$WORK/reshape-$1" \
+    --context-parallel "$2" --resume auto || exit 1
+  check "reshape (data 2 x context 2) -> $1 rank(s) at context parallel $2: resumed at step 2" \
+    grep -q "(saved by 4 ranks, now $1): step 2" "$WORK/reshape-$1.log"
+  check "reshape -> $1 rank(s): steps 3..4 match the uninterrupted run within $TOL" \
+    compare grid "reshape-$1" 3
+done
+
+# Errors name the flag and what was expected, before anything is written.
+out=$("$MPIRUN" -np 2 --oversubscribe --allow-run-as-root "$ZAYA" --threads 1 train --no-progress \
+  --config "$WORK/cp.json" --out "$WORK/bad1" --context-parallel 3 2>&1)
+check "context parallel 3 on 2 ranks is refused" \
+  bash -c "grep -q 'context parallel 3 .* must divide the 2 ranks' <<< \"\$1\"" _ "$out"
+out=$("$ZAYA" --threads 1 train --no-progress --config "$WORK/cp.json" --out "$WORK/bad2" \
+  --context-parallel 8 2>&1)
+check "context parallel 8 on 1 rank is refused" bash -c "grep -q 'must divide the 1 ranks' <<< \"\$1\"" _ "$out"
+check "nothing was written by the refused runs" test ! -e "$WORK/bad1" -a ! -e "$WORK/bad2"
+echo "cp_equivalence: $passes passed, $fails failed"
+exit $((fails > 0))
