@@ -36,21 +36,10 @@ cat > "$WORK/cp.json" <<JSON
                       "router_bias_lr": 1e-2, "muon": true}}
 }
 JSON
-# compare A B FROM: max relative difference of the losses of steps >= FROM; fails above TOL.
+# compare A B FROM: the losses of steps >= FROM and the validation losses, within TOL.
 compare() {
-  $PY - "$WORK/$1/metrics.jsonl" "$WORK/$2/metrics.jsonl" "$3" "$TOL" <<'PY'
-import json, sys
-a, b = [{r["step"]: r for r in map(json.loads, open(f))} for f in sys.argv[1:3]]
-first, tol = int(sys.argv[3]), float(sys.argv[4])
-steps = [s for s in sorted(a) if s >= first]
-if len(a) != 4 or len(b) != 4:
-    print(f"  expected 4 metric lines, got {len(a)} and {len(b)}"); sys.exit(1)
-worst = max(abs(a[s]["loss"] - b[s]["loss"]) / abs(a[s]["loss"]) for s in steps)
-vals = [(a[s]["val_loss"], b[s]["val_loss"]) for s in steps if "val_loss" in a[s] and "val_loss" in b[s]]
-vworst = max((abs(x - y) / abs(x) for x, y in vals), default=1.0)
-print(f"  steps {first}..4: largest relative loss difference {worst:.2e}, val loss {vworst:.2e}")
-sys.exit(not (worst <= tol and vworst <= tol))
-PY
+  $PY "$SRC/tests/ckpt/compare_losses.py" "$WORK/$1/metrics.jsonl" "$WORK/$2/metrics.jsonl" "$3" \
+    "$TOL" 4
 }
 losses() { $PY -c "import json,sys; print([r['loss'] for r in map(json.loads, open(sys.argv[1]))])" "$1"; }
 
