@@ -20,17 +20,29 @@ Arena::Block Arena::make_block(size_t bytes) {
 
 void* Arena::bytes(size_t n) {
   n = (n + 63) / 64 * 64;  // keep every allocation 64-byte aligned
-  if (blocks_.empty() || used_ + n > blocks_.back().bytes) {
-    const size_t size =
-        std::max<size_t>(n, blocks_.empty() ? (size_t(64) << 20) : blocks_.back().bytes);
-    blocks_.push_back(make_block(size));
+  if (blocks_.empty()) {
+    blocks_.push_back(make_block(std::max<size_t>(n, size_t(64) << 20)));
+    current_ = 0;
     used_ = 0;
   }
-  void* p = blocks_.back().data.get() + used_;
+  while (used_ + n > blocks_[current_].bytes) {
+    // The next block, kept from before a rewind, or a new one at least as large as the last.
+    if (current_ + 1 == blocks_.size())
+      blocks_.push_back(make_block(std::max<size_t>(n, blocks_.back().bytes)));
+    ++current_;
+    used_ = 0;
+  }
+  void* p = blocks_[current_].data.get() + used_;
   used_ += n;
   total_used_ += n;
   high_water_ = std::max(high_water_, total_used_);
   return p;
+}
+
+void Arena::rewind(const Mark& m) {
+  current_ = m.block;
+  used_ = m.used;
+  total_used_ = m.total;
 }
 
 float* Arena::zeros(size_t n) {
@@ -45,6 +57,7 @@ void Arena::reset() {
     blocks_.clear();
     blocks_.push_back(make_block(high_water_));
   }
+  current_ = 0;
   used_ = 0;
   total_used_ = 0;
 }

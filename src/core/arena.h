@@ -2,6 +2,8 @@
 // reset() frees everything at once. If a step needs more than the current block, further blocks are
 // chained (earlier pointers stay valid) and the next reset() merges them into one block, so from
 // the second step on every step runs out of a single allocation.
+// mark() and rewind() free everything taken after a mark, for buffers that live within one
+// stage of the backward (the space is reused; the blocks stay).
 // Blocks are not zero-filled (floats() promises nothing about the contents; zeros() fills what it
 // hands out), so only the bytes a step uses become resident: the process's memory grows by the
 // high-water mark, not by the block sizes (sizing/train_memory.h counts on this).
@@ -23,6 +25,12 @@ class Arena {
   float* zeros(size_t n);
   void* bytes(size_t n);
   void reset();
+  struct Mark {
+    size_t block = 0, used = 0, total = 0;
+  };
+  Mark mark() const { return {current_, used_, total_used_}; }
+  // Frees every allocation made since `m` (their pointers become invalid).
+  void rewind(const Mark& m);
   size_t capacity() const;
   size_t high_water() const { return high_water_; }
 
@@ -36,7 +44,8 @@ class Arena {
   };
   static Block make_block(size_t bytes);
   std::vector<Block> blocks_;
-  size_t used_ = 0;        // bytes used in the last block
+  size_t current_ = 0;     // the block allocations come from (blocks after it are free)
+  size_t used_ = 0;        // bytes used in the current block
   size_t total_used_ = 0;  // bytes used in all blocks this step
   size_t high_water_ = 0;
 };

@@ -180,31 +180,28 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
   acts_.assign(L, StageActivations{});
   const float* h_prev = emb_;
   const float* r_prev = nullptr;
-  const float* router_state = nullptr;
   for (int i = 0; i < L; ++i) {
     const Stage& st = stages_[i];
     StageActivations& a = acts_[i];
     a.r = arena_.floats(size_t(N) * E);
     cpu::residual_merge_forward(a.r, h_prev, st.hb, st.hs, r_prev, st.rb, st.rs, N, E);
-    a.rstd = arena_.floats(N);
-    a.x = arena_.floats(size_t(N) * E);
-    cpu::rmsnorm_forward(a.x, a.rstd, a.r, st.norm_w, N, E, float(config_.norm_eps));
     a.h = arena_.floats(size_t(N) * E);
-    if (ModelConfig::is_attention_stage(i)) {
-      cca_forward(a.h, a.cca, a.x, st.cca, rope, config_, B, T, arena_, shard);
-    } else {
-      const int32_t* held = nullptr;
-      if (!held_routes_.empty()) {
-        const size_t k = size_t(i / 2);  // MoE stages are the odd ones
-        ZAYA_CHECK(k < held_routes_.size() && held_routes_[k].size() == size_t(N),
-                   "hold_routes: no [", N, "] routes for MoE stage ", i);
-        for (int32_t r : held_routes_[k])
-          ZAYA_CHECK(r >= 0 && r <= int32_t(config_.num_experts), "hold_routes: route ", r,
-                     " outside [0, ", config_.num_experts, "]");
-        held = held_routes_[k].data();
+    if (recompute_) {
+      // Keep the stage's input and output (and a MoE stage's routes and router state, which the
+      // trainer and the next MoE stage read); the rest is recomputed in backward().
+      if (!ModelConfig::is_attention_stage(i)) {
+        a.kept_route = arena_.ints(N);
+        a.kept_state = arena_.floats(size_t(N) * size_t(config_.router_dim));
       }
-      moe_forward(a.h, a.moe, a.x, router_state, st.moe, config_, N, arena_, held);
-      router_state = a.moe.state;
+      const Arena::Mark mark = arena_.mark();
+      stage_forward(i, a.h, rope, shard);
+      if (!ModelConfig::is_attention_stage(i)) {
+        std::copy_n(a.moe.route, N, a.kept_route);
+        std::copy_n(a.moe.state, size_t(N) * size_t(config_.router_dim), a.kept_state);
+      }
+      arena_.rewind(mark);
+    } else {
+      stage_forward(i, a.h, rope, shard);
     }
     h_prev = a.h;
     r_prev = a.r;
@@ -255,6 +252,37 @@ float ZayaModel::mean_loss(double total) {
   return loss_count_ ? float(total / double(loss_count_)) : 0.0f;
 }
 
+const float* ZayaModel::router_state_out(int i) const {
+  const StageActivations& a = acts_[size_t(i)];
+  return a.kept_state ? a.kept_state : a.moe.state;
+}
+
+void ZayaModel::stage_forward(int i, float* h, const RopeTables& rope, const ContextShard* shard) {
+  const int N = B_ * T_, E = int(config_.hidden_size);
+  const Stage& st = stages_[size_t(i)];
+  StageActivations& a = acts_[size_t(i)];
+  a.rstd = arena_.floats(N);
+  a.x = arena_.floats(size_t(N) * E);
+  cpu::rmsnorm_forward(a.x, a.rstd, a.r, st.norm_w, N, E, float(config_.norm_eps));
+  if (ModelConfig::is_attention_stage(i)) {
+    cca_forward(h, a.cca, a.x, st.cca, rope, config_, B_, T_, arena_, shard);
+    return;
+  }
+  const int32_t* held = nullptr;
+  if (!held_routes_.empty()) {
+    const size_t k = size_t(i / 2);  // MoE stages are the odd ones
+    ZAYA_CHECK(k < held_routes_.size() && held_routes_[k].size() == size_t(N), "hold_routes: no [",
+               N, "] routes for MoE stage ", i);
+    for (int32_t r : held_routes_[k])
+      ZAYA_CHECK(r >= 0 && r <= int32_t(config_.num_experts), "hold_routes: route ", r,
+                 " outside [0, ", config_.num_experts, "]");
+    held = held_routes_[k].data();
+  }
+  // The router state comes from the previous MoE stage (two stages back), none before the first.
+  const float* state_in = i >= 3 ? router_state_out(i - 2) : nullptr;
+  moe_forward(h, a.moe, a.x, state_in, st.moe, config_, N, arena_, held);
+}
+
 void ZayaModel::backward(float loss_scale) {
   ZAYA_CHECK(have_loss_ && (logits_valid_ || chunked_loss_),
              "backward() needs a forward() with targets before it");
@@ -295,16 +323,30 @@ void ZayaModel::backward(float loss_scale) {
       w("model.res_scale.hidden_states_scale"), acts_[L - 1].r, w("model.res_scale.residual_bias"),
       w("model.res_scale.residual_scale"), N, E);
 
+  // The gradients that flow from stage to stage live in two pairs of buffers taken here; what a
+  // stage's backward takes besides is freed when the stage is done (and, with recompute, so is
+  // its recomputed forward), so the backward holds one stage's temporaries at a time.
+  float* dh_next = arena_.floats(size_t(N) * E);
+  float* dr_next = arena_.floats(size_t(N) * E);
+  const bool chained_moe = config_.num_moe_stages() >= 2;  // router-state gradients to pass on
+  float* dstate_buf[2] = {chained_moe ? arena_.floats(size_t(N) * R) : nullptr,
+                          chained_moe ? arena_.floats(size_t(N) * R) : nullptr};
   float* dstate = nullptr;  // gradient w.r.t. the router state flowing back across MoE stages
   for (int i = L - 1; i >= 0; --i) {
     const Stage& st = stages_[i];
     StageGrads& sg = grads_[i];
     StageActivations& a = acts_[i];
+    const Arena::Mark mark = arena_.mark();
+    if (recompute_) stage_forward(i, arena_.floats(size_t(N) * E), rope, shard);
     float* dx = arena_.zeros(size_t(N) * E);
     if (ModelConfig::is_attention_stage(i)) {
       cca_backward(dx, sg.cca, dh, a.cca, st.cca, rope, config_, B_, T_, arena_, shard);
     } else {
-      float* dstate_in = a.moe.state_in ? arena_.zeros(size_t(N) * R) : nullptr;
+      float* dstate_in = nullptr;
+      if (a.moe.state_in) {
+        dstate_in = dstate_buf[0] == dstate ? dstate_buf[1] : dstate_buf[0];
+        std::fill_n(dstate_in, size_t(N) * R, 0.0f);
+      }
       moe_backward(dx, dstate_in, sg.moe, dh, dstate, a.moe, st.moe, config_, N, arena_);
       dstate = dstate_in;
     }
@@ -313,10 +355,15 @@ void ZayaModel::backward(float loss_scale) {
     // r_i = (h_{i-1} + hb) ⊙ hs + (r_{i-1} + rb) ⊙ rs.
     const float* h_prev = i > 0 ? acts_[i - 1].h : emb_;
     const float* r_prev = i > 0 ? acts_[i - 1].r : nullptr;
-    float* dh_prev = arena_.zeros(size_t(N) * E);
-    float* dr_prev = r_prev ? arena_.zeros(size_t(N) * E) : nullptr;
+    float* dh_prev = dh_next;
+    float* dr_prev = r_prev ? dr_next : nullptr;
+    std::fill_n(dh_prev, size_t(N) * E, 0.0f);
+    if (dr_prev) std::fill_n(dr_prev, size_t(N) * E, 0.0f);
     cpu::residual_merge_backward(dh_prev, sg.hb, sg.hs, dr_prev, sg.rb, sg.rs, dr, h_prev, st.hb,
                                  st.hs, r_prev, st.rb, st.rs, N, E);
+    arena_.rewind(mark);
+    dh_next = dh;
+    dr_next = dr;
     dh = dh_prev;
     dr = dr_prev;
   }
@@ -338,7 +385,8 @@ std::span<const float> ZayaModel::logits() const {
 std::span<const int32_t> ZayaModel::routes(int stage) const {
   ZAYA_CHECK(stage >= 0 && stage < int(acts_.size()) && !ModelConfig::is_attention_stage(stage),
              "routes(", stage, "): not an MoE stage of the last forward()");
-  return {acts_[stage].moe.route, size_t(B_) * T_};
+  const StageActivations& a = acts_[size_t(stage)];
+  return {a.kept_route ? a.kept_route : a.moe.route, size_t(B_) * T_};
 }
 
 }  // namespace zaya
@@ -346,6 +394,7 @@ std::span<const int32_t> ZayaModel::routes(int stage) const {
 namespace zaya {
 std::span<const float> ZayaModel::route_probs(int stage) const {
   routes(stage);  // validates
+  ZAYA_CHECK(!recompute_, "route_probs() is not kept with recompute on (set_recompute)");
   return {acts_[stage].moe.probs, size_t(B_) * T_ * size_t(config_.num_routes())};
 }
 }  // namespace zaya

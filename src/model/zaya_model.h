@@ -58,6 +58,13 @@ class ZayaModel {
   // chunks (the default) materialise them. Forward calls without targets always materialise.
   void set_lm_head_chunks(const cpu::LmHeadChunks& chunks) { lm_chunks_ = chunks; }
 
+  // Recomputation: following forward() calls keep only each stage's input and output (and a MoE
+  // stage's routes and router state), and backward() runs each stage's forward again just before
+  // its backward: activations of about 2 rows per stage instead of all of them, for one more
+  // forward. The gradients are bitwise the same (the recomputed forward is deterministic).
+  void set_recompute(bool on) { recompute_ = on; }
+  bool recompute() const { return recompute_; }
+
   // Valid after forward() and until backward() (which reuses the buffer for the gradient); not
   // after a chunked forward (set_lm_head_chunks), which keeps no logits.
   std::span<const float> logits() const;
@@ -94,9 +101,16 @@ class ZayaModel {
     float* h = nullptr;     // block output [N, E]
     CcaActivations cca;
     MoeActivations moe;
+    int32_t* kept_route = nullptr;  // with recompute: the MoE stage's routes [N]
+    float* kept_state = nullptr;    // with recompute: its router state [N, R]
   };
 
   void bind_weights();
+  // RMSNorm of stage i's merged residual and its block (CCA or MoE) into h [N, E]; fills
+  // acts_[i] but r and h. Used by forward() and, with recompute, by backward().
+  void stage_forward(int i, float* h, const RopeTables& rope, const ContextShard* shard);
+  // The router state MoE stage i passes on.
+  const float* router_state_out(int i) const;
   // The mean loss from this rank's sum (and loss_count_), over the context group when sharded.
   float mean_loss(double total);
   void rope_for(int S);
@@ -113,6 +127,7 @@ class ZayaModel {
   dist::Communicator* context_group_ = nullptr;
   ContextShard shard_;  // valid when the last forward ran under a context group
   bool sharded_ = false;
+  bool recompute_ = false;
   std::vector<int32_t> tokens_, targets_;
   std::vector<std::vector<int32_t>> held_routes_;
   std::vector<StageActivations> acts_;

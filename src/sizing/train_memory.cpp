@@ -19,8 +19,14 @@ int64_t block(int64_t n) {
   return (n * 4 + 63) / 64 * 64;
 }
 
+// A block's buffers (CCA or MoE, without the stage's norm): those its forward keeps for the
+// backward, and those its backward takes.
+struct BlockBytes {
+  int64_t fwd = 0, bwd = 0;
+};
+
 // CCA stage (model/cca.cpp), forward then backward: the buffers in the order they are taken.
-int64_t cca_bytes(const ModelConfig& c, int64_t B, int64_t S) {
+BlockBytes cca_bytes(const ModelConfig& c, int64_t B, int64_t S) {
   const int64_t N = B * S, Dq = c.q_dim(), Dk = c.kv_dim(), C = Dq + Dk, P = C + Dk;
   const int64_t H = c.num_q_heads + c.num_kv_heads;
   // proj, u, a (one padding row per sequence), qk1, v, head_temp, qkn, inv_norm, q, k, att, lse.
@@ -31,11 +37,11 @@ int64_t cca_bytes(const ModelConfig& c, int64_t B, int64_t S) {
   const int64_t bwd = block(N * Dq) + block(N * Dq) + block(N * Dk) + block(N * Dk) + block(N * C) +
                       block(N * C) + block(H) + block(B * (S + 1) * C) + block(N * C) +
                       block(N * P);
-  return fwd + bwd;
+  return {fwd, bwd};
 }
 
 // MoE stage (model/moe.cpp) with `routed` tokens sent to real experts.
-int64_t moe_bytes(const ModelConfig& c, int64_t N, int64_t routed) {
+BlockBytes moe_bytes(const ModelConfig& c, int64_t N, int64_t routed) {
   const int64_t E = c.hidden_size, R = c.router_dim, NR = c.num_routes(), F = c.expert_hidden;
   // state, rstd, hn, m1_pre, m1, m2_pre, m2, logits, probs, route, offsets, order, then the
   // experts' xg, h1 (2F wide), sw, y.
@@ -45,13 +51,13 @@ int64_t moe_bytes(const ModelConfig& c, int64_t N, int64_t routed) {
   // dprobs, dy, dsw, dh1, dxg, dlogits, dm2, dm2_pre, dm1, dm1_pre, dhn, dst.
   const int64_t bwd = block(N * NR) + block(routed * E) + block(routed * F) +
                       block(routed * 2 * F) + block(routed * E) + block(N * NR) + 6 * block(N * R);
-  return fwd + bwd;
+  return {fwd, bwd};
 }
 
 }  // namespace
 
 int64_t activation_bytes(const ModelConfig& c, int64_t batch, int64_t seq,
-                         std::span<const int64_t> routed) {
+                         std::span<const int64_t> routed, bool recompute) {
   const int64_t N = batch * seq, E = c.hidden_size, V = c.vocab_size, R = c.router_dim;
   const int64_t L = c.num_stages;
   ZAYA_CHECK(routed.empty() || int64_t(routed.size()) == c.num_moe_stages(),
@@ -59,24 +65,29 @@ int64_t activation_bytes(const ModelConfig& c, int64_t batch, int64_t seq,
              " MoE stages");
   // Even spread over X experts + the skip route.
   const int64_t even = N * c.num_experts / c.num_routes();
-  int64_t bytes = block(N * E);  // the embedding output
-  // Final merge, norm, logits, log-sum-exp; backward: dy, dr_final, dh, dr.
-  bytes += block(N * E) + block(N) + block(N * E) + block(N * V) + block(N);
-  bytes += 4 * block(N * E);
+  const int64_t embedding = block(N * E);
+  // After the stages: final merge, norm, logits, log-sum-exp. Backward: dy, dr_final, dh, dr, then
+  // the other pair of stage-to-stage gradients and the router-state gradients' two buffers.
+  const int64_t head = block(N * E) + block(N) + block(N * E) + block(N * V) + block(N);
+  const int64_t flow = 6 * block(N * E) + (c.num_moe_stages() >= 2 ? 2 * block(N * R) : 0);
+  int64_t kept = 0;   // every stage's forward buffers that stay until the backward
+  int64_t stage = 0;  // the largest one stage's backward takes (freed when it is done)
   for (int64_t i = 0; i < L; ++i) {
-    // Forward: r, rstd, x, h. Backward: dx, then dh_prev and dr_prev (no dr_prev at stage 0).
-    bytes += 3 * block(N * E) + block(N);
-    bytes += block(N * E) + block(N * E) + (i > 0 ? block(N * E) : 0);
-    if (ModelConfig::is_attention_stage(i)) {
-      bytes += cca_bytes(c, batch, seq);
+    const bool moe = !ModelConfig::is_attention_stage(i);
+    const BlockBytes b = moe ? moe_bytes(c, N, routed.empty() ? even : routed[size_t(i / 2)])
+                             : cca_bytes(c, batch, seq);
+    const int64_t inner = block(N) + block(N * E) + b.fwd;  // rstd, x (the norm), the block
+    const int64_t back = block(N * E) + b.bwd;              // dx, the block's backward
+    kept += 2 * block(N * E);                               // r, h
+    if (recompute) {
+      kept += moe ? block(N) + block(N * R) : 0;             // routes, router state
+      stage = std::max(stage, block(N * E) + inner + back);  // + the recomputed block's output
     } else {
-      const int64_t k = i / 2;
-      bytes += moe_bytes(c, N, routed.empty() ? even : routed[size_t(k)]);
-      // The router-state gradient of every MoE stage but the first (model/zaya_model.cpp).
-      if (k > 0) bytes += block(N * R);
+      kept += inner;
+      stage = std::max(stage, back);
     }
   }
-  return bytes;
+  return embedding + kept + head + flow + stage;
 }
 
 TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq, int world,

@@ -1,13 +1,16 @@
 // Memory of one training rank, by part: what `zaya size` reports and checks a shape against.
 //
 // The activations are the step's arena (core/arena.h): every forward and backward buffer of a
-// micro-batch comes from it and none is freed before the step ends, so its high-water mark is the
-// sum of the buffers that model/zaya_model.cpp, cca.cpp and moe.cpp take, each rounded up to 64
-// bytes. `activation_bytes` counts them from the shapes alone (a test holds it to
-// Arena::high_water() of real steps). The rest follows the trainer's buffers: fp32 weights and
-// gradients on every rank, the optimizer state of the rank's ZeRO-1 range (optim/optimizer.h),
-// the reduce-scatter staging (optim/zero1_sync.h), Newton–Schulz workspaces, and the snapshot an
-// asynchronous checkpoint takes of the rank's range.
+// micro-batch comes from it. The forward's stay until the step ends; each stage's backward
+// buffers are freed when the stage is done. So its high-water mark is the forward's buffers, the
+// gradients passed between stages, and the largest stage backward, each buffer rounded up to 64
+// bytes (model/zaya_model.cpp, cca.cpp and moe.cpp take them). With recompute the forward keeps
+// only each stage's input and output and the backward also holds one stage's forward.
+// `activation_bytes` counts them from the shapes alone (a test holds it to Arena::high_water() of
+// real steps). The rest follows the trainer's buffers: fp32 weights and gradients on every rank,
+// the optimizer state of the rank's ZeRO-1 range (optim/optimizer.h), the reduce-scatter staging
+// (optim/zero1_sync.h), Newton–Schulz workspaces, and the snapshot an asynchronous checkpoint takes
+// of the rank's range.
 #pragma once
 
 #include <cstdint>
@@ -21,8 +24,9 @@ namespace zaya {
 // Bytes of the arena after forward + backward of `batch` × `seq` tokens. `routed[k]` is the number
 // of tokens that MoE stage k sends to a real expert (not the skip route); empty: the tokens spread
 // evenly over the experts and the skip route, as the balancing biases aim for.
+// Whole sequences only (context parallelism adds the ring's and halos' buffers).
 int64_t activation_bytes(const ModelConfig& c, int64_t batch, int64_t seq,
-                         std::span<const int64_t> routed = {});
+                         std::span<const int64_t> routed = {}, bool recompute = false);
 
 struct TrainMemory {
   int64_t weights = 0;      // every rank (fp32 on CPU, bf16 on a GPU)

@@ -37,6 +37,9 @@ struct TrainConfig {
   // Context parallelism: each sequence spread over this many ranks (model/context_shard.h), the
   // world a grid of data × context ranks. 1: every rank holds whole sequences.
   int context_parallel = 1;
+  // Recompute each stage's forward in the backward instead of keeping its activations
+  // (ZayaModel::set_recompute): long sequences in less memory, for about a third more compute.
+  bool recompute = false;
   nlohmann::json optim = nlohmann::json::object();  // "train.optim", see optim/optim_config.h
 };
 

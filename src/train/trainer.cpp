@@ -276,6 +276,7 @@ TrainSummary run_training(const TrainOptions& opt) {
   ZayaModel model(mc);
   model.params().init(tc.seed);
   model.set_context_group(context_comm.get());
+  model.set_recompute(tc.recompute);
   model.set_lm_head_chunks({tc.lm_head_chunk_tokens, tc.lm_head_chunk_vocab});
   if (!opt.init_from.empty() && resume_dir.empty()) {
     const LoadedModel init = load_model_any(opt.init_from);

@@ -6,7 +6,8 @@
 #    (ring attention merges blocks and sums gradient shares in another order: not bitwise);
 #  - reshape: a checkpoint of the 2 x 2 grid at step 2 continues at context parallel 2 alone and
 #    at 1 rank, and steps 3..4 match the uninterrupted run within TOL;
-#  - determinism: the context-parallel run again gives bitwise the same losses;
+#  - determinism: the context-parallel run again, and with train.recompute, gives bitwise the
+#    same losses;
 #  - errors: a context parallel that does not divide the ranks, and sequences too short for it.
 set -uo pipefail
 ZAYA=$1; SRC=$2; WORK=$3; MPIRUN=${4:-mpirun}
@@ -55,6 +56,11 @@ check "data 2 x context 2: 4 Muon steps match 1 rank within $TOL" compare np1 gr
 run 2 "$WORK/cp2b.log" --config "$WORK/cp.json" --out "$WORK/cp2b" --context-parallel 2 || exit 1
 check "context parallel 2 twice: bitwise the same losses" \
   test "$(losses "$WORK/cp2/metrics.jsonl")" == "$(losses "$WORK/cp2b/metrics.jsonl")"
+sed 's/"seed": 5,/"seed": 5, "recompute": true,/' "$WORK/cp.json" > "$WORK/cp-recompute.json"
+run 2 "$WORK/cp2r.log" --config "$WORK/cp-recompute.json" --out "$WORK/cp2r" \
+  --context-parallel 2 || exit 1
+check "context parallel 2 with train.recompute: bitwise the same losses as without" \
+  test "$(losses "$WORK/cp2/metrics.jsonl")" == "$(losses "$WORK/cp2r/metrics.jsonl")"
 
 # Reshape: the 2 x 2 grid's checkpoint at step 2 continues at context parallel 2 and at 1 rank.
 rm -rf "$WORK/half"; cp -r "$WORK/grid" "$WORK/half"

@@ -19,6 +19,15 @@ TEST(ContextParallel, MatchesWholeSequences) {
   }
 }
 
+TEST(ContextParallel, WithRecomputeAndTheLmHeadInBlocks) {
+  // The backward recomputes each stage, ring and halos included, in step on every rank.
+  const int N = g_comm->world_size();
+  const test::ContextParallelErrors e =
+      test::check_context_parallel(*g_comm, 2, 6 * N + 1, 12, {5, 64}, true);
+  EXPECT_LE(e.loss, 1e-5) << N << " ranks";
+  EXPECT_LE(e.grad, 1e-4) << N << " ranks: " << e.worst;
+}
+
 TEST(ContextParallel, SubGroupsOfOneRankEach) {
   // split by rank: every rank its own group of 1, which must not talk to the others.
   const std::unique_ptr<Communicator> alone = g_comm->split(g_comm->rank(), 0);

@@ -26,7 +26,8 @@ struct ContextParallelErrors {
 
 inline ContextParallelErrors check_context_parallel(dist::Communicator& group, int B, int S,
                                                     uint64_t seed,
-                                                    const cpu::LmHeadChunks& chunks = {}) {
+                                                    const cpu::LmHeadChunks& chunks = {},
+                                                    bool recompute = false) {
   ZayaModel model = perturbed_tiny(seed);  // the same weights on every rank
   model.set_lm_head_chunks(chunks);
   const int V = int(model.config().vocab_size);
@@ -41,6 +42,7 @@ inline ContextParallelErrors check_context_parallel(dist::Communicator& group, i
 
   const ContextShard shard(&group, S);
   model.set_context_group(&group);
+  model.set_recompute(recompute);  // the whole-sequence run is without
   model.params().zero_grads();
   const float sharded =
       model.forward(shard.take<int32_t>(tokens, B), shard.take<int32_t>(targets, B), B, S);

@@ -23,9 +23,11 @@ struct Step {
 
 // One forward + backward on random tokens; `held` (one route per token, per MoE stage) or, when
 // empty, the router's own choice.
-Step run_step(const ModelConfig& c, int B, int S, const std::vector<std::vector<int32_t>>& held) {
+Step run_step(const ModelConfig& c, int B, int S, const std::vector<std::vector<int32_t>>& held,
+              bool recompute = false) {
   ZayaModel m(c);
   m.params().init(5);
+  m.set_recompute(recompute);
   if (!held.empty()) m.hold_routes(held);
   std::mt19937 g(9);
   std::uniform_int_distribution<int32_t> tok(0, int32_t(c.vocab_size) - 1);
@@ -48,9 +50,12 @@ TEST(TrainMemory, ActivationsAreTheArenasHighWater) {
   wide.hidden_size = 96, wide.expert_hidden = 40, wide.head_dim = 12, wide.num_stages = 4;
   for (const ModelConfig& c : {config_from("tiny.json"), wide}) {
     for (const auto& [B, S] : {std::pair{1, 16}, {3, 37}, {2, 64}}) {
-      const Step s = run_step(c, B, S, {});
-      EXPECT_EQ(int64_t(s.high_water), activation_bytes(c, B, S, s.routed))
-          << "hidden " << c.hidden_size << ", B " << B << ", S " << S;
+      for (const bool recompute : {false, true}) {
+        const Step s = run_step(c, B, S, {}, recompute);
+        EXPECT_EQ(int64_t(s.high_water), activation_bytes(c, B, S, s.routed, recompute))
+            << "hidden " << c.hidden_size << ", B " << B << ", S " << S << ", recompute "
+            << recompute;
+      }
     }
   }
 }
@@ -81,6 +86,15 @@ TEST(TrainMemory, ExpertBuffersFollowTheRoutes) {
   const int64_t even = int64_t(N) * c.num_experts / c.num_routes();
   EXPECT_EQ(activation_bytes(c, B, S),
             activation_bytes(c, B, S, std::vector<int64_t>(size_t(moe), even)));
+}
+
+// Recomputation trades a forward for memory: at a long sequence the arena of a step with it is a
+// fraction of the one without, and each is what the model predicts.
+TEST(TrainMemory, RecomputeKeepsAFractionOfTheActivations) {
+  const ModelConfig c = config_from("tiny.json");
+  const Step full = run_step(c, 1, 256, {}, false), lean = run_step(c, 1, 256, {}, true);
+  EXPECT_EQ(int64_t(lean.high_water), activation_bytes(c, 1, 256, lean.routed, true));
+  EXPECT_LT(double(lean.high_water), 0.6 * double(full.high_water));
 }
 
 // ZeRO-1 splits the optimizer state, not the weights or gradients; the parts add up.
