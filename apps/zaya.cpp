@@ -21,6 +21,7 @@
 #include "cmd_comm.h"
 #include "cmd_data.h"
 #include "cmd_decode_bench.h"
+#include "cmd_eval.h"
 #include "cmd_generate.h"
 #include "cmd_hwbench.h"
 #include "cmd_score.h"
@@ -118,6 +119,7 @@ int main(int argc, char** argv) {
   runners.push_back(zaya::cli::add_ckpt_commands(app));
   runners.push_back(zaya::cli::add_aegis_commands(app));
   runners.push_back(zaya::cli::add_score_commands(app));
+  runners.push_back(zaya::cli::add_eval_commands(app));
   runners.push_back(zaya::cli::add_serve_commands(app));
   runners.push_back(zaya::cli::add_comm_commands(*bench));
   runners.push_back(zaya::cli::add_hwbench_commands(*bench));

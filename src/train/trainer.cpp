@@ -1,6 +1,7 @@
 #include "train/trainer.h"
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <array>
@@ -539,6 +540,13 @@ TrainSummary run_training(const TrainOptions& opt) {
   sum.unigram_val_loss = last_eval.unigram;
   model.set_context_group(nullptr);  // the end-of-run samples decode whole sequences on rank 0
   if (lead) write_run_outputs(sum, model, tc, sample_tokenizer.get(), loader.eos_id(), path);
+  // Every rank's peak resident memory (KiB from getrusage), for the summary.
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  const int64_t own_rss = int64_t(usage.ru_maxrss) * 1024;
+  sum.peak_rss_bytes.assign(size_t(world), 0);
+  static_assert(sizeof(int64_t) == 2 * sizeof(int32_t));  // moved as two int32 (bytes only)
+  comm->all_gather(&own_rss, sum.peak_rss_bytes.data(), 2, DType::I32);
   comm->barrier();  // the run's files are complete when any rank returns
   sum.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
   if (lead) write_run_summary(sum);

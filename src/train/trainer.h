@@ -49,6 +49,8 @@ struct TrainSummary {
   std::string last_checkpoint;  // newest checkpoint this run wrote
   int64_t resumed_step = 0;
   std::vector<std::string> samples;
+  // Peak resident memory of each rank's process (getrusage), gathered at the end of the run.
+  std::vector<int64_t> peak_rss_bytes;
 };
 
 TrainSummary run_training(const TrainOptions& opt);

@@ -81,6 +81,27 @@ for to in "2 2" "1 1"; do
     compare grid "reshape-$1" 3
 done
 
+# zaya eval: the grid run's final checkpoint on the validation windows, at 1 rank and at context
+# parallel 2, gives the validation loss the run logged; and the summary has every rank's memory.
+want=$($PY -c "import json,sys; print([json.loads(l) for l in open(sys.argv[1])][-1]['val_loss'])" \
+  "$WORK/grid/metrics.jsonl")
+"$ZAYA" --threads 1 eval --model "$WORK/grid/ckpt" --config "$WORK/cp.json" --windows 4 \
+  --micro-batch 2 > "$WORK/eval1.json" 2> "$WORK/eval1.log"
+"$MPIRUN" -np 2 --oversubscribe --allow-run-as-root "$ZAYA" --threads 1 eval \
+  --model "$WORK/grid/ckpt" --config "$WORK/cp.json" --windows 4 --micro-batch 2 \
+  --context-parallel 2 > "$WORK/eval2.json" 2> "$WORK/eval2.log"
+for n in 1 2; do
+  check "zaya eval ($n rank(s)) gives the run's final validation loss within $TOL" $PY -c "
+import json, sys
+got = json.load(open(sys.argv[1]))['val_loss']; want = float(sys.argv[2])
+print(f'  eval {got!r}, run {want!r}'); sys.exit(abs(got - want) > float(sys.argv[3]) * abs(want))" \
+    "$WORK/eval$n.json" "$want" "$TOL"
+done
+check "summary.json gives the peak memory of each of the 4 ranks" $PY -c "
+import json, sys
+r = json.load(open(sys.argv[1]))['peak_rss_bytes_per_rank']
+sys.exit(not (len(r) == 4 and all(x > 1 << 20 for x in r)))" "$WORK/grid/summary.json"
+
 # Errors name the flag and what was expected, before anything is written.
 out=$("$MPIRUN" -np 2 --oversubscribe --allow-run-as-root "$ZAYA" --threads 1 train --no-progress \
   --config "$WORK/cp.json" --out "$WORK/bad1" --context-parallel 3 2>&1)

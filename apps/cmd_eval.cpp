@@ -1,0 +1,107 @@
+// zaya eval --model M --config C [--phase NAME | --seq N --rope-theta T] [--windows K]
+//           [--micro-batch B] [--context-parallel N]
+#include "cmd_eval.h"
+
+#include <cstdio>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "ckpt/hf_interop.h"
+#include "core/error.h"
+#include "data/data_config.h"
+#include "data/loader.h"
+#include "dist/communicator.h"
+#include "model/context_shard.h"
+#include "train/evaluate.h"
+
+namespace zaya::cli {
+
+namespace {
+
+struct EvalArgs {
+  std::string model, config, phase;
+  int seq = 0, windows = 16, micro_batch = 1, context_parallel = 1;
+  double rope_theta = 0;
+};
+
+}  // namespace
+
+Runner add_eval_commands(CLI::App& app) {
+  auto a = std::make_shared<EvalArgs>();
+  auto* eval = app.add_subcommand(
+      "eval",
+      "Validation loss of a model on the held-out windows of a config's data, at any sequence "
+      "length; under mpirun the windows are shared by the ranks (and with --context-parallel each "
+      "window is spread over several)");
+  eval->add_option("--model", a->model,
+                   "Hugging Face model directory, zaya checkpoint step-N/ or a run's checkpoint "
+                   "root (newest complete checkpoint)")
+      ->required();
+  eval->add_option("--config", a->config, "zaya config whose 'data' section names the data")
+      ->required();
+  eval->add_option("--phase", a->phase,
+                   "data phase whose seq_len and rope_theta to use (default: the last phase)");
+  eval->add_option("--seq", a->seq, "window length instead of the phase's seq_len")
+      ->check(CLI::PositiveNumber);
+  eval->add_option("--rope-theta", a->rope_theta, "RoPE base instead of the phase's")
+      ->check(Positive());
+  eval->add_option("--windows", a->windows, "validation windows per data source (at most)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  eval->add_option("--micro-batch", a->micro_batch, "windows per forward")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  eval->add_option("--context-parallel", a->context_parallel,
+                   "spread each window over this many ranks (must divide the ranks)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+
+  return [=]() -> int {
+    if (!*eval) return kNotMine;
+    const nlohmann::json root = read_config_file(a->config);
+    ZAYA_CHECK(root.contains("data"), a->config, ": missing section 'data' (zaya eval reads it)");
+    const DataConfig dc = data_config_from_json(root["data"], a->config);
+    const DataPhase* phase = &dc.phases.back();
+    if (!a->phase.empty()) {
+      phase = nullptr;
+      for (const DataPhase& p : dc.phases)
+        if (p.name == a->phase) phase = &p;
+      ZAYA_CHECK(phase != nullptr, "--phase ", a->phase, ": ", a->config,
+                 " has no data phase of that name");
+    }
+    const int seq = a->seq > 0 ? a->seq : int(phase->seq_len);
+    const double theta = a->rope_theta > 0 ? a->rope_theta : phase->rope_theta;
+
+    const std::unique_ptr<dist::Communicator> comm = dist::make_communicator();
+    const int world = comm->world_size(), cp = a->context_parallel;
+    ZAYA_CHECK(world % cp == 0, "--context-parallel ", cp, " must divide the ", world,
+               " ranks of this job");
+    ZAYA_CHECK(seq >= ContextShard::min_seq_len(cp), "--context-parallel ", cp, ": windows of ",
+               seq, " tokens are too short; they must be >= ", ContextShard::min_seq_len(cp));
+    std::unique_ptr<dist::Communicator> context_comm, data_comm;
+    if (cp > 1) {
+      context_comm = comm->split(comm->rank() / cp, comm->rank() % cp);
+      data_comm = comm->split(comm->rank() % cp, comm->rank() / cp);
+    }
+
+    LoadedModel m = load_model_any(a->model);
+    for (const std::string& w : m.warnings) std::fprintf(stderr, "zaya: warning: %s\n", w.c_str());
+    ZayaModel& model = *m.model;
+    ZAYA_CHECK(seq <= model.config().max_seq_len, "windows of ", seq,
+               " tokens exceed the model's max_seq_len ", model.config().max_seq_len);
+    model.set_rope_theta(theta);
+    model.set_context_group(context_comm.get());
+    const DataLoader loader(dc, 1);
+    const EvalResult r = evaluate(model, loader, seq, a->windows, a->micro_batch,
+                                  cp > 1 ? data_comm.get() : comm.get());
+    const nlohmann::json out = {{"model", m.path},     {"seq_len", seq},
+                                {"rope_theta", theta}, {"val_loss", r.loss},
+                                {"tokens", r.tokens},  {"unigram_val_loss", r.unigram},
+                                {"ranks", world},      {"context_parallel", cp}};
+    std::printf("%s\n", out.dump().c_str());
+    return 0;
+  };
+}
+
+}  // namespace zaya::cli
