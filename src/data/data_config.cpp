@@ -62,7 +62,8 @@ DataConfig data_config_from_json(const json& j, const std::string& where) {
     const std::string at = "data.phases[" + std::to_string(p) + "]";
     const json& ph = phases[p];
     ZAYA_CHECK(ph.is_object(), where, ": field '", at, "' must be an object");
-    check_known_fields(ph, {"name", "tokens", "seq_len", "rope_theta", "mixture"}, where, at);
+    check_known_fields(ph, {"name", "tokens", "seq_len", "rope_theta", "mixture", "global_batch"},
+                       where, at);
     DataPhase phase;
     const json& name = require(ph, "name", where, at);
     ZAYA_CHECK(name.is_string(), where, ": field '", at, ".name' must be a string");
@@ -75,6 +76,9 @@ DataConfig data_config_from_json(const json& j, const std::string& where) {
     phase.seq_len = json_integer(seq, 1, int64_t(1) << 24, where + ": field '" + at + ".seq_len'");
     const json& theta = require(ph, "rope_theta", where, at);
     phase.rope_theta = json_finite(theta, 1e-300, 1e300, where + ": field '" + at + ".rope_theta'");
+    if (ph.contains("global_batch"))
+      phase.global_batch = json_integer(ph["global_batch"], 1, int64_t(1) << 30,
+                                        where + ": field '" + at + ".global_batch'");
 
     const json& mix = require(ph, "mixture", where, at);
     ZAYA_CHECK(mix.is_object() && !mix.empty(), where, ": field '", at,

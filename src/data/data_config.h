@@ -16,6 +16,9 @@ struct DataPhase {
   int64_t seq_len = 0;          // tokens per sample (each sample reads seq_len + 1)
   double rope_theta = 0;        // for the model during this phase
   std::vector<double> weights;  // one per DataConfig::sources, normalised to sum 1
+  // Sequences per optimizer step in this phase; 0: train.global_batch. A context extension keeps
+  // the tokens per step and takes fewer, longer sequences.
+  int64_t global_batch = 0;
 };
 
 struct DataConfig {

@@ -107,13 +107,18 @@ std::string format_duration(double s) {
   return b;
 }
 
+// Sequences per step of a phase: its own global_batch, or the run's.
+int64_t phase_batch(const DataPhase& phase, const TrainConfig& tc) {
+  return phase.global_batch > 0 ? phase.global_batch : tc.global_batch;
+}
+
 // The schedule's length follows from the phases' token budgets and the batch-size ramp.
 int64_t schedule_length(const DataConfig& dc, const DataLoader& loader, const OptimConfig& oc,
                         const TrainConfig& tc, int64_t granule) {
   int64_t steps = 0, tokens = 0;
   while (tokens < dc.total_tokens()) {
     const auto& phase = dc.phases[size_t(loader.phase_at(tokens))];
-    tokens += batch_sequences(oc, steps, tc.global_batch, granule) * phase.seq_len;
+    tokens += batch_sequences(oc, steps, phase_batch(phase, tc), granule) * phase.seq_len;
     ++steps;
   }
   return steps;
@@ -181,6 +186,10 @@ TrainSummary run_training(const TrainOptions& opt) {
              ") must be a multiple of 'train.micro_batch' (", tc.micro_batch, ") x ", data_world,
              cp > 1 ? " data-parallel ranks = " : " ranks = ", granule,
              ", so that every rank takes whole micro-batches");
+  for (const DataPhase& ph : dc.phases)
+    ZAYA_CHECK(ph.global_batch % granule == 0, path, ": data phase '", ph.name,
+               "': 'global_batch' (", ph.global_batch, ") must be a multiple of ", granule,
+               " ('train.micro_batch' x data-parallel ranks)");
 
   // max_steps stops a run early without reshaping the schedule.
   const int64_t schedule_steps = schedule_length(dc, loader, oc, tc, granule);
@@ -374,7 +383,7 @@ TrainSummary run_training(const TrainOptions& opt) {
     model.set_rope_theta(ph.rope_theta);
     // The step's sequences are the next `seqs` global sample indices from g that no skipped window
     // holds; rank r takes the r-th slice.
-    const int64_t seqs = batch_sequences(oc, step, tc.global_batch, granule);
+    const int64_t seqs = batch_sequences(oc, step, phase_batch(ph, tc), granule);
     const int64_t g_begin = g;
     samples.clear();
     for (int64_t i = 0; i < seqs; ++i, ++g) {

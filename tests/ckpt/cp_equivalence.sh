@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Context parallelism in CI: a tiny ZAYA1 on 400 KB of the Brown corpus, 4 Muon steps of
-# 30-token sequences (30 does not divide into 4 or 6 chunks: unequal chunks), at 1 rank, at
-# context parallel 2 and 3, and on a data 2 x context 2 grid of 4 ranks. Checks:
+# Context parallelism in CI: a tiny ZAYA1 on 400 KB of the Brown corpus, 3 Muon steps of four
+# 30-token sequences (30 does not divide into 4 or 6 chunks: unequal chunks), then a context
+# extension (ZAYA1's recipe in small): a step of two 60-token sequences at another RoPE base. At
+# 1 rank, at context parallel 2 and 3, and on a data 2 x context 2 grid of 4 ranks. Checks:
 #  - equivalence: every step's loss and the validation loss match 1 rank within TOL relative
 #    (ring attention merges blocks and sums gradient shares in another order: not bitwise);
 #  - reshape: a checkpoint of the 2 x 2 grid at step 2 continues at context parallel 2 alone and
@@ -30,8 +31,9 @@ cat > "$WORK/cp.json" <<JSON
             "router_dim": 8, "rope_theta": 10000.0, "partial_rotary_factor": 0.5,
             "max_seq_len": 64},
   "data": {"dir": "$WORK/data", "sources": ["brown"],
-           "phases": [{"name": "a", "tokens": $((16 * seq_len)), "seq_len": $seq_len, "rope_theta": 10000.0, "mixture": {"brown": 1.0}}]},
-  "train": {"seed": 5, "micro_batch": 2, "global_batch": 4, "eval_every": 2, "eval_windows": 4,
+           "phases": [{"name": "a", "tokens": $((12 * seq_len)), "seq_len": $seq_len, "rope_theta": 10000.0, "mixture": {"brown": 1.0}},
+                      {"name": "long", "tokens": $((4 * seq_len)), "seq_len": $((2 * seq_len)), "global_batch": 2, "rope_theta": 100000.0, "mixture": {"brown": 1.0}}]},
+  "train": {"seed": 5, "micro_batch": 1, "global_batch": 4, "eval_every": 2, "eval_windows": 4,
             "log_every": 1, "sample_tokens": 0, "checkpoint_every": 2, "keep_last": 5,
             "optim": {"lr": 3e-3, "min_lr": 3e-4, "warmup_steps": 1, "schedule": "cosine",
                       "router_bias_lr": 1e-2, "muon": true}}
@@ -47,6 +49,11 @@ losses() { $PY -c "import json,sys; print([r['loss'] for r in map(json.loads, op
 run 1 "$WORK/np1.log" --config "$WORK/cp.json" --out "$WORK/np1" || exit 1
 run 2 "$WORK/cp2.log" --config "$WORK/cp.json" --out "$WORK/cp2" --context-parallel 2 || exit 1
 check "2 ranks are a grid of data 1 x context 2" grep -q "2 ranks (data 1 x context 2)" "$WORK/cp2.log"
+check "the last step is the long phase's: two sequences of 60 tokens" $PY -c "
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1])]
+sys.exit(not (r[2]['seq_len'] == 30 and r[2]['batch_sequences'] == 4 and
+              r[3]['seq_len'] == 60 and r[3]['batch_sequences'] == 2))" "$WORK/cp2/metrics.jsonl"
 check "context parallel 2: 4 Muon steps match 1 rank within $TOL" compare np1 cp2 1
 run 3 "$WORK/cp3.log" --config "$WORK/cp.json" --out "$WORK/cp3" --context-parallel 3 || exit 1
 check "context parallel 3: 4 Muon steps match 1 rank within $TOL" compare np1 cp3 1
@@ -86,9 +93,9 @@ done
 want=$($PY -c "import json,sys; print([json.loads(l) for l in open(sys.argv[1])][-1]['val_loss'])" \
   "$WORK/grid/metrics.jsonl")
 "$ZAYA" --threads 1 eval --model "$WORK/grid/ckpt" --config "$WORK/cp.json" --windows 4 \
-  --micro-batch 2 > "$WORK/eval1.json" 2> "$WORK/eval1.log"
+  --micro-batch 1 > "$WORK/eval1.json" 2> "$WORK/eval1.log"
 "$MPIRUN" -np 2 --oversubscribe --allow-run-as-root "$ZAYA" --threads 1 eval \
-  --model "$WORK/grid/ckpt" --config "$WORK/cp.json" --windows 4 --micro-batch 2 \
+  --model "$WORK/grid/ckpt" --config "$WORK/cp.json" --windows 4 --micro-batch 1 \
   --context-parallel 2 > "$WORK/eval2.json" 2> "$WORK/eval2.log"
 for n in 1 2; do
   check "zaya eval ($n rank(s)) gives the run's final validation loss within $TOL" $PY -c "
