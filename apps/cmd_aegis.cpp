@@ -69,6 +69,11 @@ Runner add_aegis_commands(CLI::App& app) {
                   "JSON list of {\"regex\": ..., \"action\": restart|stop|mark_bad_host} "
                   "matched against the job's output lines")
       ->check(CLI::ExistingFile);
+  cmd->add_option("--restart-ranks", o.restart_ranks,
+                  "restarts launch this many ranks (the -np / -n / --ntasks of the command): "
+                  "after a lost node the run continues on fewer ranks, resharded from its "
+                  "checkpoint; the global batch must divide by the new data-parallel ranks")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--poll", o.poll_s, "seconds between checks of heartbeats and processes")
       ->capture_default_str()
       ->check(CLI::Range(0.01, 60.0));

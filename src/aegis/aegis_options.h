@@ -21,6 +21,7 @@ struct AegisOptions {
   int straggler_steps = 5;  // consecutive slow steps before a rank is reported
   std::string rules_file;   // JSON list of {regex, action}; empty: no rules
   double poll_s = 0.25;
+  int restart_ranks = 0;  // > 0: restarts launch this many ranks (with_rank_count)
 };
 
 constexpr double kMaxBackoffS = 300;

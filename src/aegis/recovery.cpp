@@ -1,5 +1,7 @@
 #include "aegis/recovery.h"
 
+#include "core/error.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -68,6 +70,24 @@ std::vector<std::string> with_resume_auto(std::vector<std::string> command) {
   command.push_back("--resume");
   command.push_back("auto");
   return command;
+}
+
+std::vector<std::string> with_rank_count(std::vector<std::string> command, int ranks) {
+  for (size_t i = 0; i < command.size(); ++i) {
+    const std::string& a = command[i];
+    if ((a == "-np" || a == "-n" || a == "--np" || a == "--ntasks") && i + 1 < command.size()) {
+      command[i + 1] = std::to_string(ranks);
+      return command;
+    }
+    for (const char* prefix : {"--ntasks=", "--np="})
+      if (a.rfind(prefix, 0) == 0) {
+        command[i] = prefix + std::to_string(ranks);
+        return command;
+      }
+  }
+  ZAYA_FAIL("--restart-ranks ", ranks,
+            ": the launch command names no rank count to change (mpirun -np N, srun -n N or "
+            "--ntasks=N)");
 }
 
 double backoff_delay(double backoff_s, int restart, double cap_s) {

@@ -16,6 +16,10 @@ std::vector<std::string> quarantine_checkpoints_from(const std::string& run_dir,
 // The launch command with `--resume auto`: appended when absent, replacing the value of an
 // existing --resume (a fixed checkpoint would throw away the progress since it).
 std::vector<std::string> with_resume_auto(std::vector<std::string> command);
+// The launch command with its rank count set to `ranks`: the value of the launcher's -np / -n /
+// --np / --ntasks (or --ntasks=N) option, the first one. A restart after a lost node continues
+// on fewer ranks (the trainer reshapes its checkpoint). Throws when the command names no count.
+std::vector<std::string> with_rank_count(std::vector<std::string> command, int ranks);
 
 // Seconds to wait before restart n (1-based): backoff_s * 2^(n-1), at most cap_s.
 double backoff_delay(double backoff_s, int restart, double cap_s);

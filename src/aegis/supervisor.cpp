@@ -82,6 +82,7 @@ Supervisor::Supervisor(AegisOptions options)
   // A bad drill spec would fail every attempt: reject it before the first launch.
   if (const char* faults = std::getenv("ZAYA_FAULTS")) parse_fault_specs(faults);
   check_run_dir_matches_out(opt_.command, opt_.run_dir);
+  if (opt_.restart_ranks > 0) with_rank_count(opt_.command, opt_.restart_ranks);  // fails early
   char host[256] = "";
   ::gethostname(host, sizeof host - 1);
   hostname_ = host;
@@ -172,6 +173,7 @@ int Supervisor::run() {
                     kExitBudgetExhausted);
     ++state_.restarts_used;
     command = with_resume_auto(command);
+    if (opt_.restart_ranks > 0) command = with_rank_count(command, opt_.restart_ranks);
     const double delay = backoff_delay(opt_.backoff_s, state_.restarts_used, kMaxBackoffS);
     events_.write("restart",
                   "restart " + std::to_string(state_.restarts_used) + " of " +

@@ -26,6 +26,9 @@
 
 namespace zaya {
 
+namespace dist {
+class Communicator;
+}
 class Optimizer;
 class RouterBalancer;
 
@@ -92,17 +95,32 @@ struct LoadedCheckpoint {
 
 // Checks the COMPLETE marker, the manifest (fields, types, chunk coverage) and every file's size
 // and checksum; throws zaya::Error naming the directory, file and field. Returns the manifest.
-nlohmann::json verify_checkpoint(const std::string& dir);
+// With a communicator of N ranks (collective) the checksums are shared: rank r reads files
+// r, r + N, ..., and every rank throws the first failing rank's error. `checksums` false checks
+// all but the checksums (a checkpoint verified a moment ago).
+nlohmann::json verify_checkpoint(const std::string& dir, dist::Communicator* comm = nullptr,
+                                 bool checksums = true);
+// Verifies, then reads every file whole and assembles every tensor (single-process tools).
 LoadedCheckpoint load_checkpoint(const std::string& dir);
+// The manifest's trainer state and world size, without tensors.
+LoadedCheckpoint checkpoint_header(const std::string& dir, const nlohmann::json& manifest);
 
 // Copies a loaded checkpoint into the live state; shapes must match the model's registry.
 void restore_checkpoint(const LoadedCheckpoint& ck, ParamStore& params, Optimizer& optimizer,
                         RouterBalancer& balancer);
+// The resume of one rank (ckpt/checkpoint_restore.cpp): from a verified checkpoint's header,
+// reads every weight and only the optimizer state of this rank's range (the chunks that overlap
+// it, and of those only the overlapping bytes) straight into the live buffers. Nothing else is
+// held: a rank of N needs no memory beyond its own state. Returns the bytes read.
+uint64_t restore_checkpoint_range(const LoadedCheckpoint& header, ParamStore& params,
+                                  Optimizer& optimizer, RouterBalancer& balancer);
 
 // The newest checkpoint under root that verifies; each skipped one is reported through `skipped`
 // ("checkpoint DIR: reason, skipped"). Empty when none qualifies.
+// With a communicator, collective: the checksums are shared as in verify_checkpoint.
 std::string find_latest_checkpoint(const std::string& root,
-                                   const std::function<void(const std::string&)>& skipped);
+                                   const std::function<void(const std::string&)>& skipped,
+                                   dist::Communicator* comm = nullptr);
 
 // Retention after the save of step `saved_step`: among the complete checkpoints of steps up to
 // saved_step, keeps the newest keep_last (≥ 1, so never the one just saved) and every one whose

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/json_number.h"
 #include "data/checksum.h"
+#include "dist/communicator.h"
 #include "io/safetensors.h"
 #include "optim/optimizer.h"
 #include "optim/router_balancer.h"
@@ -36,7 +37,10 @@ using VT = json::value_t;
 
 }  // namespace
 
-json verify_checkpoint(const std::string& dir) {
+namespace {
+
+// Every check of verify_checkpoint on this process; the checksums of the files this rank reads.
+json verify_here(const std::string& dir, bool checksums, int my_rank, int ranks) {
   const std::string where = "checkpoint " + dir;
   ZAYA_CHECK(fs::is_directory(dir), where, ": not a directory");
   const fs::path d(dir);
@@ -75,7 +79,9 @@ json verify_checkpoint(const std::string& dir) {
   ZAYA_CHECK(int(files.size()) == world, mw, ": lists ", files.size(), " files for world size ",
              world);
   std::map<std::string, bool> listed;
+  int index = -1;
   for (const json& f : files) {
+    ++index;
     const std::string name = field(f, "name", VT::string, mw, "a 'files' entry").get<std::string>();
     const uint64_t bytes =
         field(f, "bytes", VT::number_integer, mw, "file " + name).get<uint64_t>();
@@ -83,12 +89,17 @@ json verify_checkpoint(const std::string& dir) {
     ZAYA_CHECK(name.find('/') == std::string::npos, mw, ": file name '", name, "' must be plain");
     const std::string path = (d / name).string();
     ZAYA_CHECK(fs::exists(path), where, ": missing shard file ", name);
-    uint64_t got_bytes = 0;
-    const std::string got = checksum_hex(ckpt_fs::file_checksum(path, &got_bytes));
-    ZAYA_CHECK(got_bytes == bytes, where, ": ", name, " has ", got_bytes,
-               " bytes, the manifest says ", bytes, " (truncated or overwritten file)");
-    ZAYA_CHECK(got == sum, where, ": ", name, " checksum ", got, " does not match the manifest's ",
-               sum, " (corrupt file)");
+    const uint64_t size = fs::file_size(path);
+    ZAYA_CHECK(size == bytes, where, ": ", name, " has ", size, " bytes, the manifest says ", bytes,
+               " (truncated or overwritten file)");
+    if (checksums && index % ranks == my_rank) {
+      uint64_t got_bytes = 0;
+      const std::string got = checksum_hex(ckpt_fs::file_checksum(path, &got_bytes));
+      ZAYA_CHECK(got_bytes == bytes, where, ": ", name, " has ", got_bytes,
+                 " bytes, the manifest says ", bytes, " (truncated or overwritten file)");
+      ZAYA_CHECK(got == sum, where, ": ", name, " checksum ", got,
+                 " does not match the manifest's ", sum, " (corrupt file)");
+    }
     listed[name] = true;
   }
   for (const json& t : field(m, "tensors", VT::array, mw, "manifest")) {
@@ -126,11 +137,35 @@ json verify_checkpoint(const std::string& dir) {
   return m;
 }
 
-LoadedCheckpoint load_checkpoint(const std::string& dir) {
+}  // namespace
+
+json verify_checkpoint(const std::string& dir, dist::Communicator* comm, bool checksums) {
+  const int world = comm ? comm->world_size() : 1, rank = comm ? comm->rank() : 0;
+  if (world == 1) return verify_here(dir, checksums, 0, 1);
+  // Every rank reaches the agreement, whatever it found: a rank that threw alone would leave the
+  // others waiting in the collective.
+  json m;
+  std::string error;
+  try {
+    m = verify_here(dir, checksums, rank, world);
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  int32_t mine = error.empty() ? world : rank, first = world;
+  comm->all_reduce(&mine, &first, 1, DType::I32, dist::ReduceOp::Min);
+  if (first == world) return m;
+  int32_t len = int32_t(error.size());
+  comm->broadcast(&len, &len, 1, DType::I32, first);
+  std::vector<int32_t> text((size_t(len) + 3) / 4, 0);
+  if (rank == first) std::memcpy(text.data(), error.data(), error.size());
+  comm->broadcast(text.data(), text.data(), text.size(), DType::I32, first);
+  throw Error(std::string(reinterpret_cast<const char*>(text.data()), size_t(len)));
+}
+
+LoadedCheckpoint checkpoint_header(const std::string& dir, const json& m) {
   LoadedCheckpoint ck;
   ck.dir = dir;
-  ck.manifest = verify_checkpoint(dir);
-  const json& m = ck.manifest;
+  ck.manifest = m;
   const json& tr = m["trainer"];
   ck.world_size = m["world_size"].get<int>();
   ck.state.step = tr["step"].get<int64_t>();
@@ -140,6 +175,12 @@ LoadedCheckpoint load_checkpoint(const std::string& dir) {
   ck.state.balancer_steps = tr["balancer_steps"].get<int64_t>();
   ck.state.seed = m["rng"]["seed"].get<uint64_t>();
   ck.state.config = m["config"];
+  return ck;
+}
+
+LoadedCheckpoint load_checkpoint(const std::string& dir) {
+  LoadedCheckpoint ck = checkpoint_header(dir, verify_checkpoint(dir));
+  const json& m = ck.manifest;
   std::map<std::string, SafetensorsFile> files;
   for (const json& f : m["files"]) {
     const std::string name = f["name"].get<std::string>();
@@ -199,7 +240,8 @@ void restore_checkpoint(const LoadedCheckpoint& ck, ParamStore& params, Optimize
 }
 
 std::string find_latest_checkpoint(const std::string& root,
-                                   const std::function<void(const std::string&)>& skipped) {
+                                   const std::function<void(const std::string&)>& skipped,
+                                   dist::Communicator* comm) {
   if (!fs::is_directory(root)) return "";
   std::vector<std::pair<int64_t, std::string>> found;
   for (const auto& d : fs::directory_iterator(root)) {
@@ -216,7 +258,7 @@ std::string find_latest_checkpoint(const std::string& root,
   std::sort(found.rbegin(), found.rend());
   for (const auto& [step, dir] : found) {
     try {
-      verify_checkpoint(dir);
+      verify_checkpoint(dir, comm);
       return dir;
     } catch (const Error& e) {
       std::string msg = e.what();

@@ -1,5 +1,10 @@
 #include "io/safetensors.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -31,7 +36,7 @@ float half_to_float(uint16_t h) {
 
 }  // namespace
 
-SafetensorsFile read_safetensors(const std::string& path) {
+SafetensorsIndex read_safetensors_index(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   ZAYA_CHECK(in.good(), "cannot open safetensors file '", path, "'");
   in.seekg(0, std::ios::end);
@@ -57,7 +62,7 @@ SafetensorsFile read_safetensors(const std::string& path) {
   ZAYA_CHECK(j.is_object(), path, ": safetensors header is not a JSON object");
   const uint64_t data_start = 8 + header_len, data_size = file_size - data_start;
 
-  SafetensorsFile out;
+  SafetensorsIndex out;
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   for (const auto& [name, info] : j.items()) {
     if (name == "__metadata__") {
@@ -92,17 +97,12 @@ SafetensorsFile read_safetensors(const std::string& path) {
     ZAYA_CHECK(begin <= end && end <= data_size, path, ": tensor '", name, "' data [", begin, ", ",
                end, ") lies outside the data section of ", data_size, " bytes (file truncated?)");
     size_t elem = 0;
-    DType dtype = DType::F32;
-    if (dt == "F32")
-      elem = 4, dtype = DType::F32;
-    else if (dt == "BF16")
-      elem = 2, dtype = DType::BF16;
-    else if (dt == "I32")
-      elem = 4, dtype = DType::I32;
-    else if (dt == "F16")
-      elem = 2, dtype = DType::F32;
+    if (dt == "F32" || dt == "I32")
+      elem = 4;
+    else if (dt == "BF16" || dt == "F16")
+      elem = 2;
     else if (dt == "F64")
-      elem = 8, dtype = DType::F32;
+      elem = 8;
     else
       ZAYA_FAIL(path, ": tensor '", name, "' has unsupported dtype ", dt,
                 " (supported: F32, BF16, F16, F64, I32)");
@@ -113,19 +113,39 @@ SafetensorsFile read_safetensors(const std::string& path) {
                name, "' has ", end - begin, " bytes but shape ", shape_str(shape), " of ", dt,
                " needs ", numel, " x ", elem, " bytes");
     ranges.push_back({begin, end});
-    Tensor t(shape, dtype);
-    std::vector<char> raw(end - begin);
-    in.seekg(std::streamoff(data_start + begin));
+    out.tensors.emplace(name, SafetensorsEntry{dt, shape, data_start + begin, end - begin});
+  }
+  std::sort(ranges.begin(), ranges.end());
+  for (size_t i = 1; i < ranges.size(); ++i)
+    ZAYA_CHECK(ranges[i].first >= ranges[i - 1].second, path,
+               ": tensors overlap in the data section");
+  return out;
+}
+
+SafetensorsFile read_safetensors(const std::string& path) {
+  SafetensorsIndex index = read_safetensors_index(path);
+  std::ifstream in(path, std::ios::binary);
+  ZAYA_CHECK(in.good(), "cannot open safetensors file '", path, "'");
+  SafetensorsFile out;
+  out.metadata = std::move(index.metadata);
+  for (const auto& [name, e] : index.tensors) {
+    // F16 and F64 are widened to F32 on load.
+    const DType dtype = e.dtype == "BF16"  ? DType::BF16
+                        : e.dtype == "I32" ? DType::I32
+                                           : DType::F32;
+    Tensor t(e.shape, dtype);
+    std::vector<char> raw(e.bytes);
+    in.seekg(std::streamoff(e.offset));
     in.read(raw.data(), std::streamsize(raw.size()));
     ZAYA_CHECK(in.good() || raw.empty(), path, ": short read of tensor '", name, "'");
-    const int64_t n = shape_numel(shape);
-    if (dt == "F16") {
+    const int64_t n = shape_numel(e.shape);
+    if (e.dtype == "F16") {
       for (int64_t i = 0; i < n; ++i) {
         uint16_t h;
         std::memcpy(&h, raw.data() + 2 * i, 2);
         t.data<float>()[i] = half_to_float(h);
       }
-    } else if (dt == "F64") {
+    } else if (e.dtype == "F64") {
       for (int64_t i = 0; i < n; ++i) {
         double v;
         std::memcpy(&v, raw.data() + 8 * i, 8);
@@ -136,11 +156,40 @@ SafetensorsFile read_safetensors(const std::string& path) {
     }
     out.tensors.emplace(name, std::move(t));
   }
-  std::sort(ranges.begin(), ranges.end());
-  for (size_t i = 1; i < ranges.size(); ++i)
-    ZAYA_CHECK(ranges[i].first >= ranges[i - 1].second, path,
-               ": tensors overlap in the data section");
   return out;
+}
+
+SafetensorsReader::SafetensorsReader(const std::string& path)
+    : path_(path), index_(read_safetensors_index(path)) {
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ZAYA_CHECK(fd_ >= 0, "cannot open safetensors file '", path, "': ", std::strerror(errno));
+}
+
+SafetensorsReader::~SafetensorsReader() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void SafetensorsReader::read_f32(const std::string& name, int64_t first, int64_t count,
+                                 float* dst) {
+  const auto it = index_.tensors.find(name);
+  ZAYA_CHECK(it != index_.tensors.end(), path_, ": no tensor '", name, "'");
+  const SafetensorsEntry& e = it->second;
+  const int64_t numel = shape_numel(e.shape);
+  ZAYA_CHECK(e.dtype == "F32", path_, ": tensor '", name, "' is ", e.dtype, ", expected F32");
+  ZAYA_CHECK(first >= 0 && count >= 0 && first + count <= numel, path_, ": elements [", first, ", ",
+             first + count, ") of tensor '", name, "' are outside its ", numel);
+  auto* out = reinterpret_cast<char*>(dst);
+  uint64_t at = e.offset + uint64_t(first) * 4, left = uint64_t(count) * 4;
+  while (left > 0) {
+    const ssize_t got = ::pread(fd_, out, left, off_t(at));
+    if (got < 0 && errno == EINTR) continue;
+    ZAYA_CHECK(got > 0, path_, ": short read of tensor '", name, "' at byte ", at,
+               got < 0 ? std::string(": ") + std::strerror(errno) : std::string(""));
+    out += got;
+    at += uint64_t(got);
+    left -= uint64_t(got);
+  }
+  bytes_read_ += uint64_t(count) * 4;
 }
 
 void write_safetensors(const std::string& path,

@@ -238,4 +238,10 @@ void Optimizer::load_state(const std::map<std::string, Tensor>& state, int64_t s
   step_count_ = step_count;
 }
 
+void Optimizer::set_step_count(int64_t step_count) {
+  ZAYA_CHECK(step_count >= 0, "Optimizer::set_step_count: step count must be >= 0, got ",
+             step_count);
+  step_count_ = step_count;
+}
+
 }  // namespace zaya

@@ -72,6 +72,8 @@ class Optimizer {
   // Copies state from whole-buffer tensors ([total_floats], e.g. assembled from a checkpoint of
   // any world size): this rank keeps its range. Names and sizes must match.
   void load_state(const std::map<std::string, Tensor>& state, int64_t step_count);
+  // For a restore that wrote the shard's state in place (through state_tensors()'s views).
+  void set_step_count(int64_t step_count);
 
   const OptimConfig& config() const { return config_; }
   const ShardLayout& shard() const { return shard_; }

@@ -250,9 +250,13 @@ TrainSummary run_training(const TrainOptions& opt) {
   // steps past the checkpoint (from the interrupted run) can be dropped and the rest continued.
   std::string resume_dir = opt.resume;
   if (resume_dir == "auto") {
-    resume_dir = find_latest_checkpoint(ckpt_root, [&](const std::string& msg) {
-      if (lead) std::fprintf(stderr, "%s\n", msg.c_str());
-    });
+    // Collective: the ranks share the checksums of the files (each file is read by one rank).
+    resume_dir = find_latest_checkpoint(
+        ckpt_root,
+        [&](const std::string& msg) {
+          if (lead) std::fprintf(stderr, "%s\n", msg.c_str());
+        },
+        comm);
     // Damaged checkpoints are evidence, not garbage: starting over would let retention delete
     // them. Step 0 only when no checkpoint was ever committed here.
     ZAYA_CHECK(!resume_dir.empty() || !has_committed_checkpoints(ckpt_root),
@@ -263,9 +267,12 @@ TrainSummary run_training(const TrainOptions& opt) {
       std::fprintf(stderr, "resume auto: no complete checkpoint under %s, starting from step 0\n",
                    ckpt_root.c_str());
   }
-  LoadedCheckpoint resumed;
+  LoadedCheckpoint resumed;  // the header: the state is read into the model and optimizer below
   if (!resume_dir.empty()) {
-    resumed = load_checkpoint(resume_dir);
+    // Verified once: --resume auto's choice was just verified, a named one is verified here (the
+    // checksums shared by the ranks); then only the manifest is read again.
+    const bool verified = opt.resume == "auto";
+    resumed = checkpoint_header(resume_dir, verify_checkpoint(resume_dir, comm, !verified));
     ZAYA_CHECK(resumed.state.seed == tc.seed, "checkpoint ", resume_dir, ": saved with seed ",
                resumed.state.seed, " but 'train.seed' is ", tc.seed,
                "; the data order would differ, so the run could not continue exactly");
@@ -317,17 +324,17 @@ TrainSummary run_training(const TrainOptions& opt) {
   const int n_moe = int(mc.num_moe_stages()), n_routes = int(mc.num_routes());
   int64_t g = 0, tokens_done = 0, step = 0;
   if (!resume_dir.empty()) {
-    restore_checkpoint(resumed, model.params(), optimizer, balancer);
+    const uint64_t read = restore_checkpoint_range(resumed, model.params(), optimizer, balancer);
     step = resumed.state.step;
     g = resumed.state.sample_index;
     tokens_done = resumed.state.tokens_done;
-    resumed.tensors.clear();  // the state now lives in the model and optimizer
     if (lead)
       std::fprintf(stderr,
                    "resumed from %s (saved by %d rank%s, now %d): step %lld, sample "
-                   "index %lld, %lld tokens\n",
+                   "index %lld, %lld tokens; this rank read %.1f MiB\n",
                    resume_dir.c_str(), resumed.world_size, resumed.world_size == 1 ? "" : "s",
-                   world, (long long)step, (long long)g, (long long)tokens_done);
+                   world, (long long)step, (long long)g, (long long)tokens_done,
+                   double(read) / 1048576.0);
   }
   // Aegis hooks (see src/aegis/): heartbeats for the supervisor, drills from ZAYA_FAULTS, and the
   // data windows a rollback skipped (the same on every rank: the mapping is a pure function).

@@ -196,6 +196,21 @@ TEST(Recovery, ResumeAutoIsAppendedOrReplacesAFixedCheckpoint) {
   EXPECT_EQ(backoff_delay(2, 20, 300), 300);
 }
 
+TEST(Recovery, RestartsCanChangeTheRankCount) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(with_rank_count(V{"mpirun", "--oversubscribe", "-np", "64", "zaya", "train"}, 48),
+            (V{"mpirun", "--oversubscribe", "-np", "48", "zaya", "train"}));
+  EXPECT_EQ(with_rank_count(V{"srun", "-n", "8", "zaya"}, 6), (V{"srun", "-n", "6", "zaya"}));
+  EXPECT_EQ(with_rank_count(V{"srun", "--ntasks=8", "zaya"}, 4), (V{"srun", "--ntasks=4", "zaya"}));
+  // Only the launcher's count: a later "-n" of the trainer is not touched.
+  EXPECT_EQ(with_rank_count(V{"mpirun", "-np", "4", "x", "-n", "9"}, 2),
+            (V{"mpirun", "-np", "2", "x", "-n", "9"}));
+  EXPECT_NE(test::error_of([] {
+              with_rank_count(V{"zaya", "train"}, 2);
+            }).find("no rank count"),
+            std::string::npos);
+}
+
 TEST(Recovery, QuarantineMovesCheckpointsFromTheBadStepOn) {
   namespace fs = std::filesystem;
   const fs::path run = test::temp_dir("aegis_quarantine");

@@ -6,33 +6,12 @@
 
 #include "core/error.h"
 #include "optim/zero1_sync.h"
+#include "world_only_communicator.h"
 
 namespace zaya {
 namespace {
 
-class WorldOnly final : public dist::Communicator {
- public:
-  WorldOnly(int rank, int world) : rank_(rank), world_(world) {}
-  int rank() const override { return rank_; }
-  int world_size() const override { return world_; }
-  std::string kind() const override { return "stub"; }
-  void all_reduce(const void*, void*, size_t, DType, dist::ReduceOp) override { fail(); }
-  void reduce_scatter(const void*, void*, size_t, DType, dist::ReduceOp) override { fail(); }
-  void all_gather(const void*, void*, size_t, DType) override { fail(); }
-  void broadcast(const void*, void*, size_t, DType, int) override { fail(); }
-  void send(const void*, size_t, DType, int, int) override { fail(); }
-  void recv(void*, size_t, DType, int, int) override { fail(); }
-  void barrier() override { fail(); }
-  std::unique_ptr<dist::Transfer> start_sendrecv(const void*, size_t, int, void*, size_t, int,
-                                                 DType, int) override {
-    fail();
-  }
-  std::unique_ptr<dist::Communicator> split(int, int) override { fail(); }
-
- private:
-  [[noreturn]] static void fail() { ZAYA_FAIL("WorldOnly: no collectives in this test"); }
-  int rank_, world_;
-};
+using test::WorldOnly;
 
 TEST(Zero1Buffers, DoNotGrowWithTheWorldSize) {
   const int64_t total = 8'840'488'784 / 64;  // a large model's parameter count, scaled down
