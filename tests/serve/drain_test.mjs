@@ -3,11 +3,14 @@
 // server gets SIGTERM once every stream has its first chunk and it holds all 8; each must still
 // complete with the text the same request got before. Meanwhile new requests get 503 (or, once
 // the drain is over, no connection); afterwards the port refuses connections.
-//   node drain_test.mjs BASE_URL MODEL_NAME SERVER_PID
+//   node drain_test.mjs BASE_URL MODEL_NAME SERVER_PID [TOKENS]
+// TOKENS (default 1200) is the shortest request's length; sanitizer builds, ~15x slower, pass
+// fewer: the requests still last longer than in a release build.
 import net from 'node:net';
 import OpenAI from 'openai';
 
-const [base, model, pid] = process.argv.slice(2);
+const [base, model, pid, tokensArg] = process.argv.slice(2);
+const tokens = Number(tokensArg ?? 1200);
 const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'unused', maxRetries: 0 });
 let fails = 0;
 const check = (ok, what) => {
@@ -15,7 +18,7 @@ const check = (ok, what) => {
   if (!ok) fails += 1;
 };
 const reqs = Array.from({ length: 8 }, (_, i) => ({
-  model, prompt: 'He said that', max_tokens: 1200 + 10 * i, temperature: 0.9,
+  model, prompt: 'He said that', max_tokens: tokens + 10 * i, temperature: 0.9,
   repetition_penalty: 2, seed: i }));
 
 async function run(r, stream, onFirst) {
