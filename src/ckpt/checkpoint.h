@@ -114,6 +114,8 @@ void restore_checkpoint(const LoadedCheckpoint& ck, ParamStore& params, Optimize
 // held: a rank of N needs no memory beyond its own state. Returns the bytes read.
 uint64_t restore_checkpoint_range(const LoadedCheckpoint& header, ParamStore& params,
                                   Optimizer& optimizer, RouterBalancer& balancer);
+// The weights alone (export, score, generate, --init-from): no optimizer state is read.
+uint64_t restore_checkpoint_weights(const LoadedCheckpoint& header, ParamStore& params);
 
 // The newest checkpoint under root that verifies; each skipped one is reported through `skipped`
 // ("checkpoint DIR: reason, skipped"). Empty when none qualifies.

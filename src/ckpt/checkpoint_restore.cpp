@@ -77,6 +77,13 @@ class ChunkReader {
 
 }  // namespace
 
+uint64_t restore_checkpoint_weights(const LoadedCheckpoint& header, ParamStore& params) {
+  ChunkReader chunks(header.dir, header.manifest);
+  for (const ParamSpec& s : params.registry().specs())
+    chunks.read(chunks.tensor(s.name, s.shape), 0, s.numel, params.weights() + s.offset);
+  return chunks.bytes_read();
+}
+
 uint64_t restore_checkpoint_range(const LoadedCheckpoint& header, ParamStore& params,
                                   Optimizer& optimizer, RouterBalancer& balancer) {
   ChunkReader chunks(header.dir, header.manifest);

@@ -19,26 +19,17 @@ ModelConfig checkpoint_model_config(const LoadedCheckpoint& ck) {
   return model_config_from_json(cfg.at("model"), where + " config");
 }
 
-std::vector<std::pair<std::string, Tensor>> checkpoint_weights(const LoadedCheckpoint& ck,
-                                                               const ParamRegistry& registry) {
-  std::vector<std::pair<std::string, Tensor>> out;
-  for (const ParamSpec& s : registry.specs()) {
-    const auto it = ck.tensors.find(s.name);
-    ZAYA_CHECK(it != ck.tensors.end(), "checkpoint ", ck.dir, ": missing tensor '", s.name,
-               "' that the model config needs (shape ", shape_str(s.shape), ")");
-    ZAYA_CHECK(it->second.shape() == s.shape, "checkpoint ", ck.dir, ": tensor '", s.name,
-               "' has shape ", shape_str(it->second.shape()), ", the config needs ",
-               shape_str(s.shape));
-    out.emplace_back(s.name, it->second);
-  }
-  return out;
-}
-
 void export_checkpoint_to_hf(const std::string& ckpt_dir, const std::string& out_dir,
                              const HfWriteOptions& options) {
-  const LoadedCheckpoint ck = load_checkpoint(ckpt_dir);
+  // The weights alone: the optimizer state (twice their size) is never read.
+  const LoadedCheckpoint ck = checkpoint_header(ckpt_dir, verify_checkpoint(ckpt_dir));
   const ModelConfig c = checkpoint_model_config(ck);
-  write_hf_model_dir(out_dir, c, checkpoint_weights(ck, ParamRegistry(c)), options);
+  ParamStore params(c);
+  restore_checkpoint_weights(ck, params);
+  std::vector<std::pair<std::string, Tensor>> weights;
+  for (const ParamSpec& s : params.registry().specs())
+    weights.emplace_back(s.name, params.weight(s.name));
+  write_hf_model_dir(out_dir, c, weights, options);
 }
 
 std::string import_hf_to_checkpoint(const std::string& hf_dir, const std::string& out_root,
@@ -64,18 +55,19 @@ LoadedModel load_model_any(const std::string& path) {
     out.model = load_model_dir(path, &out.warnings);
     return out;
   }
-  if (!fs::exists(fs::path(path) / "manifest.json")) {
+  const bool root = !fs::exists(fs::path(path) / "manifest.json");
+  if (root) {
     out.path =
         find_latest_checkpoint(path, [&](const std::string& why) { out.warnings.push_back(why); });
     ZAYA_CHECK(!out.path.empty(), "model '", path, "' holds no config.json (Hugging Face model), ",
                "no manifest.json (zaya checkpoint) and no complete step-N checkpoint");
   }
   out.kind = "checkpoint";
-  const LoadedCheckpoint ck = load_checkpoint(out.path);
+  // Checksums once (the search above verified its pick), then the weights alone.
+  const LoadedCheckpoint ck =
+      checkpoint_header(out.path, verify_checkpoint(out.path, nullptr, !root));
   out.model = std::make_unique<ZayaModel>(checkpoint_model_config(ck));
-  ParamStore& params = out.model->params();
-  for (const auto& [name, t] : checkpoint_weights(ck, params.registry()))
-    assign_weight(params, name, t, "checkpoint " + ck.dir);
+  restore_checkpoint_weights(ck, out.model->params());
   return out;
 }
 

@@ -15,9 +15,6 @@ namespace zaya {
 
 // The model config of a checkpoint: the "model" section of the run config in its manifest.
 ModelConfig checkpoint_model_config(const LoadedCheckpoint& ck);
-// The checkpoint's model weights in registry order, each checked against the config's shape.
-std::vector<std::pair<std::string, Tensor>> checkpoint_weights(const LoadedCheckpoint& ck,
-                                                               const ParamRegistry& registry);
 
 // Writes the weights of checkpoint `ckpt_dir` (any world size) as an HF model directory.
 void export_checkpoint_to_hf(const std::string& ckpt_dir, const std::string& out_dir,
