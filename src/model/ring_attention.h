@@ -2,8 +2,9 @@
 // (model/context_shard.h). Each rank keeps its queries; the keys and values of every rank's two
 // chunks travel once around the ring, and each rank merges the blocks it may see with the
 // online-softmax rule (out, lse). Which blocks: chunk a sees chunk b fully when b < a and
-// causally when b == a, so the diagonal blocks are the only masked ones. The next transfer is in
-// flight while a block computes.
+// causally when b == a, so the diagonal blocks are the only masked ones. The next transfer is
+// posted before a block computes and waited for after it (how far MPI moves it meanwhile depends
+// on the transport: docs/long-context.md).
 //
 // Backward: the same ring again. Given the merged lse and D = rowsum(dout ⊙ out), each block's
 // gradient is exact on its own (backend/cpu/attention.h), so dq stays home while dK and dV
