@@ -12,6 +12,7 @@
 #include "data/data_config.h"
 #include "data/loader.h"
 #include "dist/communicator.h"
+#include "dist/rank_grid.h"
 #include "model/context_shard.h"
 #include "train/evaluate.h"
 
@@ -75,15 +76,9 @@ Runner add_eval_commands(CLI::App& app) {
 
     const std::unique_ptr<dist::Communicator> comm = dist::make_communicator();
     const int world = comm->world_size(), cp = a->context_parallel;
-    ZAYA_CHECK(world % cp == 0, "--context-parallel ", cp, " must divide the ", world,
-               " ranks of this job");
+    const dist::RankGrid grid = dist::make_rank_grid(*comm, cp, "", "--context-parallel");
     ZAYA_CHECK(seq >= ContextShard::min_seq_len(cp), "--context-parallel ", cp, ": windows of ",
                seq, " tokens are too short; they must be >= ", ContextShard::min_seq_len(cp));
-    std::unique_ptr<dist::Communicator> context_comm, data_comm;
-    if (cp > 1) {
-      context_comm = comm->split(comm->rank() / cp, comm->rank() % cp);
-      data_comm = comm->split(comm->rank() % cp, comm->rank() / cp);
-    }
 
     LoadedModel m = load_model_any(a->model);
     for (const std::string& w : m.warnings) std::fprintf(stderr, "zaya: warning: %s\n", w.c_str());
@@ -91,10 +86,10 @@ Runner add_eval_commands(CLI::App& app) {
     ZAYA_CHECK(seq <= model.config().max_seq_len, "windows of ", seq,
                " tokens exceed the model's max_seq_len ", model.config().max_seq_len);
     model.set_rope_theta(theta);
-    model.set_context_group(context_comm.get());
+    model.set_context_group(grid.context_comm.get());
     const DataLoader loader(dc, 1);
     const EvalResult r = evaluate(model, loader, seq, a->windows, a->micro_batch,
-                                  cp > 1 ? data_comm.get() : comm.get());
+                                  cp > 1 ? grid.data_comm.get() : comm.get());
     const nlohmann::json out = {{"model", m.path},     {"seq_len", seq},
                                 {"rope_theta", theta}, {"val_loss", r.loss},
                                 {"tokens", r.tokens},  {"unigram_val_loss", r.unigram},

@@ -22,6 +22,7 @@
 #include "core/error.h"
 #include "data/loader.h"
 #include "dist/communicator.h"
+#include "dist/rank_grid.h"
 #include "dist/rank_sum.h"
 #include "model/config.h"
 #include "model/context_shard.h"
@@ -163,17 +164,12 @@ TrainSummary run_training(const TrainOptions& opt) {
   if (!opt.out_dir.empty()) tc.out_dir = opt.out_dir;
   if (opt.max_steps >= 0) tc.max_steps = opt.max_steps;
   if (opt.context_parallel >= 1) tc.context_parallel = opt.context_parallel;
-  // The rank grid: world = data × context. Rank r is context rank r mod C of data rank r / C, so
-  // a sequence's ranks are neighbours (on one node when the launcher fills nodes in order).
+  // The rank grid: world = data × context (dist/rank_grid.h).
   const int cp = tc.context_parallel;
-  ZAYA_CHECK(world % cp == 0, path, ": context parallel ", cp, " (train.context_parallel or ",
-             "--context-parallel) must divide the ", world, " ranks of this job");
-  const int data_world = world / cp, data_rank = rank / cp;
-  std::unique_ptr<dist::Communicator> context_comm, data_comm;
-  if (cp > 1) {
-    context_comm = comm->split(rank / cp, rank % cp);
-    data_comm = comm->split(rank % cp, rank / cp);
-  }
+  const dist::RankGrid grid =
+      dist::make_rank_grid(*comm, cp, path, "train.context_parallel or --context-parallel");
+  const int data_world = grid.data, data_rank = grid.data_rank;
+  dist::Communicator* context_comm = grid.context_comm.get();
   const OptimConfig oc = optim_config_from_json(tc.optim, path);
   const DataConfig dc = data_config_from_json(root["data"], path);
   DataLoader loader(dc, tc.seed);
@@ -292,7 +288,7 @@ TrainSummary run_training(const TrainOptions& opt) {
 
   ZayaModel model(mc);
   model.params().init(tc.seed);
-  model.set_context_group(context_comm.get());
+  model.set_context_group(context_comm);
   model.set_recompute(tc.recompute);
   model.set_lm_head_chunks({tc.lm_head_chunk_tokens, tc.lm_head_chunk_vocab});
   if (!opt.init_from.empty() && resume_dir.empty()) {
@@ -399,7 +395,7 @@ TrainSummary run_training(const TrainOptions& opt) {
     }
     const int64_t per_rank = seqs / data_world;
     const int micro_steps = int(per_rank / tc.micro_batch);
-    const ContextShard shard = cp > 1 ? ContextShard(context_comm.get(), S) : ContextShard();
+    const ContextShard shard = cp > 1 ? ContextShard(context_comm, S) : ContextShard();
     model.params().zero_grads();
     std::vector<int64_t> route_counts(size_t(n_moe) * size_t(n_routes), 0);
     double loss_sum = 0;
@@ -478,7 +474,7 @@ TrainSummary run_training(const TrainOptions& opt) {
     if (eval) {
       try {
         last_eval = evaluate(model, loader, S, tc.eval_windows, tc.micro_batch,
-                             cp > 1 ? data_comm.get() : comm);
+                             cp > 1 ? grid.data_comm.get() : comm);
       } catch (const Error& e) {
         if (!last) throw;  // the last step's evaluation may not cost the run its final save
         if (lead) std::fprintf(stderr, "warning: the final evaluation failed: %s\n", e.what());
