@@ -15,15 +15,9 @@ ZAYA=$1; SRC=$2; WORK=$3; MPIRUN=${4:-mpirun}
 TOL=1e-5
 PY=/usr/bin/python3
 source "$SRC/tests/check.sh"
-run() {  # run NP LOG args...
-  local np=$1 log=$2; shift 2
-  local launch=()
-  if ((np > 1)); then launch=("$MPIRUN" -np "$np" --oversubscribe --allow-run-as-root); fi
-  "${launch[@]}" "$ZAYA" --threads 1 train --no-progress "$@" > "$log" 2>&1 \
-    || { echo "zaya train at $np ranks $* failed:"; cat "$log"; return 1; }
-}
+source "$SRC/tests/ckpt/train_runs.sh"
 bash "$SRC/tests/train/prepare_brown_slice.sh" "$ZAYA" "$SRC" "$WORK" 300 || exit 1
-seq_len=${CP_SEQ_LEN:-30}
+seq_len=30
 cat > "$WORK/cp.json" <<JSON
 {
   "model": {"vocab_size": 300, "hidden_size": 32, "num_stages": 4, "num_q_heads": 2,
