@@ -133,13 +133,14 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
   const int T = sharded_ ? shard_.local_len() : S;  // rows per sequence on this rank
   const int N = B * T, E = int(config_.hidden_size), V = int(config_.vocab_size);
   const int L = int(config_.num_stages);
-  ZAYA_CHECK(tokens.size() == size_t(N), "forward: expected ", N, " tokens (B=", B, " × ", T,
-             sharded_ ? " rows of this rank's context chunks" : "", "), got ", tokens.size());
-  ZAYA_CHECK(targets.empty() || targets.size() == size_t(N), "forward: expected ", N,
+  const size_t whole = size_t(B) * size_t(S);
+  ZAYA_CHECK(tokens.size() == whole, "forward: expected ", whole, " tokens (B=", B, " × S=", S,
+             "), got ", tokens.size());
+  ZAYA_CHECK(targets.empty() || targets.size() == whole, "forward: expected ", whole,
              " targets, got ", targets.size());
   ZAYA_CHECK(S <= config_.max_seq_len, "forward: sequence length ", S,
              " exceeds the config's max_seq_len ", config_.max_seq_len);
-  for (int t = 0; t < N; ++t)
+  for (size_t t = 0; t < whole; ++t)
     ZAYA_CHECK(tokens[t] >= 0 && tokens[t] < V, "forward: token id ", tokens[t], " at position ", t,
                " is outside the vocabulary [0, ", V, ")");
   for (int t = 0; t < int(targets.size()); ++t) {
@@ -151,8 +152,13 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
   B_ = B;
   S_ = S;
   T_ = T;
-  tokens_.assign(tokens.begin(), tokens.end());
-  targets_.assign(targets.begin(), targets.end());
+  if (sharded_) {  // this rank's two chunks of each sequence
+    tokens_ = shard_.take(tokens, B);
+    targets_ = targets.empty() ? std::vector<int32_t>() : shard_.take(targets, B);
+  } else {
+    tokens_.assign(tokens.begin(), tokens.end());
+    targets_.assign(targets.begin(), targets.end());
+  }
   rope_for(S);
   RopeTables rope{rope_cos_.data(), rope_sin_.data()};
   if (sharded_) {

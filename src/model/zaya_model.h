@@ -30,8 +30,8 @@ class ZayaModel {
   // Returns the mean loss over the non-ignored targets (0 if there are none). With an empty
   // `targets` no loss is computed (inference: logits only).
   //
-  // Context parallelism (set_context_group): S is still the whole sequence's length, but tokens
-  // and targets are this rank's rows, ContextShard::take of the whole ones ([B, local_len]); the
+  // Context parallelism (set_context_group): every rank of the group passes the whole sequences,
+  // and computes on its rows of them (ContextShard::take, [B, local_len]); the
   // loss is the mean over every rank of the group's targets (the same value on each), and
   // backward() leaves on each rank its share of the gradient: their sum over the group is the
   // gradient of the whole sequences. Every rank of the group must call forward and backward.

@@ -8,7 +8,6 @@
 #include "data/loader.h"
 #include "dist/communicator.h"
 #include "dist/rank_sum.h"
-#include "model/context_shard.h"
 #include "model/zaya_model.h"
 
 namespace zaya {
@@ -31,14 +30,8 @@ EvalResult evaluate(ZayaModel& model, const DataLoader& loader, int seq_len, int
         tokens[size_t(b) * seq_len + s] = batch[b][s];
         targets[size_t(b) * seq_len + s] = batch[b][s + 1];
       }
-    double l = 0;
-    if (dist::Communicator* group = model.context_group()) {  // this rank's chunks of each window
-      const ContextShard shard(group, seq_len);
-      l = model.forward(shard.take<int32_t>(tokens, B), shard.take<int32_t>(targets, B), B,
-                        seq_len);
-    } else {
-      l = model.forward(tokens, targets, B, seq_len);
-    }
+    // With a context group, the model computes this rank's chunks of each window.
+    const double l = model.forward(tokens, targets, B, seq_len);
     sums[0] += l * double(model.loss_count());
     sums[1] += double(model.loss_count());
     batch.clear();

@@ -395,7 +395,6 @@ TrainSummary run_training(const TrainOptions& opt) {
     }
     const int64_t per_rank = seqs / data_world;
     const int micro_steps = int(per_rank / tc.micro_batch);
-    const ContextShard shard = cp > 1 ? ContextShard(context_comm, S) : ContextShard();
     model.params().zero_grads();
     std::vector<int64_t> route_counts(size_t(n_moe) * size_t(n_routes), 0);
     double loss_sum = 0;
@@ -410,11 +409,8 @@ TrainSummary run_training(const TrainOptions& opt) {
         std::copy_n(window.begin(), S, tokens.begin() + size_t(b) * S);
         std::copy_n(window.begin() + 1, S, targets.begin() + size_t(b) * S);
       }
-      if (cp > 1)  // this rank's two chunks of each sequence
-        loss_sum +=
-            model.forward(shard.take<int32_t>(tokens, B), shard.take<int32_t>(targets, B), B, S);
-      else
-        loss_sum += model.forward(tokens, targets, B, S);
+      // Under context parallelism the model computes this rank's chunks of the sequences.
+      loss_sum += model.forward(tokens, targets, B, S);
       for (int k = 0; k < n_moe; ++k) {
         RouteCounts c(size_t(n_routes), 0);
         accumulate_routes(c, model.routes(balancer.stage_of(k)));

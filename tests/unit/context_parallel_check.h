@@ -40,12 +40,10 @@ inline ContextParallelErrors check_context_parallel(dist::Communicator& group, i
   model.backward();
   const std::vector<float> want(model.params().grads(), model.params().grads() + P);
 
-  const ContextShard shard(&group, S);
-  model.set_context_group(&group);
-  model.set_recompute(recompute);  // the whole-sequence run is without
+  model.set_context_group(&group);  // each rank computes its chunks of the same sequences
+  model.set_recompute(recompute);   // the whole-sequence run is without
   model.params().zero_grads();
-  const float sharded =
-      model.forward(shard.take<int32_t>(tokens, B), shard.take<int32_t>(targets, B), B, S);
+  const float sharded = model.forward(tokens, targets, B, S);
   model.backward();
   model.set_context_group(nullptr);
   std::vector<float> got(P);
