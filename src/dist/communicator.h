@@ -15,6 +15,8 @@
 //  - send/recv: blocking point-to-point, matched by peer and tag;
 //  - start_sendrecv: one send and one receive at once (a ring step), in flight until wait();
 //    a peer of -1 skips that side (the ends of an open chain);
+//  - start_reduce_scatter: reduce_scatter in flight until wait() (ZeRO-1's buckets overlap the
+//    backward with it); the same result, bitwise, as the blocking call;
 //  - split: the sub-communicator of the ranks that pass the same color, ranked by key (a data
 //    group or a context group of a rank grid).
 // Sums are deterministic: every implementation adds contributions in rank order 0..N-1, so the
@@ -38,6 +40,18 @@ class Transfer {
  public:
   virtual ~Transfer() = default;
   virtual void wait() = 0;
+  // Lets the transfer advance without blocking, and says whether it has arrived (then wait()
+  // returns at once). MPI libraries without a progress thread (Open MPI's default) move a
+  // non-blocking collective only inside MPI calls, so a caller that computes between start and
+  // wait calls this at convenient points. The default knows nothing: false.
+  virtual bool test() { return false; }
+};
+
+// A transfer that completed when it started (the blocking fallbacks).
+class CompletedTransfer final : public Transfer {
+ public:
+  void wait() override {}
+  bool test() override { return true; }
 };
 
 class Communicator {
@@ -60,6 +74,12 @@ class Communicator {
   virtual std::unique_ptr<Transfer> start_sendrecv(const void* send, size_t send_count, int dest,
                                                    void* recv, size_t recv_count, int src,
                                                    DType dtype, int tag) = 0;
+  // reduce_scatter that returns while the data moves: send must stay untouched and recv unread
+  // until wait(), which reduces (in rank order) and writes recv. Several may be in flight; every
+  // rank starts them in the same order. The default runs the blocking call.
+  virtual std::unique_ptr<Transfer> start_reduce_scatter(const void* send, void* recv,
+                                                         size_t recv_count, DType dtype,
+                                                         ReduceOp op);
   // Collective over this communicator: every rank passes a color and a key and gets the
   // communicator of the ranks with its color, ranked by (key, rank).
   virtual std::unique_ptr<Communicator> split(int color, int key) = 0;

@@ -57,27 +57,16 @@ void LocalCommunicator::recv(void* buf, size_t count, DType dtype, int peer, int
   std::memcpy(buf, msg.data(), msg.size());
 }
 
-namespace {
-struct DoneTransfer final : Transfer {
-  void wait() override {}
-};
-}  // namespace
-
 std::unique_ptr<Transfer> LocalCommunicator::start_sendrecv(const void* send, size_t send_count,
                                                             int dest, void* recv, size_t recv_count,
                                                             int src, DType dtype, int tag) {
   if (dest >= 0) this->send(send, send_count, dtype, dest, tag);
   if (src >= 0) this->recv(recv, recv_count, dtype, src, tag);
-  return std::make_unique<DoneTransfer>();
+  return std::make_unique<CompletedTransfer>();
 }
 
 std::unique_ptr<Communicator> LocalCommunicator::split(int, int) {
   return std::make_unique<LocalCommunicator>();
-}
-
-void sendrecv(Communicator& comm, const void* send, size_t send_count, int dest, void* recv,
-              size_t recv_count, int src, DType dtype, int tag) {
-  comm.start_sendrecv(send, send_count, dest, recv, recv_count, src, dtype, tag)->wait();
 }
 
 }  // namespace zaya::dist

@@ -160,6 +160,92 @@ std::unique_ptr<Transfer> MpiCommunicator::start_sendrecv(const void* send, size
   return t;
 }
 
+namespace {
+
+// One start_reduce_scatter. The send buffer is cut into pieces as reduce_scatter cuts it (one
+// MPI call moves at most max_call_bytes per rank); piece p's all-to-all lands its N contributions
+// back to back in `received` at N·offset(p), so `received` holds exactly N·recv_count elements
+// however the call was split. wait() reduces each piece in rank order, as the blocking call does.
+class MpiReduceScatter final : public Transfer {
+ public:
+  std::vector<MPI_Request> requests;
+  std::unique_ptr<unsigned char[]> received, packed;  // packed: split calls' send pieces
+  std::vector<size_t> offsets, counts;                // per piece, in elements of a rank's chunk
+  unsigned char* recv = nullptr;
+  size_t esize = 0;
+  int world = 1;
+  DType dtype = DType::F32;
+  ReduceOp op = ReduceOp::Sum;
+  bool done = false;
+  bool arrived = false;  // test() saw every request complete
+
+  bool test() override {
+    if (done || arrived || requests.empty()) return true;
+    int flag = 0;  // all complete (and freed: wait() skips them) or none touched
+    MPI_Testall(int(requests.size()), requests.data(), &flag, MPI_STATUSES_IGNORE);
+    arrived = flag != 0;
+    return arrived;
+  }
+  void wait() override {
+    if (done) return;
+    done = true;
+    if (!arrived) MPI_Waitall(int(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+    for (size_t p = 0; p < offsets.size(); ++p) {
+      const size_t bytes = counts[p] * esize;
+      unsigned char* base = received.get() + size_t(world) * offsets[p] * esize;
+      // Rank order 0..N-1: the same sums as MpiCommunicator::reduce_scatter.
+      for (int j = 1; j < world; ++j)
+        reduce_into(base, base + size_t(j) * bytes, counts[p], dtype, op);
+      std::memcpy(recv + offsets[p] * esize, base, bytes);
+    }
+  }
+  ~MpiReduceScatter() override {
+    if (!done && !arrived && !requests.empty())
+      MPI_Waitall(int(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Transfer> MpiCommunicator::start_reduce_scatter(const void* send, void* recv,
+                                                                size_t recv_count, DType dtype,
+                                                                ReduceOp op) {
+  auto t = std::make_unique<MpiReduceScatter>();
+  t->recv = static_cast<unsigned char*>(recv);
+  t->esize = dtype_size(dtype);
+  t->world = world_;
+  t->dtype = dtype;
+  t->op = op;
+  if (recv_count == 0) return t;
+  const size_t esize = t->esize, n_ranks = size_t(world_);
+  const size_t per = piece_elements(n_ranks * esize);
+  const bool split = recv_count > per;
+  t->received = std::make_unique_for_overwrite<unsigned char[]>(n_ranks * recv_count * esize);
+  if (split)
+    t->packed = std::make_unique_for_overwrite<unsigned char[]>(n_ranks * recv_count * esize);
+  const auto* in = static_cast<const unsigned char*>(send);
+  for (size_t off = 0; off < recv_count; off += per) {
+    const size_t n = std::min(per, recv_count - off), bytes = n * esize;
+    const int chunk = as_int(bytes, "reduce_scatter");
+    as_int(bytes * n_ranks, "reduce_scatter");
+    const unsigned char* piece = in;
+    if (split) {
+      // Piece [off, off + n) of every rank's chunk, packed back to back (as reduce_scatter does).
+      unsigned char* dst = t->packed.get() + n_ranks * off * esize;
+      for (size_t j = 0; j < n_ranks; ++j)
+        std::memcpy(dst + j * bytes, in + (j * recv_count + off) * esize, bytes);
+      piece = dst;
+    }
+    MPI_Request r;
+    MPI_Ialltoall(piece, chunk, MPI_BYTE, t->received.get() + n_ranks * off * esize, chunk,
+                  MPI_BYTE, comm_, &r);
+    t->requests.push_back(r);
+    t->offsets.push_back(off);
+    t->counts.push_back(n);
+  }
+  return t;
+}
+
 void MpiCommunicator::set_max_call_bytes(size_t bytes) {
   ZAYA_CHECK(bytes >= 1 && bytes <= size_t(INT_MAX), "set_max_call_bytes: ", bytes,
              " is not in [1, INT_MAX]");

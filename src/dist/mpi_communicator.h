@@ -54,6 +54,9 @@ class MpiCommunicator final : public Communicator {
   std::unique_ptr<Transfer> start_sendrecv(const void* send, size_t send_count, int dest,
                                            void* recv, size_t recv_count, int src, DType dtype,
                                            int tag) override;
+  // MPI_Ialltoall per piece into a buffer of the transfer's own; wait() reduces in rank order.
+  std::unique_ptr<Transfer> start_reduce_scatter(const void* send, void* recv, size_t recv_count,
+                                                 DType dtype, ReduceOp op) override;
   // MPI_Comm_split; the child inherits max_call_bytes().
   std::unique_ptr<Communicator> split(int color, int key) override;
 

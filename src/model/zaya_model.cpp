@@ -28,6 +28,14 @@ void ZayaModel::bind_weights() {
     return s ? base + s->offset : nullptr;
   };
   const int L = int(config_.num_stages);
+  // After stage i's backward the tensors of stages < i and the embedding may still receive
+  // gradient; everything above the highest of them is final, whatever the registry's order.
+  final_from_.assign(size_t(L) + 1, 0);
+  for (int i = 0; i <= L; ++i)
+    for (const ParamSpec& spec : reg.specs())
+      if (spec.name == "model.embed_tokens.weight" || (spec.stage >= 0 && spec.stage < i))
+        final_from_[size_t(i)] =
+            std::max(final_from_[size_t(i)], int64_t(spec.offset) + spec.numel);
   stages_.assign(L, Stage{});
   grads_.assign(L, StageGrads{});
   for (int i = 0; i < L; ++i) {
@@ -328,6 +336,7 @@ void ZayaModel::backward(float loss_scale) {
       acts_[L - 1].h, w("model.res_scale.hidden_states_bias"),
       w("model.res_scale.hidden_states_scale"), acts_[L - 1].r, w("model.res_scale.residual_bias"),
       w("model.res_scale.residual_scale"), N, E);
+  if (gradients_final_) gradients_final_(final_from_[size_t(L)]);
 
   // The gradients that flow from stage to stage live in two pairs of buffers taken here; what a
   // stage's backward takes besides is freed when the stage is done (and, with recompute, so is
@@ -372,6 +381,7 @@ void ZayaModel::backward(float loss_scale) {
     dr_next = dr;
     dh = dh_prev;
     dr = dr_prev;
+    if (gradients_final_) gradients_final_(final_from_[size_t(i)]);
   }
   // Embedding rows, accumulated in token order (deterministic).
   for (int t = 0; t < N; ++t) {
@@ -379,6 +389,7 @@ void ZayaModel::backward(float loss_scale) {
     const float* d = dh + size_t(t) * E;
     for (int j = 0; j < E; ++j) row[j] += d[j];
   }
+  if (gradients_final_) gradients_final_(0);
 }
 
 std::span<const float> ZayaModel::logits() const {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -39,6 +40,14 @@ class ZayaModel {
   // Accumulates loss_scale · d(mean loss)/dθ into params().grads(). Requires a forward() with
   // targets. Gradient accumulation over k equal micro-batches passes loss_scale = 1/k.
   void backward(float loss_scale = 1.0f);
+
+  // Called by the following backward() calls each time the gradient at flat offsets
+  // [offset, params().size()) is final for that backward: after the final norm and merge, after
+  // each stage, and with 0 at the end. The trainer starts ZeRO-1's reduce-scatter buckets from
+  // it while the backward goes on (Zero1Sync::grads_final_from). An empty function: no calls.
+  void set_gradients_final(std::function<void(int64_t offset)> fn) {
+    gradients_final_ = std::move(fn);
+  }
 
   // Test hook: following forward() calls take these routes (one [B·S] vector per MoE stage, in
   // stage order) instead of choosing top-1, so that finite differences can cross a near-tie.
@@ -117,6 +126,10 @@ class ZayaModel {
 
   ModelConfig config_;
   ParamStore params_;
+  // final_from_[i]: the lowest flat offset above every tensor whose gradient stages i-1 … 0 and
+  // the embedding still write (final_from_[L]: above every stage); see set_gradients_final.
+  std::vector<int64_t> final_from_;
+  std::function<void(int64_t)> gradients_final_;
   std::vector<Stage> stages_;
   std::vector<StageGrads> grads_;
   Arena arena_;

@@ -16,26 +16,94 @@ Zero1Sync::Zero1Sync(dist::Communicator& comm, int64_t total_floats, int64_t sta
   ZAYA_CHECK(staging_floats > 0, "Zero1Sync: the staging size must be > 0 floats, got ",
              staging_floats);
   bucket_ = bucket_for(staging_floats, layout_.world, layout_.chunk());
-  staging_.resize(size_t(bucket_ * layout_.world));
-  piece_.resize(size_t(bucket_));
+  for (Slot& s : slots_) {
+    s.staging.resize(size_t(bucket_ * layout_.world));
+    s.piece.resize(size_t(bucket_));
+  }
+}
+
+int64_t Zero1Sync::buffer_floats() const {
+  int64_t n = 0;
+  for (const Slot& s : slots_) n += int64_t(s.staging.size() + s.piece.size());
+  return n;
+}
+
+void Zero1Sync::pack(int64_t at, int64_t b, const float* full_grads, float* staging) const {
+  const int64_t chunk = layout_.chunk(), total = layout_.total;
+  for (int r = 0; r < layout_.world; ++r) {
+    const int64_t src = int64_t(r) * chunk + at;
+    const int64_t n = std::clamp<int64_t>(total - src, 0, b);
+    float* dst = staging + size_t(r) * size_t(b);
+    if (n > 0) std::memcpy(dst, full_grads + src, size_t(n) * sizeof(float));
+    std::fill(dst + n, dst + b, 0.0f);
+  }
 }
 
 void Zero1Sync::reduce_scatter_grads(const float* full_grads, float* shard_grads) {
-  const int64_t chunk = layout_.chunk(), total = layout_.total;
+  ZAYA_CHECK(full_ == nullptr, "Zero1Sync: reduce_scatter_grads during an overlapped reduce");
+  const int64_t chunk = layout_.chunk();
+  Slot& s = slots_[0];
   for (int64_t at = 0; at < chunk; at += bucket_) {
     const int64_t b = std::min(bucket_, chunk - at);
-    for (int r = 0; r < layout_.world; ++r) {
-      const int64_t src = int64_t(r) * chunk + at;
-      const int64_t n = std::clamp<int64_t>(total - src, 0, b);
-      float* dst = staging_.data() + size_t(r) * size_t(b);
-      if (n > 0) std::memcpy(dst, full_grads + src, size_t(n) * sizeof(float));
-      std::fill(dst + n, dst + b, 0.0f);
-    }
-    comm_.reduce_scatter(staging_.data(), piece_.data(), size_t(b), DType::F32,
+    pack(at, b, full_grads, s.staging.data());
+    comm_.reduce_scatter(s.staging.data(), s.piece.data(), size_t(b), DType::F32,
                          dist::ReduceOp::Sum);
     const int64_t keep = std::clamp<int64_t>(layout_.size() - at, 0, b);
-    std::memcpy(shard_grads + at, piece_.data(), size_t(keep) * sizeof(float));
+    std::memcpy(shard_grads + at, s.piece.data(), size_t(keep) * sizeof(float));
   }
+}
+
+void Zero1Sync::begin_reduce(const float* full_grads, float* shard_grads) {
+  ZAYA_CHECK(full_ == nullptr, "Zero1Sync: begin_reduce while another reduce is in progress");
+  full_ = full_grads;
+  shard_ = shard_grads;
+  next_at_ = (bucket_count() - 1) * bucket_;
+  final_from_ = layout_.total;
+  overlapped_ = 0;
+}
+
+void Zero1Sync::grads_final_from(int64_t offset) {
+  ZAYA_CHECK(full_ != nullptr, "Zero1Sync: grads_final_from outside begin_reduce/finish_reduce");
+  final_from_ = std::min(final_from_, offset);
+  const int64_t before = next_at_;
+  start_final_buckets(false);
+  overlapped_ += (before - next_at_) / bucket_;
+  for (Slot& s : slots_)  // let the others move too
+    if (s.transfer) s.transfer->test();
+}
+
+void Zero1Sync::finish_reduce() {
+  ZAYA_CHECK(full_ != nullptr, "Zero1Sync: finish_reduce without begin_reduce");
+  final_from_ = 0;
+  start_final_buckets(true);
+  for (int i = 0; i < kInFlight; ++i) complete(slots_[(next_slot_ + i) % kInFlight]);
+  full_ = nullptr;
+  shard_ = nullptr;
+}
+
+void Zero1Sync::start_final_buckets(bool block) {
+  // Bucket `at` holds [r·chunk + at, …) of every rank r: rank 0's range is the lowest.
+  while (next_at_ >= 0 && next_at_ >= final_from_) {
+    Slot& s = slots_[next_slot_];  // the oldest bucket in flight, or a free slot
+    if (s.transfer && !block && !s.transfer->test()) return;
+    complete(s);
+    next_slot_ = (next_slot_ + 1) % kInFlight;
+    const int64_t b = std::min(bucket_, layout_.chunk() - next_at_);
+    pack(next_at_, b, full_, s.staging.data());
+    s.at = next_at_;
+    s.transfer = comm_.start_reduce_scatter(s.staging.data(), s.piece.data(), size_t(b), DType::F32,
+                                            dist::ReduceOp::Sum);
+    next_at_ -= bucket_;
+  }
+}
+
+void Zero1Sync::complete(Slot& s) {
+  if (!s.transfer) return;
+  s.transfer->wait();
+  s.transfer.reset();
+  const int64_t keep = std::clamp<int64_t>(layout_.size() - s.at, 0, bucket_);
+  std::memcpy(shard_ + s.at, s.piece.data(), size_t(keep) * sizeof(float));
+  s.at = -1;
 }
 
 void Zero1Sync::all_gather_weights(float* weights) {
@@ -43,16 +111,18 @@ void Zero1Sync::all_gather_weights(float* weights) {
   for (int64_t at = 0; at < chunk; at += bucket_) {
     const int64_t b = std::min(bucket_, chunk - at);
     const int64_t mine = std::clamp<int64_t>(layout_.size() - at, 0, b);
+    std::vector<float>& piece = slots_[0].piece;
+    std::vector<float>& staging = slots_[0].staging;
     if (mine > 0)
-      std::memcpy(piece_.data(), weights + layout_.begin() + at, size_t(mine) * sizeof(float));
-    std::fill(piece_.begin() + mine, piece_.begin() + b, 0.0f);
-    comm_.all_gather(piece_.data(), staging_.data(), size_t(b), DType::F32);
+      std::memcpy(piece.data(), weights + layout_.begin() + at, size_t(mine) * sizeof(float));
+    std::fill(piece.begin() + mine, piece.begin() + b, 0.0f);
+    comm_.all_gather(piece.data(), staging.data(), size_t(b), DType::F32);
     for (int r = 0; r < layout_.world; ++r) {
       if (r == layout_.rank) continue;
       const int64_t dst = int64_t(r) * chunk + at;
       const int64_t n = std::clamp<int64_t>(total - dst, 0, b);
       if (n > 0)
-        std::memcpy(weights + dst, staging_.data() + size_t(r) * size_t(b),
+        std::memcpy(weights + dst, staging.data() + size_t(r) * size_t(b),
                     size_t(n) * sizeof(float));
     }
   }

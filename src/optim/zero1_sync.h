@@ -11,9 +11,20 @@
 // The Communicator sees equal chunks for any world size.
 // Sums are the Communicator's: in rank order, so a run is bitwise reproducible at a given world
 // size.
+//
+// The reduce-scatter can overlap the step's last backward (begin_reduce / grads_final_from /
+// finish_reduce). The parameter registry lays out the embedding, then stage 0 … L−1, then the
+// final tensors, and the backward finishes them from the end: when it reports that offsets
+// [x, total) are final, every bucket whose rank-0 range starts at or after x is final on every
+// rank (rank r's range of a bucket lies r·chunk above rank 0's) and may start moving while the
+// backward goes on. kInFlight buckets move at once, each in a slot with its own staging. A
+// report never blocks: it collects the buckets that have arrived (Transfer::test) and starts
+// final buckets in the slots they free; the rest start in finish_reduce, which waits for all.
+// The sums are the same calls on the same data as reduce_scatter_grads: bitwise the same shard.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "dist/communicator.h"
@@ -35,16 +46,49 @@ class Zero1Sync {
   void reduce_scatter_grads(const float* full_grads, float* shard_grads);
   // weights: [total]; this rank's range is sent, every other range is overwritten.
   void all_gather_weights(float* weights);
+  // The overlapped reduce-scatter, for the same two buffers: begin_reduce before the last
+  // backward of the step; grads_final_from(x) whenever full_grads will not change at offsets
+  // [x, total) any more (ZayaModel::set_gradients_final does this per stage); finish_reduce()
+  // after it starts what is left and waits for every bucket. full_grads stays untouched and
+  // shard_grads unread from begin_reduce to finish_reduce.
+  void begin_reduce(const float* full_grads, float* shard_grads);
+  void grads_final_from(int64_t offset);
+  void finish_reduce();
+  // Buckets of the step, and how many of them the last overlapped reduce started before
+  // finish_reduce (the rest had to wait for the end of the backward).
+  int64_t bucket_count() const { return (layout_.chunk() + bucket_ - 1) / bucket_; }
+  int64_t buckets_overlapped() const { return overlapped_; }
+
   // Bytes this rank sends per step in the two collectives (padded counts), for the log.
   int64_t bytes_per_step() const;
-  // Floats of this rank's staging and piece buffers.
-  int64_t buffer_floats() const { return int64_t(staging_.size() + piece_.size()); }
+  // Floats of this rank's staging and piece buffers (every slot).
+  int64_t buffer_floats() const;
+  static constexpr int kInFlight = 2;  // buckets moving at once in the overlapped reduce
 
  private:
+  // One bucket's buffers: the packed [world × bucket] send and this rank's [bucket] sum.
+  struct Slot {
+    std::vector<float> staging, piece;
+    std::unique_ptr<dist::Transfer> transfer;
+    int64_t at = -1;  // the bucket's offset within a rank's range while in flight
+  };
+  void pack(int64_t at, int64_t b, const float* full_grads, float* staging) const;
+  // Starts the final buckets (next_at_ >= final_from_) while the oldest slot is free or its
+  // bucket has arrived; with `block`, waits for the oldest instead.
+  void start_final_buckets(bool block);
+  void complete(Slot& slot);
+
   dist::Communicator& comm_;
   ShardLayout layout_;
   int64_t bucket_;
-  std::vector<float> staging_, piece_;
+  Slot slots_[kInFlight];
+  // The overlapped reduce in progress.
+  const float* full_ = nullptr;
+  float* shard_ = nullptr;
+  int64_t next_at_ = -1;    // the next bucket to start (they start from the last one down)
+  int64_t final_from_ = 0;  // the gradient is final at flat offsets >= this
+  int next_slot_ = 0;       // slots are used round robin: the oldest bucket is in next_slot_
+  int64_t overlapped_ = 0;
 };
 
 }  // namespace zaya

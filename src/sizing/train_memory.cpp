@@ -118,11 +118,12 @@ TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq,
     }
   m.muon = 4 * (owned + 2 * largest + 2 * gram * gram);
   if (world > 1) {
-    // The range's reduced gradients, and Zero1Sync's staging (bucket × world) and piece buffers
+    // The range's reduced gradients, and for each bucket in flight Zero1Sync's staging
+    // (bucket × world) and piece buffers plus the communicator's receive buffer (bucket × world)
     // (optim/zero1_sync.h: the staging stays at 2^21 floats whatever the world size).
     const int64_t bucket =
         Zero1Sync::bucket_for(Zero1Sync::kDefaultStagingFloats, world, layout.chunk());
-    m.zero1 = 4 * (layout.chunk() + bucket * world + bucket);
+    m.zero1 = 4 * (layout.chunk() + Zero1Sync::kInFlight * (2 * bucket * world + bucket));
   }
   m.activations = activation_bytes(c, micro_batch, seq) / 4 * value_bytes;
   m.checkpoint = 3 * 4 * layout.chunk();  // weights, exp_avg, exp_avg_sq of the range

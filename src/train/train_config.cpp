@@ -48,10 +48,12 @@ TrainConfig train_config_from_json(const nlohmann::json& j, const std::string& w
       integer(c.lm_head_chunk_vocab, 0);
     else if (key == "context_parallel")
       integer(c.context_parallel, 1);
-    else if (key == "recompute") {
+    else if (key == "zero1_bucket_floats")
+      integer(c.zero1_bucket_floats, 1);
+    else if (key == "recompute" || key == "overlap_reduce") {
       ZAYA_CHECK(v.is_boolean(), where, ": field ", field, " must be true or false, got ",
                  v.dump());
-      c.recompute = v.get<bool>();
+      (key == "recompute" ? c.recompute : c.overlap_reduce) = v.get<bool>();
     } else if (key == "out_dir" || key == "tokenizer") {
       ZAYA_CHECK(v.is_string(), where, ": field ", field, " must be a string");
       (key == "out_dir" ? c.out_dir : c.tokenizer) = v.get<std::string>();
@@ -68,11 +70,13 @@ TrainConfig train_config_from_json(const nlohmann::json& j, const std::string& w
       ZAYA_CHECK(v.is_object(), where, ": field ", field, " must be an object");
       c.optim = v;
     } else {
-      ZAYA_FAIL(where, ": unknown field ", field,
-                " (known: seed, micro_batch, global_batch, max_steps, eval_every, eval_windows, "
-                "log_every, out_dir, tokenizer, sample_tokens, sample_temperature, sample_top_k, "
-                "sample_prompts, checkpoint_every, keep_last, keep_every, lm_head_chunk_tokens, "
-                "lm_head_chunk_vocab, context_parallel, recompute, optim)");
+      ZAYA_FAIL(
+          where, ": unknown field ", field,
+          " (known: seed, micro_batch, global_batch, max_steps, eval_every, eval_windows, "
+          "log_every, out_dir, tokenizer, sample_tokens, sample_temperature, sample_top_k, "
+          "sample_prompts, checkpoint_every, keep_last, keep_every, lm_head_chunk_tokens, "
+          "lm_head_chunk_vocab, context_parallel, recompute, overlap_reduce, zero1_bucket_floats, "
+          "optim)");
     }
   }
   ZAYA_CHECK((c.lm_head_chunk_tokens > 0) == (c.lm_head_chunk_vocab > 0), where,

@@ -40,6 +40,13 @@ struct TrainConfig {
   // Recompute each stage's forward in the backward instead of keeping its activations
   // (ZayaModel::set_recompute): long sequences in less memory, for about a third more compute.
   bool recompute = false;
+  // With several ranks, ZeRO-1's reduce-scatter buckets start while the step's last backward
+  // still runs, as soon as the stages they cover are done (Zero1Sync::grads_final_from). The
+  // gradients are bitwise the same either way; false waits for the whole backward (to measure).
+  bool overlap_reduce = true;
+  // Floats one ZeRO-1 bucket moves over all ranks (each rank's slice is this / ranks): smaller
+  // buckets start sooner in the backward, larger ones pay the per-call latency fewer times.
+  int64_t zero1_bucket_floats = int64_t(1) << 21;   // 8 MiB, Zero1Sync::kDefaultStagingFloats
   nlohmann::json optim = nlohmann::json::object();  // "train.optim", see optim/optim_config.h
 };
 

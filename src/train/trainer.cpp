@@ -314,7 +314,8 @@ TrainSummary run_training(const TrainOptions& opt) {
   std::unique_ptr<Zero1Sync> zero1;
   std::vector<float> shard_grads;
   if (world > 1) {
-    zero1 = std::make_unique<Zero1Sync>(*comm, int64_t(model.params().size()));
+    zero1 =
+        std::make_unique<Zero1Sync>(*comm, int64_t(model.params().size()), tc.zero1_bucket_floats);
     shard_grads.resize(size_t(zero1->layout().size()));
   }
   const int n_moe = int(mc.num_moe_stages()), n_routes = int(mc.num_routes());
@@ -365,9 +366,11 @@ TrainSummary run_training(const TrainOptions& opt) {
       std::fprintf(
           stderr,
           "ZeRO-1: %lld floats per rank shard; per step each rank sends %.1f MiB in "
-          "reduce-scatter + all-gather and %.1f KiB in the Muon exchange (split and rebalanced "
-          "matrices)\n",
+          "reduce-scatter + all-gather (%lld buckets, the reduce-scatter %s) and %.1f KiB in the "
+          "Muon exchange (split and rebalanced matrices)\n",
           (long long)zero1->layout().chunk(), double(zero1->bytes_per_step()) / 1048576.0,
+          (long long)zero1->bucket_count(),
+          tc.overlap_reduce ? "overlapping the backward" : "after the backward",
           double(optimizer.muon_exchange_bytes()) / 1024.0);
   }
 
@@ -396,6 +399,10 @@ TrainSummary run_training(const TrainOptions& opt) {
     const int64_t per_rank = seqs / data_world;
     const int micro_steps = int(per_rank / tc.micro_batch);
     model.params().zero_grads();
+    // Aegis drill "NaN loss and gradients" overwrites the gradients after the backward, so that
+    // step's reduce-scatter waits for it.
+    const bool nan_drill = faults.loss_fault(step + 1);
+    const bool overlap = zero1 && tc.overlap_reduce && !nan_drill;
     std::vector<int64_t> route_counts(size_t(n_moe) * size_t(n_routes), 0);
     double loss_sum = 0;
     window.resize(size_t(S) + 1);
@@ -419,14 +426,22 @@ TrainSummary run_training(const TrainOptions& opt) {
       // Every micro-batch loss is a mean over its tokens; the step's loss is their mean over
       // all data ranks, so each backward carries 1 / (micro-batches of the whole step). Context
       // ranks each hold a share of their micro-batch's gradient; the reduction sums the shares.
+      // The last micro-batch's backward finishes the gradients stage by stage, from the end of
+      // the flat buffer down: ZeRO-1's buckets start moving as their stages are done.
+      const bool last_micro = m + 1 == micro_steps;
+      if (overlap && last_micro) {
+        zero1->begin_reduce(model.params().grads(), shard_grads.data());
+        model.set_gradients_final([&zero1](int64_t from) { zero1->grads_final_from(from); });
+      }
       model.backward(1.0f / float(micro_steps * data_world));
+      if (overlap && last_micro) model.set_gradients_final(nullptr);
       // Fewer threads while other work holds the CPU, decided after each micro-batch (a step
       // can be long): the numbers are the same at any thread count.
       const std::string thread_change = threads.tick(step + 1);
       if (lead && !thread_change.empty())
         std::fprintf(stderr, "%s%s\n", tty ? "\r\033[K" : "", thread_change.c_str());
     }
-    if (faults.loss_fault(step + 1)) {  // Aegis drill: NaN loss and gradients (update skipped)
+    if (nan_drill) {  // Aegis drill: NaN loss and gradients (update skipped)
       loss_sum = std::numeric_limits<double>::quiet_NaN();
       std::fill_n(model.params().grads(), model.params().size(), std::nanf(""));
     }
@@ -439,7 +454,13 @@ TrainSummary run_training(const TrainOptions& opt) {
     const double lr = learning_rate(oc, step, schedule_steps);
     double grad_norm = 0;
     if (zero1) {
-      zero1->reduce_scatter_grads(model.params().grads(), shard_grads.data());
+      const auto r0 = std::chrono::steady_clock::now();
+      if (overlap)
+        zero1->finish_reduce();
+      else
+        zero1->reduce_scatter_grads(model.params().grads(), shard_grads.data());
+      sum.grad_reduce_wait_s +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - r0).count();
       grad_norm = optimizer.step(model.params().weights(), shard_grads.data(), lr);
       zero1->all_gather_weights(model.params().weights());
     } else {
@@ -543,6 +564,7 @@ TrainSummary run_training(const TrainOptions& opt) {
   announce_checkpoint();
   sum.last_checkpoint = checkpoints.last_saved();
   sum.steps = step;
+  sum.train_s = train_s;
   sum.tokens = tokens_done;
   sum.final_val_loss = last_eval.loss;
   sum.unigram_val_loss = last_eval.unigram;

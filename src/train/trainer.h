@@ -41,6 +41,10 @@ struct TrainSummary {
   double final_val_loss = 0;
   double unigram_val_loss = 0;  // entropy of the validation tokens' own unigram distribution
   double elapsed_s = 0;
+  double train_s = 0;  // in training steps (no setup, evaluation or checkpoint wait)
+  // Rank 0's seconds in the gradient reduce-scatter after its backward ended: with the
+  // reduce-scatter overlapping the backward, only what the backward did not hide.
+  double grad_reduce_wait_s = 0;
   bool interrupted = false;       // stopped early by a signal (SIGINT, SIGTERM, SIGUSR1)
   std::string stop_signal;        // its name, when interrupted
   bool already_finished = false;  // --resume auto on a finished run: nothing was done

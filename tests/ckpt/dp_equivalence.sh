@@ -6,6 +6,8 @@
 #  - equivalence: every step's loss at 2 and 3 ranks matches 1 rank within TOL relative (sums
 #    are in rank order, so a world size is bitwise reproducible, but 1, 2 and 3 ranks add the
 #    micro-batch gradients in different groupings); the largest difference is printed;
+#  - overlap: the reduce-scatter in small buckets overlapping the backward, and not overlapping,
+#    gives bitwise the losses of the default at 3 ranks;
 #  - reshape: a 2-rank checkpoint at step 10 continues at 1 and at 3 ranks, and steps 11..20
 #    match the uninterrupted 2-rank run within TOL; the final val loss is printed.
 set -uo pipefail
@@ -48,6 +50,23 @@ for opt in adamw muon; do
 done
 check "muon at 3 ranks: split (and rebalanced) matrices go through the Muon exchange" \
   bash -c "grep -q 'KiB in the Muon exchange' '$WORK/muon-np3.log' && ! grep -q 'and 0.0 KiB in the Muon' '$WORK/muon-np3.log'"
+
+# The reduce-scatter overlapping the backward (on by default): in buckets of 999 floats, most of
+# which start while the backward still runs, and switched off, the losses are bitwise those of
+# the default (one bucket); sums are per element in rank order, whatever the buckets.
+losses() { $PY -c "import json,sys; print([(r['loss'], r.get('val_loss')) for r in map(json.loads, open(sys.argv[1]))])" "$1"; }
+sed 's/"seed": 5,/"seed": 5, "zero1_bucket_floats": 999,/' "$WORK/muon.json" > "$WORK/buckets.json"
+sed 's/"seed": 5,/"seed": 5, "overlap_reduce": false,/' "$WORK/buckets.json" > "$WORK/no-overlap.json"
+for name in buckets no-overlap; do
+  run 3 "$WORK/$name.log" --config "$WORK/$name.json" --out "$WORK/$name" || exit 1
+  check "muon at 3 ranks, $name: bitwise the default's losses" \
+    test "$(losses "$WORK/muon-np3/metrics.jsonl")" == "$(losses "$WORK/$name/metrics.jsonl")"
+done
+check "the 999-float buckets are many, overlapping the backward" \
+  grep -Eq '\(([2-9][0-9]|[0-9]{3,}) buckets, the reduce-scatter overlapping the backward\)' \
+  "$WORK/buckets.log"
+check "with overlap_reduce false the log says so" \
+  grep -q 'buckets, the reduce-scatter after the backward)' "$WORK/no-overlap.log"
 
 # Reshape: stop the 2-rank Muon run at step 10, continue at 1 and at 3 ranks.
 run 2 "$WORK/half.log" --config "$WORK/muon.json" --out "$WORK/half" --max-steps 10 || exit 1

@@ -1,7 +1,7 @@
 // ZeRO-1's buffers must not grow with the world size: at 2 ranks and at 1,024 the staging and
-// piece buffers hold at most the staging size (plus one bucket), so a 1,024-rank job does not
-// pay 1,024 times a fixed per-rank slice. A communicator that only states its rank and world
-// stands in for the ranks (the constructor talks to nobody).
+// piece buffers of each bucket in flight hold at most the staging size (plus one bucket), so a
+// 1,024-rank job does not pay 1,024 times a fixed per-rank slice. A communicator that only states
+// its rank and world stands in for the ranks (the constructor talks to nobody).
 #include <gtest/gtest.h>
 
 #include "core/error.h"
@@ -20,8 +20,10 @@ TEST(Zero1Buffers, DoNotGrowWithTheWorldSize) {
     WorldOnly comm(world / 2, world);
     const Zero1Sync sync(comm, total);
     const int64_t bucket = Zero1Sync::bucket_for(staging, world, sync.layout().chunk());
-    EXPECT_EQ(sync.buffer_floats(), bucket * (world + 1)) << "world " << world;
-    EXPECT_LE(sync.buffer_floats(), staging + bucket) << "world " << world;
+    // One slot per bucket in flight (the reduce-scatter overlapping the backward keeps two).
+    EXPECT_EQ(sync.buffer_floats(), Zero1Sync::kInFlight * bucket * (world + 1))
+        << "world " << world;
+    EXPECT_LE(sync.buffer_floats(), Zero1Sync::kInFlight * (staging + bucket)) << "world " << world;
   }
   // More ranks than staging floats: one float per rank, still no slice per rank beyond it.
   EXPECT_EQ(Zero1Sync::bucket_for(16, 1024, 1000), 1);
