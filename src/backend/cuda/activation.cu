@@ -1,0 +1,48 @@
+#include "backend/cuda/ops.h"
+#include "backend/cuda/reduce.cuh"
+
+namespace zaya::cuda {
+
+namespace {
+
+__device__ inline float sigmoid(float x) {
+  return 1.0f / (1.0f + expf(-x));
+}
+
+// One thread per output element (row r, column j of f): gate in[r, j], value in[r, f + j].
+__global__ void swiglu_forward_kernel(float* out, const float* in, long total, int f) {
+  const long i = long(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= total) return;
+  const long r = i / f, j = i % f;
+  const float g = in[r * 2 * f + j], u = in[r * 2 * f + f + j];
+  out[i] = g * sigmoid(g) * u;
+}
+
+__global__ void swiglu_backward_kernel(float* din, const float* dout, const float* in, long total,
+                                       int f) {
+  const long i = long(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= total) return;
+  const long r = i / f, j = i % f;
+  const float g = in[r * 2 * f + j], u = in[r * 2 * f + f + j], dy = dout[i];
+  const float s = sigmoid(g), silu = g * s;
+  din[r * 2 * f + f + j] += dy * silu;
+  din[r * 2 * f + j] += dy * u * s * (1.0f + g * (1.0f - s));
+}
+
+}  // namespace
+
+void swiglu_forward(float* out, const float* in, int n, int f) {
+  const long total = long(n) * f;
+  if (total == 0) return;
+  swiglu_forward_kernel<<<blocks_for(total, 256), 256>>>(out, in, total, f);
+  ZAYA_CUDA_LAUNCHED("swiglu_forward");
+}
+
+void swiglu_backward(float* din, const float* dout, const float* in, int n, int f) {
+  const long total = long(n) * f;
+  if (total == 0 || !din) return;
+  swiglu_backward_kernel<<<blocks_for(total, 256), 256>>>(din, dout, in, total, f);
+  ZAYA_CUDA_LAUNCHED("swiglu_backward");
+}
+
+}  // namespace zaya::cuda

@@ -1,0 +1,61 @@
+// The GPU as the rest of zaya sees it: plain C++ (no CUDA types), so code compiled by the host
+// compiler calls it. Device memory is owned by DeviceBuffer (RAII); every copy between host and
+// device is an explicit call, so each synchronisation is visible at its call site.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace zaya::cuda {
+
+// Empty when a GPU is usable; otherwise why not ("no CUDA-capable device is detected", a driver
+// too old for this build, ...), for the tests' skip messages and `zaya info`.
+std::string unavailable_reason();
+// The device's name and memory, e.g. "NVIDIA H100 80GB HBM3, 79.1 GiB" (requires a device).
+std::string device_summary();
+void synchronize();
+
+void* device_alloc(size_t bytes);
+void device_free(void* p) noexcept;
+void copy_to_device(void* dst, const void* src, size_t bytes);
+void copy_to_host(void* dst, const void* src, size_t bytes);
+void fill_zero(void* dst, size_t bytes);
+
+// Device memory of n elements of T, freed with the object.
+template <typename T>
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t n)
+      : n_(n), p_(static_cast<T*>(n ? device_alloc(n * sizeof(T)) : nullptr)) {}
+  explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size()) { upload(host); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  DeviceBuffer(DeviceBuffer&& o) noexcept
+      : n_(std::exchange(o.n_, 0)), p_(std::exchange(o.p_, nullptr)) {}
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    std::swap(n_, o.n_);
+    std::swap(p_, o.p_);
+    return *this;
+  }
+  ~DeviceBuffer() { device_free(p_); }
+
+  T* get() { return p_; }
+  const T* get() const { return p_; }
+  size_t size() const { return n_; }
+  void upload(const std::vector<T>& host) { copy_to_device(p_, host.data(), n_ * sizeof(T)); }
+  std::vector<T> download() const {
+    std::vector<T> host(n_);
+    copy_to_host(host.data(), p_, n_ * sizeof(T));
+    return host;
+  }
+  void zero() { fill_zero(p_, n_ * sizeof(T)); }
+
+ private:
+  size_t n_ = 0;
+  T* p_ = nullptr;
+};
+
+}  // namespace zaya::cuda

@@ -1,0 +1,77 @@
+#include "backend/cuda/ops.h"
+#include "backend/cuda/reduce.cuh"
+
+namespace zaya::cuda {
+
+namespace {
+
+__global__ void residual_merge_forward_kernel(float* out, const float* h, const float* hb,
+                                              const float* hs, const float* r, const float* rb,
+                                              const float* rs, long total, int c) {
+  const long i = long(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= total) return;
+  const int j = int(i % c);
+  float v = (h[i] + hb[j]) * hs[j];
+  if (r) v += (r[i] + rb[j]) * rs[j];
+  out[i] = v;
+}
+
+__global__ void residual_merge_backward_rows_kernel(float* dh, float* dr, const float* dout,
+                                                    const float* hs, const float* rs, long total,
+                                                    int c) {
+  const long i = long(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= total) return;
+  const int j = int(i % c);
+  if (dh) dh[i] += dout[i] * hs[j];
+  if (dr) dr[i] += dout[i] * rs[j];
+}
+
+// One thread per channel, rows in order (fp64, as cpu::column_dot): the four per-channel
+// gradients dhb = hs ⊙ Σ dout, dhs = Σ dout ⊙ (h + hb), and the same for r.
+__global__ void residual_merge_backward_channels_kernel(float* dhb, float* dhs, float* drb,
+                                                        float* drs, const float* dout,
+                                                        const float* h, const float* hb,
+                                                        const float* hs, const float* r,
+                                                        const float* rb, const float* rs, int n,
+                                                        int c) {
+  const int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= c) return;
+  double sum = 0.0, hdot = 0.0, rdot = 0.0;
+  for (int i = 0; i < n; ++i) {
+    const size_t o = size_t(i) * c + j;
+    const double d = dout[o];
+    sum += d;
+    hdot += d * (h[o] + hb[j]);
+    if (r) rdot += d * (r[o] + rb[j]);
+  }
+  if (dhs) dhs[j] += float(hdot);
+  if (dhb) dhb[j] += float(sum * hs[j]);
+  if (r && drs) drs[j] += float(rdot);
+  if (r && drb) drb[j] += float(sum * rs[j]);
+}
+
+}  // namespace
+
+void residual_merge_forward(float* out, const float* h, const float* hb, const float* hs,
+                            const float* r, const float* rb, const float* rs, int n, int c) {
+  const long total = long(n) * c;
+  if (total == 0) return;
+  residual_merge_forward_kernel<<<blocks_for(total, 256), 256>>>(out, h, hb, hs, r, rb, rs, total,
+                                                                 c);
+  ZAYA_CUDA_LAUNCHED("residual_merge_forward");
+}
+
+void residual_merge_backward(float* dh, float* dhb, float* dhs, float* dr, float* drb, float* drs,
+                             const float* dout, const float* h, const float* hb, const float* hs,
+                             const float* r, const float* rb, const float* rs, int n, int c) {
+  const long total = long(n) * c;
+  if (total == 0) return;
+  residual_merge_backward_rows_kernel<<<blocks_for(total, 256), 256>>>(dh, r ? dr : nullptr, dout,
+                                                                       hs, rs, total, c);
+  ZAYA_CUDA_LAUNCHED("residual_merge_backward (rows)");
+  residual_merge_backward_channels_kernel<<<blocks_for(c, 128), 128>>>(dhb, dhs, drb, drs, dout, h,
+                                                                       hb, hs, r, rb, rs, n, c);
+  ZAYA_CUDA_LAUNCHED("residual_merge_backward (channels)");
+}
+
+}  // namespace zaya::cuda

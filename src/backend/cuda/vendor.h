@@ -1,0 +1,47 @@
+// The one place where GPU vendor names live. Every .cu file of backend/cuda includes this header
+// and writes CUDA's names; the HIP build (ZAYA_HIP, compiled by hipcc for AMD GPUs) maps them to
+// HIP's, the way ggml's vendors/hip.h does, so one source serves NVIDIA and AMD.
+#pragma once
+
+#if defined(ZAYA_HIP)
+#include <hip/hip_runtime.h>
+
+#define cudaError_t hipError_t
+#define cudaSuccess hipSuccess
+#define cudaErrorNoDevice hipErrorNoDevice
+#define cudaGetErrorString hipGetErrorString
+#define cudaGetLastError hipGetLastError
+#define cudaGetDeviceCount hipGetDeviceCount
+#define cudaGetDeviceProperties hipGetDeviceProperties
+#define cudaDeviceProp hipDeviceProp_t
+#define cudaSetDevice hipSetDevice
+#define cudaMalloc hipMalloc
+#define cudaFree hipFree
+#define cudaMemcpy hipMemcpy
+#define cudaMemcpyAsync hipMemcpyAsync
+#define cudaMemset hipMemset
+#define cudaMemsetAsync hipMemsetAsync
+#define cudaMemcpyHostToDevice hipMemcpyHostToDevice
+#define cudaMemcpyDeviceToHost hipMemcpyDeviceToHost
+#define cudaMemcpyDeviceToDevice hipMemcpyDeviceToDevice
+#define cudaDeviceSynchronize hipDeviceSynchronize
+#define cudaStream_t hipStream_t
+// CDNA GPUs (MI300X) run 64-lane wavefronts.
+#define ZAYA_WARP_SIZE 64
+#else
+#include <cuda_runtime.h>
+#define ZAYA_WARP_SIZE 32
+#endif
+
+#include "core/error.h"
+
+// Throws zaya::Error with the runtime's message and the call that failed.
+#define ZAYA_CUDA_CHECK(call)                                       \
+  do {                                                              \
+    const cudaError_t zaya_cuda_status_ = (call);                   \
+    ZAYA_CHECK(zaya_cuda_status_ == cudaSuccess, #call,             \
+               " failed: ", cudaGetErrorString(zaya_cuda_status_)); \
+  } while (0)
+
+// After a kernel launch: a bad launch configuration shows up here, not at the next sync.
+#define ZAYA_CUDA_LAUNCHED(what) ZAYA_CUDA_CHECK(cudaGetLastError())
