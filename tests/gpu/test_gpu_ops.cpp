@@ -16,33 +16,16 @@
 #include "backend/cpu/residual.h"
 #include "backend/cuda/device.h"
 #include "backend/cuda/ops.h"
+#include "gpu_test_util.h"
 
 namespace zaya {
 namespace {
 
 using cuda::DeviceBuffer;
+using test::kTolerance;
+using test::random_floats;
+using test::relative_error;
 using Floats = std::vector<float>;
-
-constexpr double kTolerance = 1e-5;
-
-Floats random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  Floats v(n);
-  for (float& x : v) x = u(g);
-  return v;
-}
-
-// max |got − want| / max |want|: the error relative to the tensor's scale.
-double relative_error(const Floats& got, const Floats& want) {
-  EXPECT_EQ(got.size(), want.size());
-  double diff = 0, scale = 1e-30;
-  for (size_t i = 0; i < want.size() && i < got.size(); ++i) {
-    diff = std::max(diff, std::fabs(double(got[i]) - want[i]));
-    scale = std::max(scale, std::fabs(double(want[i])));
-  }
-  return diff / scale;
-}
 
 const int kRows[] = {1, 2, 3, 37};
 
@@ -157,14 +140,3 @@ TEST(GpuOps, Matmul) {
 
 }  // namespace
 }  // namespace zaya
-
-int main(int argc, char** argv) {
-  const std::string reason = zaya::cuda::unavailable_reason();
-  if (!reason.empty()) {
-    std::printf("SKIPPED: no usable GPU (%s); the GPU ops were not checked\n", reason.c_str());
-    return 77;
-  }
-  std::printf("GPU: %s\n", zaya::cuda::device_summary().c_str());
-  ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
-}

@@ -29,7 +29,47 @@ __global__ void swiglu_backward_kernel(float* din, const float* dout, const floa
   din[r * 2 * f + j] += dy * u * s * (1.0f + g * (1.0f - s));
 }
 
+// One thread per row (the router's softmax has a handful of columns).
+__global__ void softmax_forward_kernel(float* out, const float* in, int n, int c) {
+  const int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= n) return;
+  const float* x = in + size_t(r) * c;
+  float* y = out + size_t(r) * c;
+  float mx = x[0];
+  for (int j = 1; j < c; ++j) mx = fmaxf(mx, x[j]);
+  float sum = 0.0f;
+  for (int j = 0; j < c; ++j) {
+    y[j] = expf(x[j] - mx);
+    sum += y[j];
+  }
+  const float inv = 1.0f / sum;
+  for (int j = 0; j < c; ++j) y[j] *= inv;
+}
+
+__global__ void softmax_backward_kernel(float* din, const float* dout, const float* out, int n,
+                                        int c) {
+  const int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= n) return;
+  const float* y = out + size_t(r) * c;
+  const float* dy = dout + size_t(r) * c;
+  float dot = 0.0f;
+  for (int j = 0; j < c; ++j) dot += dy[j] * y[j];
+  for (int j = 0; j < c; ++j) din[size_t(r) * c + j] += y[j] * (dy[j] - dot);
+}
+
 }  // namespace
+
+void softmax_forward(float* out, const float* in, int n, int c) {
+  if (n == 0) return;
+  softmax_forward_kernel<<<blocks_for(n, 128), 128>>>(out, in, n, c);
+  ZAYA_CUDA_LAUNCHED("softmax_forward");
+}
+
+void softmax_backward(float* din, const float* dout, const float* out, int n, int c) {
+  if (n == 0 || !din) return;
+  softmax_backward_kernel<<<blocks_for(n, 128), 128>>>(din, dout, out, n, c);
+  ZAYA_CUDA_LAUNCHED("softmax_backward");
+}
 
 void swiglu_forward(float* out, const float* in, int n, int f) {
   const long total = long(n) * f;

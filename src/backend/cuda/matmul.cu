@@ -94,15 +94,6 @@ __global__ void broadcast_rows_kernel(float* out, const float* bias, long total,
   if (i < total) out[i] = bias[i % m];
 }
 
-// dbias[j] += Σ_i dout[i, j], rows in order, fp64.
-__global__ void column_sum_kernel(float* dbias, const float* dout, int n, int m) {
-  const int j = blockIdx.x * blockDim.x + threadIdx.x;
-  if (j >= m) return;
-  double sum = 0.0;
-  for (int i = 0; i < n; ++i) sum += dout[size_t(i) * m + j];
-  dbias[j] += float(sum);
-}
-
 }  // namespace
 
 void matmul_forward(float* out, const float* in, const float* w, const float* bias, int n, int k,
@@ -124,10 +115,7 @@ void matmul_backward(float* din, float* dw, float* dbias, const float* dout, con
   if (din) gemm_f32(false, false, k, n, m, w, k, dout, m, 1.0f, din, k);
   // dwᵀ[k, m] += inᵀ[k, n] · dout[n, m].
   if (dw) gemm_f32(false, true, k, m, n, in, k, dout, m, 1.0f, dw, k);
-  if (dbias && n > 0 && m > 0) {
-    column_sum_kernel<<<blocks_for(m, 128), 128>>>(dbias, dout, n, m);
-    ZAYA_CUDA_LAUNCHED("matmul_backward (bias)");
-  }
+  if (dbias && n > 0) add_column_sums(dbias, dout, n, m);
 }
 
 }  // namespace zaya::cuda

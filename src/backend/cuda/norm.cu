@@ -1,3 +1,4 @@
+#include "backend/cuda/device.h"
 #include "backend/cuda/ops.h"
 #include "backend/cuda/reduce.cuh"
 
@@ -63,6 +64,80 @@ void rmsnorm_backward(float* din, float* dw, const float* dout, const float* in,
   if (dw) {
     rmsnorm_backward_weight_kernel<<<blocks_for(c, 128), 128>>>(dw, dout, in, rstd, n, c);
     ZAYA_CUDA_LAUNCHED("rmsnorm_backward (weight)");
+  }
+}
+
+}  // namespace zaya::cuda
+
+namespace zaya::cuda {
+
+namespace {
+
+// One thread per (row, head): CCA's query/key normalisation, no epsilon (cpu::l2norm_forward).
+__global__ void l2norm_forward_kernel(float* out, float* inv_norm, const float* in,
+                                      const float* temp, long rows, int heads, int d) {
+  const long i = long(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= rows) return;
+  const int h = int(i % heads);
+  const float* x = in + size_t(i) * d;
+  double ss = 0.0;
+  for (int j = 0; j < d; ++j) ss += double(x[j]) * x[j];
+  const double inv = 1.0 / sqrt(ss);
+  const float s = float(sqrt(double(d)) * inv * (temp ? temp[h] : 1.0f));
+  for (int j = 0; j < d; ++j) out[size_t(i) * d + j] = x[j] * s;
+  inv_norm[i] = float(inv);
+}
+
+__global__ void l2norm_backward_kernel(float* din, double* tsum, const float* dout, const float* in,
+                                       const float* temp, const float* inv_norm, long rows,
+                                       int heads, int d) {
+  const long i = long(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= rows) return;
+  const int h = int(i % heads);
+  const double sqrt_d = sqrt(double(d));
+  const float* x = in + size_t(i) * d;
+  const float* dy = dout + size_t(i) * d;
+  const double inv = inv_norm[i];
+  double dot = 0.0;  // x̂·dy
+  for (int j = 0; j < d; ++j) dot += double(x[j]) * inv * dy[j];
+  if (tsum) tsum[i] = sqrt_d * dot;
+  if (din) {
+    const double s = sqrt_d * (temp ? temp[h] : 1.0f);
+    for (int j = 0; j < d; ++j)
+      din[size_t(i) * d + j] += float(s * inv * (dy[j] - x[j] * inv * dot));
+  }
+}
+
+// dtemp[h] += Σ over rows, in row order, of the per-row terms.
+__global__ void l2norm_temp_kernel(float* dtemp, const double* tsum, int n, int heads) {
+  const int h = blockIdx.x * blockDim.x + threadIdx.x;
+  if (h >= heads) return;
+  double s = 0.0;
+  for (int r = 0; r < n; ++r) s += tsum[size_t(r) * heads + h];
+  dtemp[h] += float(s);
+}
+
+}  // namespace
+
+void l2norm_forward(float* out, float* inv_norm, const float* in, const float* temp, int n,
+                    int heads, int d) {
+  const long rows = long(n) * heads;
+  if (rows == 0) return;
+  l2norm_forward_kernel<<<blocks_for(rows, 128), 128>>>(out, inv_norm, in, temp, rows, heads, d);
+  ZAYA_CUDA_LAUNCHED("l2norm_forward");
+}
+
+void l2norm_backward(float* din, float* dtemp, const float* dout, const float* in,
+                     const float* temp, const float* inv_norm, int n, int heads, int d) {
+  const long rows = long(n) * heads;
+  if (rows == 0) return;
+  DeviceBuffer<double> tsum(dtemp ? size_t(rows) : 0);
+  l2norm_backward_kernel<<<blocks_for(rows, 128), 128>>>(din, tsum.get(), dout, in, temp, inv_norm,
+                                                         rows, heads, d);
+  ZAYA_CUDA_LAUNCHED("l2norm_backward");
+  if (dtemp) {
+    l2norm_temp_kernel<<<blocks_for(heads, 32), 32>>>(dtemp, tsum.get(), n, heads);
+    ZAYA_CUDA_LAUNCHED("l2norm_backward (temp)");
   }
 }
 

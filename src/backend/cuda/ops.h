@@ -5,6 +5,8 @@
 // a fixed order, so a GPU run is bitwise reproducible). Launches go to the default stream.
 #pragma once
 
+#include <cstdint>
+
 namespace zaya::cuda {
 
 // RMSNorm over the last dimension c (cpu::rmsnorm_*); rstd[n] may be nullptr in the forward.
@@ -12,6 +14,16 @@ void rmsnorm_forward(float* out, float* rstd, const float* in, const float* w, i
                      float eps);
 void rmsnorm_backward(float* din, float* dw, const float* dout, const float* in, const float* w,
                       const float* rstd, int n, int c);
+
+// CCA's per-head query/key normalisation with temperature (cpu::l2norm_*).
+void l2norm_forward(float* out, float* inv_norm, const float* in, const float* temp, int n,
+                    int heads, int d);
+void l2norm_backward(float* din, float* dtemp, const float* dout, const float* in,
+                     const float* temp, const float* inv_norm, int n, int heads, int d);
+
+// Row softmax over c columns (cpu::softmax_*).
+void softmax_forward(float* out, const float* in, int n, int c);
+void softmax_backward(float* din, const float* dout, const float* out, int n, int c);
 
 // SwiGLU on in[n, 2f], the gate first (cpu::swiglu_*).
 void swiglu_forward(float* out, const float* in, int n, int f);
@@ -23,6 +35,36 @@ void residual_merge_forward(float* out, const float* h, const float* hb, const f
 void residual_merge_backward(float* dh, float* dhb, float* dhs, float* dr, float* drb, float* drs,
                              const float* dout, const float* h, const float* hb, const float* hs,
                              const float* r, const float* rb, const float* rs, int n, int c);
+
+// Partial rotary embedding in place on x[batch, seq, heads, d] (cpu::rope_apply); the tables
+// [seq, rot/2] are device copies of cpu::rope_tables'.
+void rope_apply(float* x, const float* cos_t, const float* sin_t, int batch, int seq, int heads,
+                int d, int rot, bool inverse);
+
+// CCA's causal convolutions (cpu::depthwise_conv_*, cpu::grouped_conv_*).
+void depthwise_conv_forward(float* a, const float* u, const float* w, const float* bias, int batch,
+                            int seq, int channels);
+void depthwise_conv_backward(float* du, float* dw, float* dbias, const float* da, const float* u,
+                             const float* w, int batch, int seq, int channels);
+void grouped_conv_forward(float* z, const float* a, const float* w, const float* bias, int batch,
+                          int seq, int channels, int group_size);
+void grouped_conv_backward(float* da, float* dw, float* dbias, const float* dz, const float* a,
+                           const float* w, int batch, int seq, int channels, int group_size);
+
+// Causal GQA attention, q[batch, seq, nq, d], k/v[batch, seq, nk, d], lse[batch, nq, seq]
+// (cpu::attention_forward / attention_backward).
+void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
+                       int batch, int seq, int nq, int nk, int d, float scale);
+void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out,
+                        const float* lse, const float* q, const float* k, const float* v, int batch,
+                        int seq, int nq, int nk, int d, float scale);
+
+// Cross-entropy (cpu::cross_entropy_*); targets is device memory. The forward copies the n row
+// losses to the host and sums them there in row order.
+double cross_entropy_forward(float* lse, const float* logits, const int32_t* targets, int n,
+                             int vocab, int64_t* count);
+void cross_entropy_backward_inplace(float* logits, const float* lse, const int32_t* targets, int n,
+                                    int vocab, float loss_scale);
 
 // out[n, m] = in[n, k] · w[m, k]ᵀ (+ bias[m]) through cuBLASLt in fp32 (no TF32), and its
 // backward (cpu::matmul_*).

@@ -28,9 +28,11 @@
 #define cudaStream_t hipStream_t
 // CDNA GPUs (MI300X) run 64-lane wavefronts.
 #define ZAYA_WARP_SIZE 64
+#define ZAYA_SHFL_XOR(value, lane_mask) __shfl_xor(value, lane_mask)
 #else
 #include <cuda_runtime.h>
 #define ZAYA_WARP_SIZE 32
+#define ZAYA_SHFL_XOR(value, lane_mask) __shfl_xor_sync(0xffffffffu, value, lane_mask)
 #endif
 
 #include "core/error.h"

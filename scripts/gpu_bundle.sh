@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Packs what the GPU tests need onto the lent GPU machine (see docs/gpu.md): that machine has
+# CUDA 13 and its driver but none of our Debian packages, so the test binary travels with the
+# shared libraries it links (OpenBLAS, Open MPI, RE2, ...) except glibc's and CUDA's own, which the
+# machine has. Output: .gpu-bundle/ (ignored by git through .git/info/exclude), to be named in the
+# device tool's `carry` and run there as
+#   LD_LIBRARY_PATH=.gpu-bundle/lib:/usr/local/cuda/lib64 .gpu-bundle/bin/zaya_gpu_tests
+# Usage: scripts/gpu_bundle.sh [BINARY...]   (default: build/tests/gpu/zaya_gpu_tests)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bins=("$@")
+((${#bins[@]})) || bins=(build/tests/gpu/zaya_gpu_tests)
+for b in "${bins[@]}"; do
+  [[ -x $b ]] || { echo "$b is missing: cmake --build build first (nvcc must be found)"; exit 1; }
+done
+exclude=$(git rev-parse --git-path info/exclude)
+mkdir -p "$(dirname "$exclude")"
+grep -qx '/.gpu-bundle/' "$exclude" 2>/dev/null || echo '/.gpu-bundle/' >> "$exclude"
+rm -rf .gpu-bundle
+mkdir -p .gpu-bundle/bin .gpu-bundle/lib
+cp "${bins[@]}" .gpu-bundle/bin/
+# Every resolved library but the C runtime's and CUDA's (libcudart, libcublas*, libnccl...).
+for b in "${bins[@]}"; do ldd "$b"; done | awk '/=> \// {print $3}' | sort -u | while read -r lib; do
+  case "$(basename "$lib")" in
+    libc.so* | libm.so* | libdl.so* | libpthread.so* | librt.so* | ld-linux* | libcuda*.so* | libcublas*.so* | libnccl*.so*) ;;
+    *) cp -L "$lib" .gpu-bundle/lib/ ;;
+  esac
+done
+du -sh .gpu-bundle | awk '{print "bundle: " $1 " in .gpu-bundle/ (the device tool carries at most 64 MiB)"}'

@@ -1,0 +1,155 @@
+// CCA's two causal convolutions (cpu::depthwise_conv_*, cpu::grouped_conv_*): direct kernels, one
+// thread per output element; the weight gradients loop their rows in order (fp64), so every sum
+// has one order.
+#include "backend/cuda/ops.h"
+#include "backend/cuda/reduce.cuh"
+
+namespace zaya::cuda {
+
+namespace {
+
+__global__ void depthwise_forward_kernel(float* a, const float* u, const float* w,
+                                         const float* bias, long total, int seq, int C) {
+  const long i = long(blockIdx.x) * blockDim.x + threadIdx.x;  // over [batch, seq + 1, C]
+  if (i >= total) return;
+  const int c = int(i % C);
+  const int j = int((i / C) % (seq + 1));
+  const long b = i / (long(C) * (seq + 1));
+  float v = bias[c];
+  if (j >= 2) v += w[2 * c] * u[(size_t(b) * seq + j - 2) * C + c];
+  if (j >= 1) v += w[2 * c + 1] * u[(size_t(b) * seq + j - 1) * C + c];
+  a[i] = v;
+}
+
+__global__ void depthwise_backward_input_kernel(float* du, const float* da, const float* w,
+                                                long total, int seq, int C) {
+  const long i = long(blockIdx.x) * blockDim.x + threadIdx.x;  // over [batch, seq, C]
+  if (i >= total) return;
+  const int c = int(i % C);
+  const int t = int((i / C) % seq);
+  const long b = i / (long(C) * seq);
+  const float d1 = da[(size_t(b) * (seq + 1) + t + 1) * C + c];
+  const float d2 = t + 2 <= seq ? da[(size_t(b) * (seq + 1) + t + 2) * C + c] : 0.0f;
+  du[i] += w[2 * c + 1] * d1 + (t + 2 <= seq ? w[2 * c] * d2 : 0.0f);
+}
+
+__global__ void depthwise_backward_weight_kernel(float* dw, float* dbias, const float* da,
+                                                 const float* u, int batch, int seq, int C) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= C) return;
+  double s0 = 0.0, s1 = 0.0, sb = 0.0;
+  for (int b = 0; b < batch; ++b)
+    for (int j = 0; j <= seq; ++j) {
+      const double g = da[(size_t(b) * (seq + 1) + j) * C + c];
+      sb += g;
+      if (j >= 2) s0 += g * u[(size_t(b) * seq + j - 2) * C + c];
+      if (j >= 1) s1 += g * u[(size_t(b) * seq + j - 1) * C + c];
+    }
+  if (dw) {
+    dw[2 * c] += float(s0);
+    dw[2 * c + 1] += float(s1);
+  }
+  if (dbias) dbias[c] += float(sb);
+}
+
+// z[b, t, c] = Σ_{c' < G} w[c, c', 0]·a[t, g0 + c'] + w[c, c', 1]·a[t + 1, g0 + c'] + bias[c].
+__global__ void grouped_forward_kernel(float* z, const float* a, const float* w, const float* bias,
+                                       long total, int seq, int C, int G) {
+  const long i = long(blockIdx.x) * blockDim.x + threadIdx.x;  // over [batch, seq, C]
+  if (i >= total) return;
+  const int c = int(i % C);
+  const int t = int((i / C) % seq);
+  const long b = i / (long(C) * seq);
+  const int g0 = (c / G) * G;
+  const float* a0 = a + (size_t(b) * (seq + 1) + t) * C + g0;
+  const float* a1 = a0 + C;
+  float v = 0.0f;
+  for (int k = 0; k < G; ++k)
+    v += w[(size_t(c) * G + k) * 2] * a0[k] + w[(size_t(c) * G + k) * 2 + 1] * a1[k];
+  z[i] = v + bias[c];
+}
+
+// da[b, t, c'] += Σ_{c in group} dz[b, t, c]·w[c, c', 0] + dz[b, t − 1, c]·w[c, c', 1].
+__global__ void grouped_backward_input_kernel(float* da, const float* dz, const float* w,
+                                              long total, int seq, int C, int G) {
+  const long i = long(blockIdx.x) * blockDim.x + threadIdx.x;  // over [batch, seq + 1, C]
+  if (i >= total) return;
+  const int cp = int(i % C);
+  const int t = int((i / C) % (seq + 1));
+  const long b = i / (long(C) * (seq + 1));
+  const int g0 = (cp / G) * G, k = cp - g0;
+  float v = 0.0f;
+  for (int c = g0; c < g0 + G; ++c) {
+    if (t < seq) v += dz[(size_t(b) * seq + t) * C + c] * w[(size_t(c) * G + k) * 2];
+    if (t >= 1) v += dz[(size_t(b) * seq + t - 1) * C + c] * w[(size_t(c) * G + k) * 2 + 1];
+  }
+  da[i] += v;
+}
+
+// dw[c, c', tap] += Σ_{b, t} dz[b, t, c]·a[b, t + tap, g0 + c']: one thread per weight.
+__global__ void grouped_backward_weight_kernel(float* dw, const float* dz, const float* a,
+                                               int batch, int seq, int C, int G) {
+  const long i = long(blockIdx.x) * blockDim.x + threadIdx.x;  // over [C, G, 2]
+  if (i >= long(C) * G * 2) return;
+  const int tap = int(i % 2), k = int((i / 2) % G), c = int(i / (2 * G));
+  const int cp = (c / G) * G + k;
+  double s = 0.0;
+  for (int b = 0; b < batch; ++b)
+    for (int t = 0; t < seq; ++t)
+      s +=
+          double(dz[(size_t(b) * seq + t) * C + c]) * a[(size_t(b) * (seq + 1) + t + tap) * C + cp];
+  dw[i] += float(s);
+}
+
+}  // namespace
+
+void depthwise_conv_forward(float* a, const float* u, const float* w, const float* bias, int batch,
+                            int seq, int channels) {
+  const long total = long(batch) * (seq + 1) * channels;
+  if (total == 0) return;
+  depthwise_forward_kernel<<<blocks_for(total, 256), 256>>>(a, u, w, bias, total, seq, channels);
+  ZAYA_CUDA_LAUNCHED("depthwise_conv_forward");
+}
+
+void depthwise_conv_backward(float* du, float* dw, float* dbias, const float* da, const float* u,
+                             const float* w, int batch, int seq, int channels) {
+  const long total = long(batch) * seq * channels;
+  if (du && total > 0) {
+    depthwise_backward_input_kernel<<<blocks_for(total, 256), 256>>>(du, da, w, total, seq,
+                                                                     channels);
+    ZAYA_CUDA_LAUNCHED("depthwise_conv_backward (input)");
+  }
+  if ((dw || dbias) && channels > 0) {
+    depthwise_backward_weight_kernel<<<blocks_for(channels, 128), 128>>>(dw, dbias, da, u, batch,
+                                                                         seq, channels);
+    ZAYA_CUDA_LAUNCHED("depthwise_conv_backward (weight)");
+  }
+}
+
+void grouped_conv_forward(float* z, const float* a, const float* w, const float* bias, int batch,
+                          int seq, int channels, int group_size) {
+  const long total = long(batch) * seq * channels;
+  if (total == 0) return;
+  grouped_forward_kernel<<<blocks_for(total, 256), 256>>>(z, a, w, bias, total, seq, channels,
+                                                          group_size);
+  ZAYA_CUDA_LAUNCHED("grouped_conv_forward");
+}
+
+void grouped_conv_backward(float* da, float* dw, float* dbias, const float* dz, const float* a,
+                           const float* w, int batch, int seq, int channels, int group_size) {
+  if (da) {
+    const long total = long(batch) * (seq + 1) * channels;
+    grouped_backward_input_kernel<<<blocks_for(total, 256), 256>>>(da, dz, w, total, seq, channels,
+                                                                   group_size);
+    ZAYA_CUDA_LAUNCHED("grouped_conv_backward (input)");
+  }
+  if (dw) {
+    const long weights = long(channels) * group_size * 2;
+    grouped_backward_weight_kernel<<<blocks_for(weights, 128), 128>>>(dw, dz, a, batch, seq,
+                                                                      channels, group_size);
+    ZAYA_CUDA_LAUNCHED("grouped_conv_backward (weight)");
+  }
+  if (dbias) add_column_sums(dbias, dz, long(batch) * seq, channels);
+}
+
+}  // namespace zaya::cuda
