@@ -36,6 +36,7 @@
 #include "model/model_info.h"
 #include "model/weights_io.h"
 #include "model/zaya_model.h"
+#include "sizing/gpu_plan.h"
 
 namespace {
 
@@ -60,14 +61,20 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 4096, "an integer thread count in [0, 4096]"));
 
   // zaya info
-  auto* info = app.add_subcommand("info", "Parameter counts, FLOPs per token and KV-cache size");
+  auto* info = app.add_subcommand(
+      "info", "Parameter counts, FLOPs per token, KV-cache size and the memory plan per GPU");
   std::string info_config;
   int64_t info_seq = 0;
   info->add_option("--config", info_config, "zaya JSON config (e.g. configs/zaya1-base.json)")
       ->required();
   info->add_option("--seq", info_seq,
-                   "sequence length for the attention FLOPs (default: the "
+                   "sequence length for the attention FLOPs and the GPU memory plan (default: the "
                    "config's max_seq_len)");
+  int info_world = 1;
+  info->add_option("--world", info_world,
+                   "ranks of the ZeRO-1 job for the GPU memory plan (each holds 1/world of the "
+                   "optimizer state and fp32 master weights)")
+      ->check(CLI::Range(1, 1 << 20));
 
   // zaya bench step
   auto* bench = app.add_subcommand("bench", "Benchmarks");
@@ -152,8 +159,9 @@ int main(int argc, char** argv) {
     }
     if (*info) {
       const zaya::ModelConfig c = zaya::load_model_config(info_config);
-      std::printf("%s",
-                  zaya::format_model_info(c, info_seq > 0 ? info_seq : c.max_seq_len).c_str());
+      const int64_t seq = info_seq > 0 ? info_seq : c.max_seq_len;
+      std::printf("%s", zaya::format_model_info(c, seq).c_str());
+      std::printf("%s", zaya::format_gpu_memory_plan(c, seq, info_world).c_str());
     } else if (*step) {
       const zaya::ModelConfig c = zaya::load_model_config(step_config);
       ZAYA_CHECK(sopt.batch > 0 && sopt.seq > 0 && sopt.steps > 0 && sopt.warmup >= 0,

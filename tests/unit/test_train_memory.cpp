@@ -7,6 +7,7 @@
 
 #include "model/config.h"
 #include "model/zaya_model.h"
+#include "sizing/gpu_plan.h"
 #include "sizing/train_memory.h"
 
 namespace zaya {
@@ -114,6 +115,35 @@ TEST(TrainMemory, ZeroOneShardsTheOptimizerState) {
   EXPECT_EQ(one.runtime, 1000);
   EXPECT_EQ(one.total(), one.weights + one.gradients + one.optimizer + one.muon + one.activations +
                              one.checkpoint + one.runtime);
+}
+
+// `zaya info`'s GPU plan for ZAYA1-base: bf16 weights are 2 bytes × its 8,840,488,784 parameters
+// (the count Zyphra's checkpoint has); alone on one GPU it fits neither an H100 nor an MI300X,
+// and the fewest ranks it names are the first power of two at which micro-batch 1 fits in 90 %
+// of the device (and half as many do not).
+TEST(TrainMemory, GpuPlanForZaya1Base) {
+  const ModelConfig c = load_model_config(ZAYA_SOURCE_DIR "/configs/zaya1-base.json");
+  const std::string one = format_gpu_memory_plan(c, 4096, 1);
+  EXPECT_NE(one.find("weights (bf16)                          16.47 GiB      16.47 GiB"),
+            std::string::npos)
+      << one;  // 2 × 8,840,488,784 B = 16.466 GiB
+  EXPECT_NE(one.find("does not fit   does not fit"), std::string::npos) << one;
+  // 80 GB and 192 GB are 74.5 and 178.8 GiB (the built-in profiles, docs/sizing.md).
+  const double gib = double(int64_t(1) << 30), h100 = 0.9 * int64_t(74.5 * gib),
+               mi300x = 0.9 * int64_t(178.8 * gib);
+  const int64_t runtime = int64_t(2) << 30;
+  auto fits = [&](int world, double limit) {
+    return double(train_memory(c, 1, 4096, world, runtime, 2).total()) <= limit;
+  };
+  EXPECT_TRUE(fits(16, h100) && !fits(8, h100));
+  EXPECT_TRUE(fits(4, mi300x) && !fits(2, mi300x));
+  EXPECT_NE(one.find("fewest ranks for micro-batch 1                 16              4"),
+            std::string::npos)
+      << one;
+  const std::string cluster = format_gpu_memory_plan(c, 4096, 1024);
+  EXPECT_NE(cluster.find("largest that fits in 90 %           micro-batch 2  micro-batch 8"),
+            std::string::npos)
+      << cluster;
 }
 
 TEST(TrainMemory, FormatsBytes) {
