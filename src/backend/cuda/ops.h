@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace zaya::cuda {
 
@@ -72,5 +73,23 @@ void matmul_forward(float* out, const float* in, const float* w, const float* bi
                     int m);
 void matmul_backward(float* din, float* dw, float* dbias, const float* dout, const float* in,
                      const float* w, int n, int k, int m);
+
+// AdamW, the constants of one step as Optimizer::adamw_update computes them.
+struct AdamwStep {
+  float beta1, one_minus_beta1, beta2, one_minus_beta2;
+  float step_size;     // lr / (1 − β1^t)
+  float inv_sqrt_bc2;  // 1 / sqrt(1 − β2^t)
+  float eps;
+};
+// One tensor of the group: elements [begin, begin + n) of w, g, m, v, decayed by `keep`
+// (1 − lr·wd, or 1 for tensors without weight decay). Segments lie back to back from 0.
+struct AdamwSegment {
+  int64_t begin = 0, n = 0;
+  float keep = 1.0f;
+};
+// m ← β1·m + (1−β1)·g;  v ← β2·v + (1−β2)·g²;  w ← w·keep − step_size·m / (√v·inv_sqrt_bc2 + ε),
+// every segment in one launch.
+void adamw_multi_tensor(float* w, const float* g, float* m, float* v,
+                        const std::vector<AdamwSegment>& segments, const AdamwStep& step);
 
 }  // namespace zaya::cuda
