@@ -10,7 +10,7 @@ std::string unavailable_reason() {
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess) {
-    cudaGetLastError();  // clear it: the next call must not report this again
+    (void)cudaGetLastError();  // clear it: the next call must not report this again
     return cudaGetErrorString(status);
   }
   return count > 0 ? std::string() : "no GPU device is visible";
@@ -37,7 +37,7 @@ void* device_alloc(size_t bytes) {
 }
 
 void device_free(void* p) noexcept {
-  if (p) cudaFree(p);
+  if (p) (void)cudaFree(p);  // a destructor has nobody to tell
 }
 
 void copy_to_device(void* dst, const void* src, size_t bytes) {
