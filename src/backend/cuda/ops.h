@@ -74,6 +74,36 @@ void matmul_forward(float* out, const float* in, const float* w, const float* bi
 void matmul_backward(float* din, float* dw, float* dbias, const float* dout, const float* in,
                      const float* w, int n, int k, int m);
 
+// GELU, exact (erf), as the router MLP's (cpu::gelu_*).
+void gelu_forward(float* out, const float* in, long n);
+void gelu_backward(float* din, const float* dout, const float* in, long n);
+
+// The MoE layer's routing (model/moe.cpp). top1_routes: model/moe.h's top1_route per token.
+// sort_by_route: order[N] lists the tokens grouped by route, in token order inside a route, and
+// offsets[routes + 1] the groups' starts (a stable counting sort: deterministic, dropless).
+void top1_routes(int32_t* route, const float* probs, const float* biases, int n, int routes);
+void sort_by_route(int32_t* order, int32_t* offsets, const int32_t* route, int n, int routes);
+// out[i] = in[order[i]] (rows of `width`); scatter_add_rows: out[order[i]] += in[i].
+void gather_rows(float* out, const float* in, const int32_t* order, int rows, int width);
+void scatter_add_rows(float* out, const float* in, const int32_t* order, int rows, int width);
+// out[t] = probs[t, route[t]] · (expert output y[i] for the first n_exp tokens of `order`, x[t]
+// for the skip route); the backward writes dprobs at each token's route, dy = gate·dout for
+// expert tokens and adds gate·dout to dx for skipped ones.
+void moe_combine_forward(float* out, const float* y, const float* x, const float* probs,
+                         const int32_t* route, const int32_t* order, int n, int n_exp, int E,
+                         int routes);
+void moe_combine_backward(float* dprobs, float* dy, float* dx, const float* dout, const float* y,
+                          const float* x, const float* probs, const int32_t* route,
+                          const int32_t* order, int n, int n_exp, int E, int routes);
+// One product per expert over its rows [offsets[g], offsets[g+1]) (cpu::grouped_matmul_*);
+// offsets is HOST memory (copied from sort_by_route's, an explicit device-to-host copy), weights
+// are device pointers. Experts with no token run no product.
+void grouped_matmul_forward(float* out, const float* in, const float* const* weights,
+                            const int* offsets, int groups, int k, int m);
+void grouped_matmul_backward(float* din, float* const* dweights, const float* dout, const float* in,
+                             const float* const* weights, const int* offsets, int groups, int k,
+                             int m);
+
 // AdamW, the constants of one step as Optimizer::adamw_update computes them.
 struct AdamwStep {
   float beta1, one_minus_beta1, beta2, one_minus_beta2;
