@@ -125,7 +125,50 @@ __global__ void combine_backward_kernel(float* dprobs, float* dy, float* dx, con
   }
 }
 
+// EDA: state[t, j] += scale[j]·state_in[t, j].
+__global__ void eda_forward_kernel(float* state, const float* scale, const float* state_in,
+                                   long total, int R) {
+  const long i = long(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < total) state[i] += scale[i % R] * state_in[i];
+}
+
+// dscale[j] += Σ_t dstate·state_in (rows in order, fp64); dstate_in += scale ⊙ dstate.
+__global__ void eda_backward_scale_kernel(float* dscale, const float* dstate, const float* state_in,
+                                          int n, int R) {
+  const int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= R) return;
+  double s = 0.0;
+  for (int t = 0; t < n; ++t) s += double(dstate[size_t(t) * R + j]) * state_in[size_t(t) * R + j];
+  dscale[j] += float(s);
+}
+
+__global__ void eda_backward_input_kernel(float* dstate_in, const float* scale, const float* dstate,
+                                          long total, int R) {
+  const long i = long(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < total) dstate_in[i] += scale[i % R] * dstate[i];
+}
+
 }  // namespace
+
+void eda_forward(float* state, const float* scale, const float* state_in, int n, int R) {
+  const long total = long(n) * R;
+  if (total == 0) return;
+  eda_forward_kernel<<<blocks_for(total, 256), 256>>>(state, scale, state_in, total, R);
+  ZAYA_CUDA_LAUNCHED("eda_forward");
+}
+
+void eda_backward(float* dscale, float* dstate_in, const float* dstate, const float* state_in,
+                  const float* scale, int n, int R) {
+  const long total = long(n) * R;
+  if (dscale && R > 0) {
+    eda_backward_scale_kernel<<<blocks_for(R, 128), 128>>>(dscale, dstate, state_in, n, R);
+    ZAYA_CUDA_LAUNCHED("eda_backward (scale)");
+  }
+  if (dstate_in && total > 0) {
+    eda_backward_input_kernel<<<blocks_for(total, 256), 256>>>(dstate_in, scale, dstate, total, R);
+    ZAYA_CUDA_LAUNCHED("eda_backward (input)");
+  }
+}
 
 void gelu_forward(float* out, const float* in, long n) {
   if (n == 0) return;

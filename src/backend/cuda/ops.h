@@ -95,6 +95,11 @@ void moe_combine_forward(float* out, const float* y, const float* x, const float
 void moe_combine_backward(float* dprobs, float* dy, float* dx, const float* dout, const float* y,
                           const float* x, const float* probs, const int32_t* route,
                           const int32_t* order, int n, int n_exp, int E, int routes);
+// EDA, the router state carried across MoE stages: state += scale ⊙ state_in ([n, R] rows);
+// the backward adds Σ_t dstate ⊙ state_in to dscale and scale ⊙ dstate to dstate_in.
+void eda_forward(float* state, const float* scale, const float* state_in, int n, int R);
+void eda_backward(float* dscale, float* dstate_in, const float* dstate, const float* state_in,
+                  const float* scale, int n, int R);
 // One product per expert over its rows [offsets[g], offsets[g+1]) (cpu::grouped_matmul_*);
 // offsets is HOST memory (copied from sort_by_route's, an explicit device-to-host copy), weights
 // are device pointers. Experts with no token run no product.
@@ -103,6 +108,21 @@ void grouped_matmul_forward(float* out, const float* in, const float* const* wei
 void grouped_matmul_backward(float* din, float* const* dweights, const float* dout, const float* in,
                              const float* const* weights, const int* offsets, int groups, int k,
                              int m);
+
+// CCA between the convolutions and the normalisation (model/cca.cpp, whole sequences of `seq`
+// tokens): qk1[n, (nq+nk)·d] += the q-k-mean skip of proj[n, (nq+2nk)·d]; v[n, nk·d] = the
+// current half of the values ‖ the previous token's other half (zero at a sequence's start).
+// The backward overwrites dproj from dqk1 (also the convolutions' output gradient), du (their
+// input gradient) and dv.
+void cca_mix_forward(float* qk1, float* v, const float* proj, int n, int seq, int nq, int nk,
+                     int d);
+void cca_mix_backward(float* dproj, const float* dqk1, const float* du, const float* dv, int n,
+                      int seq, int nq, int nk, int d);
+
+// Σ x² in a fixed order (fp64; one explicit copy of the per-block sums to the host), and x *= s:
+// the global norm and the clipping of the optimizer.
+double sum_of_squares(const float* x, long n);
+void scale_in_place(float* x, long n, float s);
 
 // AdamW, the constants of one step as Optimizer::adamw_update computes them.
 struct AdamwStep {
