@@ -3,11 +3,14 @@
 // attention and the cross-entropy. Sequence lengths include 1, 2 and 3.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "backend/cpu/activation.h"
 #include "backend/cpu/attention.h"
 #include "backend/cpu/conv.h"
+#include "backend/cpu/lm_head_loss.h"
 #include "backend/cpu/loss.h"
 #include "backend/cpu/norm.h"
 #include "backend/cpu/rope.h"
@@ -171,6 +174,38 @@ TEST(GpuOps, CrossEntropyWithIgnoredTargets) {
                                            0.25f);
       EXPECT_LE(relative_error(dlogits.download(), logits), kTolerance) << n << "x" << vocab;
     }
+}
+
+TEST(GpuOps, ChunkedLmHeadLoss) {
+  const int e = 24, v = 97;
+  const cpu::LmHeadChunks chunks{5, 40};  // 97 = 40 + 40 + 17: a short last vocabulary chunk
+  for (const int n : kSeqs) {
+    const Floats y = random_floats(size_t(n) * e, 59), w = random_floats(size_t(v) * e, 60);
+    std::vector<int32_t> targets(static_cast<size_t>(n));
+    for (int r = 0; r < n; ++r) targets[size_t(r)] = r % 4 == 3 ? cpu::kIgnoreIndex : (r * 31) % v;
+    Floats lse(static_cast<size_t>(n)), scratch(chunks.scratch_floats(n, v));
+    int64_t count = 0, dcount = 0;
+    const double loss = cpu::lm_head_loss_forward(lse.data(), y.data(), w.data(), targets.data(), n,
+                                                  e, v, chunks, scratch.data(), &count);
+    DeviceBuffer<float> dy_(y), dw_(w), dlse(lse.size()), dscratch(scratch.size());
+    DeviceBuffer<int32_t> dtargets(targets);
+    const double dloss =
+        cuda::lm_head_loss_forward(dlse.get(), dy_.get(), dw_.get(), dtargets.get(), n, e, v,
+                                   chunks.tokens, chunks.vocab, dscratch.get(), &dcount);
+    EXPECT_EQ(dcount, count);
+    EXPECT_NEAR(dloss, loss, kTolerance * std::max(1.0, std::fabs(loss))) << n << " rows";
+    EXPECT_LE(relative_error(dlse.download(), lse), kTolerance) << n << " rows";
+
+    Floats gy = random_floats(y.size(), 61), gw = random_floats(w.size(), 62);
+    DeviceBuffer<float> dgy(gy), dgw(gw);
+    cpu::lm_head_loss_backward(gy.data(), gw.data(), y.data(), w.data(), lse.data(), targets.data(),
+                               n, e, v, 0.5f, chunks, scratch.data());
+    cuda::lm_head_loss_backward(dgy.get(), dgw.get(), dy_.get(), dw_.get(), dlse.get(),
+                                dtargets.get(), n, e, v, 0.5f, chunks.tokens, chunks.vocab,
+                                dscratch.get());
+    EXPECT_LE(relative_error(dgy.download(), gy), kTolerance) << "dy, " << n << " rows";
+    EXPECT_LE(relative_error(dgw.download(), gw), kTolerance) << "dw, " << n << " rows";
+  }
 }
 
 }  // namespace

@@ -67,6 +67,16 @@ double cross_entropy_forward(float* lse, const float* logits, const int32_t* tar
 void cross_entropy_backward_inplace(float* logits, const float* lse, const int32_t* targets, int n,
                                     int vocab, float loss_scale);
 
+// The tied LM head and the loss in blocks of chunk_tokens × chunk_vocab logits
+// (cpu::lm_head_loss_*); targets is device memory, scratch holds one block. The forward sums the
+// row losses on the host in row order (one explicit copy of n values).
+double lm_head_loss_forward(float* lse, const float* y, const float* w, const int32_t* targets,
+                            int n, int e, int v, int chunk_tokens, int chunk_vocab, float* scratch,
+                            int64_t* count);
+void lm_head_loss_backward(float* dy, float* dw, const float* y, const float* w, const float* lse,
+                           const int32_t* targets, int n, int e, int v, float loss_scale,
+                           int chunk_tokens, int chunk_vocab, float* scratch);
+
 // out[n, m] = in[n, k] · w[m, k]ᵀ (+ bias[m]) through cuBLASLt in fp32 (no TF32), and its
 // backward (cpu::matmul_*).
 void matmul_forward(float* out, const float* in, const float* w, const float* bias, int n, int k,
