@@ -3,6 +3,8 @@
 // shared/docs/zaya1-architecture.md, written out step by step in cca.cpp.
 #pragma once
 
+#include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
 #include "core/arena.h"
 #include "model/config.h"
 #include "model/context_shard.h"
@@ -72,10 +74,11 @@ struct RopeTables {
 // (model/context_shard.h); the rope tables are then those of the local rows' positions.
 void cca_forward(float* out, CcaActivations& act, const float* x, const CcaWeights& w,
                  const RopeTables& rope, const ModelConfig& c, int B, int S, Arena& arena,
-                 const ContextShard* shard = nullptr);
+                 const ContextShard* shard = nullptr, const Backend& be = cpu_backend());
 // dx[N, E] += ∂/∂x;  parameter gradients accumulate into g.
 void cca_backward(float* dx, CcaGrads& g, const float* dout, const CcaActivations& act,
                   const CcaWeights& w, const RopeTables& rope, const ModelConfig& c, int B, int S,
-                  Arena& arena, const ContextShard* shard = nullptr);
+                  Arena& arena, const ContextShard* shard = nullptr,
+                  const Backend& be = cpu_backend());
 
 }  // namespace zaya

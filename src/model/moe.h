@@ -4,6 +4,9 @@
 
 #include <vector>
 
+#include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/model_ops.h"
 #include "core/arena.h"
 #include "model/config.h"
 
@@ -27,33 +30,25 @@ struct MoeGrads {
 };
 
 struct MoeActivations {
-  const float* x = nullptr;          // [N, E] normalised stage input (caller-owned)
-  const float* state_in = nullptr;   // [N, R] previous MoE stage's router state, or nullptr
-  float* state = nullptr;            // [N, R] post-EDA, pre-norm router state (passed on)
-  float* rstd = nullptr;             // [N]
-  float* hn = nullptr;               // [N, R]
-  float *m1_pre, *m1, *m2_pre, *m2;  // [N, R] each
-  float* probs = nullptr;            // [N, X+1]
-  int32_t* route = nullptr;          // [N] chosen route, X = skip
-  int32_t* order = nullptr;          // [N] tokens sorted by route (stable)
-  int32_t* offsets = nullptr;        // [X+2] segment starts of `order`
-  float* xg = nullptr;               // [n_exp, E] gathered expert inputs
-  float* h1 = nullptr;               // [n_exp, 2F]
-  float* sw = nullptr;               // [n_exp, F]
-  float* y = nullptr;                // [n_exp, E] expert outputs before the gate
+  const float* x = nullptr;           // [N, E] normalised stage input (caller-owned)
+  const float* state_in = nullptr;    // [N, R] previous MoE stage's router state, or nullptr
+  float* state = nullptr;             // [N, R] post-EDA, pre-norm router state (passed on)
+  float* rstd = nullptr;              // [N]
+  float* hn = nullptr;                // [N, R]
+  float *m1_pre, *m1, *m2_pre, *m2;   // [N, R] each
+  float* probs = nullptr;             // [N, X+1]
+  int32_t* route = nullptr;           // [N] chosen route, X = skip
+  int32_t* order = nullptr;           // [N] tokens sorted by route (stable)
+  int32_t* offsets = nullptr;         // [X+2] segment starts of `order`
+  std::vector<int32_t> host_offsets;  // the same, copied to the host for the expert products
+  float* xg = nullptr;                // [n_exp, E] gathered expert inputs
+  float* h1 = nullptr;                // [n_exp, 2F]
+  float* sw = nullptr;                // [n_exp, F]
+  float* y = nullptr;                 // [n_exp, E] expert outputs before the gate
 };
 
-// ZAYA1's top-1 choice for one token: argmax over routes of probs[e] + biases[e] (the balancing
-// biases only select; the gate stays the probability), exact ties to the lowest index.
-inline int top1_route(const float* probs, const float* biases, int routes) {
-  int best = 0;
-  float best_v = probs[0] + biases[0];
-  for (int e = 1; e < routes; ++e) {
-    const float v = probs[e] + biases[e];
-    if (v > best_v) best = e, best_v = v;
-  }
-  return best;
-}
+// ZAYA1's top-1 choice for one token: cpu::top1_route (backend/cpu/model_ops.h).
+using cpu::top1_route;
 
 // out[N, E] = MoE(x); act.state receives this stage's router state for the next MoE stage.
 // held_route[N], when given, replaces the top-1 choice (the gates stay the router's probabilities
@@ -61,11 +56,11 @@ inline int top1_route(const float* probs, const float* biases, int routes) {
 // not differentiable.
 void moe_forward(float* out, MoeActivations& act, const float* x, const float* state_in,
                  const MoeWeights& w, const ModelConfig& c, int N, Arena& arena,
-                 const int32_t* held_route = nullptr);
+                 const int32_t* held_route = nullptr, const Backend& be = cpu_backend());
 // dx += ∂/∂x; dstate_in += ∂/∂state_in (if state_in was given); dstate is the gradient arriving
 // at this stage's router state from later stages (may be nullptr).
 void moe_backward(float* dx, float* dstate_in, MoeGrads& g, const float* dout, const float* dstate,
                   const MoeActivations& act, const MoeWeights& w, const ModelConfig& c, int N,
-                  Arena& arena);
+                  Arena& arena, const Backend& be = cpu_backend());
 
 }  // namespace zaya

@@ -187,9 +187,7 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
 
   // Embedding (no sqrt(E) scaling): this is h_{-1}, the first "branch output".
   emb_ = arena_.floats(size_t(N) * E);
-#pragma omp parallel for schedule(static)
-  for (int t = 0; t < N; ++t)
-    std::memcpy(emb_ + size_t(t) * E, emb_w + size_t(tokens_[t]) * E, sizeof(float) * E);
+  be_->embedding_forward(emb_, emb_w, tokens_.data(), N, E);
 
   acts_.assign(L, StageActivations{});
   const float* h_prev = emb_;
@@ -198,7 +196,7 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
     const Stage& st = stages_[i];
     StageActivations& a = acts_[i];
     a.r = arena_.floats(size_t(N) * E);
-    cpu::residual_merge_forward(a.r, h_prev, st.hb, st.hs, r_prev, st.rb, st.rs, N, E);
+    be_->residual_merge_forward(a.r, h_prev, st.hb, st.hs, r_prev, st.rb, st.rs, N, E);
     a.h = arena_.floats(size_t(N) * E);
     if (recompute_) {
       // Keep the stage's input and output (and a MoE stage's routes and router state, which the
@@ -210,8 +208,8 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
       const Arena::Mark mark = arena_.mark();
       stage_forward(i, a.h, rope, shard);
       if (!ModelConfig::is_attention_stage(i)) {
-        std::copy_n(a.moe.route, N, a.kept_route);
-        std::copy_n(a.moe.state, size_t(N) * size_t(config_.router_dim), a.kept_state);
+        be_->copy(a.kept_route, a.moe.route, sizeof(int32_t) * size_t(N));
+        be_->copy(a.kept_state, a.moe.state, sizeof(float) * size_t(N) * config_.router_dim);
       }
       arena_.rewind(mark);
     } else {
@@ -224,14 +222,14 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
   // Final merge with model.res_scale, final_norm, tied LM head.
   const ParamRegistry& reg = params_.registry();
   final_r_ = arena_.floats(size_t(N) * E);
-  cpu::residual_merge_forward(final_r_, h_prev,
+  be_->residual_merge_forward(final_r_, h_prev,
                               W + reg.get("model.res_scale.hidden_states_bias").offset,
                               W + reg.get("model.res_scale.hidden_states_scale").offset, r_prev,
                               W + reg.get("model.res_scale.residual_bias").offset,
                               W + reg.get("model.res_scale.residual_scale").offset, N, E);
   final_rstd_ = arena_.floats(N);
   final_y_ = arena_.floats(size_t(N) * E);
-  cpu::rmsnorm_forward(final_y_, final_rstd_, final_r_,
+  be_->rmsnorm_forward(final_y_, final_rstd_, final_r_,
                        W + reg.get("model.final_norm.weight").offset, N, E,
                        float(config_.norm_eps));
   have_loss_ = !targets_.empty();
@@ -241,17 +239,17 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
     logits_valid_ = false;
     lse_ = arena_.floats(N);
     lm_scratch_ = arena_.floats(lm_chunks_.scratch_floats(N, V));
-    const double total = cpu::lm_head_loss_forward(lse_, final_y_, emb_w, targets_.data(), N, E, V,
+    const double total = be_->lm_head_loss_forward(lse_, final_y_, emb_w, targets_.data(), N, E, V,
                                                    lm_chunks_, lm_scratch_, &loss_count_);
     return mean_loss(total);
   }
   logits_ = arena_.floats(size_t(N) * V);
-  cpu::matmul_forward(logits_, final_y_, emb_w, nullptr, N, E, V);
+  be_->matmul_forward(logits_, final_y_, emb_w, nullptr, N, E, V);
   logits_valid_ = true;
   if (!have_loss_) return 0.0f;
   lse_ = arena_.floats(N);
   const double total =
-      cpu::cross_entropy_forward(lse_, logits_, targets_.data(), N, V, &loss_count_);
+      be_->cross_entropy_forward(lse_, logits_, targets_.data(), N, V, &loss_count_);
   return mean_loss(total);
 }
 
@@ -277,9 +275,9 @@ void ZayaModel::stage_forward(int i, float* h, const RopeTables& rope, const Con
   StageActivations& a = acts_[size_t(i)];
   a.rstd = arena_.floats(N);
   a.x = arena_.floats(size_t(N) * E);
-  cpu::rmsnorm_forward(a.x, a.rstd, a.r, st.norm_w, N, E, float(config_.norm_eps));
+  be_->rmsnorm_forward(a.x, a.rstd, a.r, st.norm_w, N, E, float(config_.norm_eps));
   if (ModelConfig::is_attention_stage(i)) {
-    cca_forward(h, a.cca, a.x, st.cca, rope, config_, B_, T_, arena_, shard);
+    cca_forward(h, a.cca, a.x, st.cca, rope, config_, B_, T_, arena_, shard, *be_);
     return;
   }
   const int32_t* held = nullptr;
@@ -294,7 +292,7 @@ void ZayaModel::stage_forward(int i, float* h, const RopeTables& rope, const Con
   }
   // The router state comes from the previous MoE stage (two stages back), none before the first.
   const float* state_in = i >= 3 ? router_state_out(i - 2) : nullptr;
-  moe_forward(h, a.moe, a.x, state_in, st.moe, config_, N, arena_, held);
+  moe_forward(h, a.moe, a.x, state_in, st.moe, config_, N, arena_, held, *be_);
 }
 
 void ZayaModel::backward(float loss_scale) {
@@ -317,20 +315,20 @@ void ZayaModel::backward(float loss_scale) {
   const float scale = loss_count_ ? loss_scale / float(loss_count_) : 0.0f;
   float* dy = arena_.zeros(size_t(N) * E);
   if (chunked_loss_) {
-    cpu::lm_head_loss_backward(dy, emb_g, final_y_, emb_w, lse_, targets_.data(), N, E, V, scale,
+    be_->lm_head_loss_backward(dy, emb_g, final_y_, emb_w, lse_, targets_.data(), N, E, V, scale,
                                lm_chunks_, lm_scratch_);
     chunked_loss_ = false;
   } else {
-    cpu::cross_entropy_backward_inplace(logits_, lse_, targets_.data(), N, V, scale);
+    be_->cross_entropy_backward_inplace(logits_, lse_, targets_.data(), N, V, scale);
     logits_valid_ = false;
-    cpu::matmul_backward(dy, emb_g, nullptr, logits_, final_y_, emb_w, N, E, V);
+    be_->matmul_backward(dy, emb_g, nullptr, logits_, final_y_, emb_w, N, E, V);
   }
   float* dr_final = arena_.zeros(size_t(N) * E);
-  cpu::rmsnorm_backward(dr_final, g("model.final_norm.weight"), dy, final_r_,
+  be_->rmsnorm_backward(dr_final, g("model.final_norm.weight"), dy, final_r_,
                         w("model.final_norm.weight"), final_rstd_, N, E);
   float* dh = arena_.zeros(size_t(N) * E);  // gradient w.r.t. the last block output
   float* dr = arena_.zeros(size_t(N) * E);  // gradient w.r.t. the last merged residual
-  cpu::residual_merge_backward(
+  be_->residual_merge_backward(
       dh, g("model.res_scale.hidden_states_bias"), g("model.res_scale.hidden_states_scale"), dr,
       g("model.res_scale.residual_bias"), g("model.res_scale.residual_scale"), dr_final,
       acts_[L - 1].h, w("model.res_scale.hidden_states_bias"),
@@ -355,18 +353,18 @@ void ZayaModel::backward(float loss_scale) {
     if (recompute_) stage_forward(i, arena_.floats(size_t(N) * E), rope, shard);
     float* dx = arena_.zeros(size_t(N) * E);
     if (ModelConfig::is_attention_stage(i)) {
-      cca_backward(dx, sg.cca, dh, a.cca, st.cca, rope, config_, B_, T_, arena_, shard);
+      cca_backward(dx, sg.cca, dh, a.cca, st.cca, rope, config_, B_, T_, arena_, shard, *be_);
     } else {
       float* dstate_in = nullptr;
       if (a.moe.state_in) {
         dstate_in = dstate_buf[0] == dstate ? dstate_buf[1] : dstate_buf[0];
         std::fill_n(dstate_in, size_t(N) * R, 0.0f);
       }
-      moe_backward(dx, dstate_in, sg.moe, dh, dstate, a.moe, st.moe, config_, N, arena_);
+      moe_backward(dx, dstate_in, sg.moe, dh, dstate, a.moe, st.moe, config_, N, arena_, *be_);
       dstate = dstate_in;
     }
     // x_i = RMSNorm(r_i): add its gradient to the one r_i already has from the next merge.
-    cpu::rmsnorm_backward(dr, sg.norm_w, dx, a.r, st.norm_w, a.rstd, N, E);
+    be_->rmsnorm_backward(dr, sg.norm_w, dx, a.r, st.norm_w, a.rstd, N, E);
     // r_i = (h_{i-1} + hb) ⊙ hs + (r_{i-1} + rb) ⊙ rs.
     const float* h_prev = i > 0 ? acts_[i - 1].h : emb_;
     const float* r_prev = i > 0 ? acts_[i - 1].r : nullptr;
@@ -374,7 +372,7 @@ void ZayaModel::backward(float loss_scale) {
     float* dr_prev = r_prev ? dr_next : nullptr;
     std::fill_n(dh_prev, size_t(N) * E, 0.0f);
     if (dr_prev) std::fill_n(dr_prev, size_t(N) * E, 0.0f);
-    cpu::residual_merge_backward(dh_prev, sg.hb, sg.hs, dr_prev, sg.rb, sg.rs, dr, h_prev, st.hb,
+    be_->residual_merge_backward(dh_prev, sg.hb, sg.hs, dr_prev, sg.rb, sg.rs, dr, h_prev, st.hb,
                                  st.hs, r_prev, st.rb, st.rs, N, E);
     arena_.rewind(mark);
     dh_next = dh;
@@ -384,11 +382,7 @@ void ZayaModel::backward(float loss_scale) {
     if (gradients_final_) gradients_final_(final_from_[size_t(i)]);
   }
   // Embedding rows, accumulated in token order (deterministic).
-  for (int t = 0; t < N; ++t) {
-    float* row = emb_g + size_t(tokens_[t]) * E;
-    const float* d = dh + size_t(t) * E;
-    for (int j = 0; j < E; ++j) row[j] += d[j];
-  }
+  be_->embedding_backward(emb_g, dh, tokens_.data(), N, E);
   if (gradients_final_) gradients_final_(0);
 }
 

@@ -59,6 +59,11 @@ class ZayaModel {
   void set_context_group(dist::Communicator* group) { context_group_ = group; }
   dist::Communicator* context_group() const { return context_group_; }
 
+  // The backend the following forward() and backward() calls compute on (backend/backend.h);
+  // the CPU's by default. The backend must outlive its use.
+  void set_backend(const Backend& backend) { be_ = &backend; }
+  const Backend& backend() const { return *be_; }
+
   // RoPE base for the following forward() calls (curriculum phases change it).
   void set_rope_theta(double theta);
 
@@ -126,6 +131,7 @@ class ZayaModel {
 
   ModelConfig config_;
   ParamStore params_;
+  const Backend* be_ = &cpu_backend();
   // final_from_[i]: the lowest flat offset above every tensor whose gradient stages i-1 … 0 and
   // the embedding still write (final_from_[L]: above every stage); see set_gradients_final.
   std::vector<int64_t> final_from_;
