@@ -8,14 +8,26 @@
 namespace zaya {
 
 void Arena::Block::Free::operator()(std::byte* p) const {
-  std::free(p);
+  if (memory)
+    memory->release(p);
+  else
+    std::free(p);
 }
 
-Arena::Block Arena::make_block(size_t bytes) {
+Arena::Block Arena::make_block(size_t bytes) const {
   bytes = std::max<size_t>(64, (bytes + 63) / 64 * 64);
-  auto* p = static_cast<std::byte*>(std::aligned_alloc(64, bytes));
+  auto* p =
+      static_cast<std::byte*>(memory_ ? memory_->allocate(bytes) : std::aligned_alloc(64, bytes));
   if (p == nullptr) throw std::bad_alloc();
-  return Block{std::unique_ptr<std::byte, Block::Free>(p), bytes};
+  return Block{std::unique_ptr<std::byte, Block::Free>(p, Block::Free{memory_}), bytes};
+}
+
+void Arena::set_memory(ArenaMemory* memory) {
+  blocks_.clear();
+  memory_ = memory;
+  current_ = 0;
+  used_ = 0;
+  total_used_ = 0;
 }
 
 void* Arena::bytes(size_t n) {
@@ -47,7 +59,10 @@ void Arena::rewind(const Mark& m) {
 
 float* Arena::zeros(size_t n) {
   float* p = floats(n);
-  std::memset(p, 0, n * sizeof(float));
+  if (memory_)
+    memory_->zero(p, n * sizeof(float));
+  else
+    std::memset(p, 0, n * sizeof(float));
   return p;
 }
 

@@ -16,9 +16,22 @@
 
 namespace zaya {
 
+// Where an arena's blocks live: host memory unless an arena is given another (a GPU backend's
+// device memory, model/zaya_model.cpp).
+class ArenaMemory {
+ public:
+  virtual ~ArenaMemory() = default;
+  virtual void* allocate(size_t bytes) = 0;  // at least 64-byte aligned
+  virtual void release(void* p) noexcept = 0;
+  virtual void zero(void* p, size_t bytes) = 0;
+};
+
 class Arena {
  public:
   Arena() = default;
+  // Blocks from `memory` from now on (nullptr: host memory); drops the current blocks, so no
+  // pointer handed out before stays valid. `memory` must outlive the arena's blocks.
+  void set_memory(ArenaMemory* memory);
   float* floats(size_t n) { return static_cast<float*>(bytes(n * sizeof(float))); }
   int32_t* ints(size_t n) { return static_cast<int32_t*>(bytes(n * sizeof(int32_t))); }
   // Zero-filled variant, for gradient accumulators.
@@ -37,12 +50,14 @@ class Arena {
  private:
   struct Block {
     struct Free {
+      ArenaMemory* memory = nullptr;
       void operator()(std::byte* p) const;
     };
     std::unique_ptr<std::byte, Free> data;
     size_t bytes = 0;
   };
-  static Block make_block(size_t bytes);
+  Block make_block(size_t bytes) const;
+  ArenaMemory* memory_ = nullptr;
   std::vector<Block> blocks_;
   size_t current_ = 0;     // the block allocations come from (blocks after it are free)
   size_t used_ = 0;        // bytes used in the current block

@@ -13,17 +13,60 @@
 
 namespace zaya {
 
+namespace {
+
+// The arena's blocks in a backend's memory.
+class BackendArenaMemory final : public ArenaMemory {
+ public:
+  explicit BackendArenaMemory(const Backend& be) : be_(be) {}
+  void* allocate(size_t bytes) override { return be_.allocate(bytes); }
+  void release(void* p) noexcept override { be_.release(p); }
+  void zero(void* p, size_t bytes) override { be_.fill_zero(p, bytes); }
+
+ private:
+  const Backend& be_;
+};
+
+}  // namespace
+
 ZayaModel::ZayaModel(const ModelConfig& config) : config_(config), params_(config) {
   config_.validate("ZayaModel");
-  bind_weights();
+  bind_weights(params_.weights(), params_.grads());
 }
 
-void ZayaModel::bind_weights() {
+void ZayaModel::set_backend(const Backend& backend) {
+  be_ = &backend;
+  if (backend.host_memory()) {
+    arena_.set_memory(nullptr);
+    arena_memory_.reset();
+    dev_weights_.reset();
+    dev_grads_.reset();
+    bind_weights(params_.weights(), params_.grads());
+  } else {
+    auto memory = std::make_unique<BackendArenaMemory>(backend);
+    arena_.set_memory(memory.get());  // drops the blocks of the previous memory first
+    arena_memory_ = std::move(memory);
+    const size_t bytes = sizeof(float) * params_.size();
+    dev_weights_ = BackendBuffer(backend, bytes);
+    dev_grads_ = BackendBuffer(backend, bytes);
+    bind_weights(dev_weights_.floats(), dev_grads_.floats());
+  }
+  acts_.clear();
+  logits_valid_ = have_loss_ = chunked_loss_ = false;
+}
+
+const float* ZayaModel::weights_base() const {
+  return be_->host_memory() ? params_.weights() : dev_weights_.floats();
+}
+
+float* ZayaModel::grads_base() {
+  return be_->host_memory() ? params_.grads() : dev_grads_.floats();
+}
+
+void ZayaModel::bind_weights(const float* W, float* G) {
   const ParamRegistry& reg = params_.registry();
-  float* W = params_.weights();
-  float* G = params_.grads();
   auto off = [&](const std::string& name) { return reg.get(name).offset; };
-  auto opt = [&](const std::string& name, float* base) -> float* {
+  auto opt = [&](const std::string& name, auto* base) -> decltype(base) {
     const ParamSpec* s = reg.find(name);
     return s ? base + s->offset : nullptr;
   };
@@ -137,6 +180,8 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
   ZAYA_CHECK(B > 0 && S > 0, "forward: batch and sequence length must be positive, got B=", B,
              " S=", S);
   sharded_ = context_group_ != nullptr;
+  ZAYA_CHECK(!sharded_ || be_->host_memory(), "context parallelism runs on the CPU backend only; ",
+             "the model is on ", be_->name());
   if (sharded_) shard_ = ContextShard(context_group_, S);
   const int T = sharded_ ? shard_.local_len() : S;  // rows per sequence on this rank
   const int N = B * T, E = int(config_.hidden_size), V = int(config_.vocab_size);
@@ -182,12 +227,34 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
     rope = RopeTables{local_cos_.data(), local_sin_.data()};
   }
   const ContextShard* shard = sharded_ ? &shard_ : nullptr;
-  const float* W = params_.weights();
+  op_tokens_ = tokens_.data();
+  op_targets_ = targets_.data();
+  if (!be_->host_memory()) {
+    // The master weights, the tokens, the targets and the RoPE rows go to the backend's memory:
+    // explicit copies, once per forward.
+    be_->to_device(dev_weights_.floats(), params_.weights(), sizeof(float) * params_.size());
+    int32_t* tok = arena_.ints(tokens_.size());
+    be_->to_device(tok, tokens_.data(), sizeof(int32_t) * tokens_.size());
+    op_tokens_ = tok;
+    if (!targets_.empty()) {
+      int32_t* tgt = arena_.ints(targets_.size());
+      be_->to_device(tgt, targets_.data(), sizeof(int32_t) * targets_.size());
+      op_targets_ = tgt;
+    }
+    const size_t table = size_t(S) * size_t(config_.rotary_dim() / 2);
+    float* cos_t = arena_.floats(table);
+    float* sin_t = arena_.floats(table);
+    be_->to_device(cos_t, rope.cos, sizeof(float) * table);
+    be_->to_device(sin_t, rope.sin, sizeof(float) * table);
+    rope = RopeTables{cos_t, sin_t};
+    dev_rope_ = rope;
+  }
+  const float* W = weights_base();
   const float* emb_w = W + params_.registry().get("model.embed_tokens.weight").offset;
 
   // Embedding (no sqrt(E) scaling): this is h_{-1}, the first "branch output".
   emb_ = arena_.floats(size_t(N) * E);
-  be_->embedding_forward(emb_, emb_w, tokens_.data(), N, E);
+  be_->embedding_forward(emb_, emb_w, op_tokens_, N, E);
 
   acts_.assign(L, StageActivations{});
   const float* h_prev = emb_;
@@ -239,7 +306,7 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
     logits_valid_ = false;
     lse_ = arena_.floats(N);
     lm_scratch_ = arena_.floats(lm_chunks_.scratch_floats(N, V));
-    const double total = be_->lm_head_loss_forward(lse_, final_y_, emb_w, targets_.data(), N, E, V,
+    const double total = be_->lm_head_loss_forward(lse_, final_y_, emb_w, op_targets_, N, E, V,
                                                    lm_chunks_, lm_scratch_, &loss_count_);
     return mean_loss(total);
   }
@@ -249,7 +316,7 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
   if (!have_loss_) return 0.0f;
   lse_ = arena_.floats(N);
   const double total =
-      be_->cross_entropy_forward(lse_, logits_, targets_.data(), N, V, &loss_count_);
+      be_->cross_entropy_forward(lse_, logits_, op_targets_, N, V, &loss_count_);
   return mean_loss(total);
 }
 
@@ -300,12 +367,17 @@ void ZayaModel::backward(float loss_scale) {
              "backward() needs a forward() with targets before it");
   const int N = B_ * T_, E = int(config_.hidden_size), V = int(config_.vocab_size);
   const int L = int(config_.num_stages), R = int(config_.router_dim);
-  const RopeTables rope = sharded_ ? RopeTables{local_cos_.data(), local_sin_.data()}
-                                   : RopeTables{rope_cos_.data(), rope_sin_.data()};
+  const RopeTables rope = !be_->host_memory() ? dev_rope_
+                           : sharded_          ? RopeTables{local_cos_.data(), local_sin_.data()}
+                                               : RopeTables{rope_cos_.data(), rope_sin_.data()};
   const ContextShard* shard = sharded_ ? &shard_ : nullptr;
   const ParamRegistry& reg = params_.registry();
-  const float* W = params_.weights();
-  float* G = params_.grads();
+  const float* W = weights_base();
+  float* G = grads_base();
+  const bool on_host = be_->host_memory();
+  // On a backend of its own memory the gradients of this backward are computed there from zero
+  // and added to the host's at the end.
+  if (!on_host) be_->fill_zero(G, sizeof(float) * params_.size());
   auto w = [&](const char* name) { return W + reg.get(name).offset; };
   auto g = [&](const char* name) { return G + reg.get(name).offset; };
   const float* emb_w = w("model.embed_tokens.weight");
@@ -315,11 +387,11 @@ void ZayaModel::backward(float loss_scale) {
   const float scale = loss_count_ ? loss_scale / float(loss_count_) : 0.0f;
   float* dy = arena_.zeros(size_t(N) * E);
   if (chunked_loss_) {
-    be_->lm_head_loss_backward(dy, emb_g, final_y_, emb_w, lse_, targets_.data(), N, E, V, scale,
+    be_->lm_head_loss_backward(dy, emb_g, final_y_, emb_w, lse_, op_targets_, N, E, V, scale,
                                lm_chunks_, lm_scratch_);
     chunked_loss_ = false;
   } else {
-    be_->cross_entropy_backward_inplace(logits_, lse_, targets_.data(), N, V, scale);
+    be_->cross_entropy_backward_inplace(logits_, lse_, op_targets_, N, V, scale);
     logits_valid_ = false;
     be_->matmul_backward(dy, emb_g, nullptr, logits_, final_y_, emb_w, N, E, V);
   }
@@ -334,7 +406,7 @@ void ZayaModel::backward(float loss_scale) {
       acts_[L - 1].h, w("model.res_scale.hidden_states_bias"),
       w("model.res_scale.hidden_states_scale"), acts_[L - 1].r, w("model.res_scale.residual_bias"),
       w("model.res_scale.residual_scale"), N, E);
-  if (gradients_final_) gradients_final_(final_from_[size_t(L)]);
+  if (gradients_final_ && on_host) gradients_final_(final_from_[size_t(L)]);
 
   // The gradients that flow from stage to stage live in two pairs of buffers taken here; what a
   // stage's backward takes besides is freed when the stage is done (and, with recompute, so is
@@ -379,10 +451,17 @@ void ZayaModel::backward(float loss_scale) {
     dr_next = dr;
     dh = dh_prev;
     dr = dr_prev;
-    if (gradients_final_) gradients_final_(final_from_[size_t(i)]);
+    if (gradients_final_ && on_host) gradients_final_(final_from_[size_t(i)]);
   }
   // Embedding rows, accumulated in token order (deterministic).
-  be_->embedding_backward(emb_g, dh, tokens_.data(), N, E);
+  be_->embedding_backward(emb_g, dh, op_tokens_, N, E);
+  if (!on_host) {  // one explicit copy of the gradients, added to the host's in place
+    std::vector<float> g(params_.size());
+    be_->to_host(g.data(), G, sizeof(float) * g.size());
+    float* host = params_.grads();
+#pragma omp parallel for schedule(static)
+    for (size_t k = 0; k < g.size(); ++k) host[k] += g[k];
+  }
   if (gradients_final_) gradients_final_(0);
 }
 
@@ -390,14 +469,23 @@ std::span<const float> ZayaModel::logits() const {
   ZAYA_CHECK(logits_valid_,
              "logits() is valid only between forward() and backward(), and not after a forward "
              "with the LM head in chunks (set_lm_head_chunks), which keeps none");
-  return {logits_, size_t(B_) * T_ * size_t(config_.vocab_size)};
+  const size_t n = size_t(B_) * T_ * size_t(config_.vocab_size);
+  if (be_->host_memory()) return {logits_, n};
+  host_logits_.resize(n);
+  be_->to_host(host_logits_.data(), logits_, sizeof(float) * n);
+  return host_logits_;
 }
 
 std::span<const int32_t> ZayaModel::routes(int stage) const {
   ZAYA_CHECK(stage >= 0 && stage < int(acts_.size()) && !ModelConfig::is_attention_stage(stage),
              "routes(", stage, "): not an MoE stage of the last forward()");
   const StageActivations& a = acts_[size_t(stage)];
-  return {a.kept_route ? a.kept_route : a.moe.route, size_t(B_) * T_};
+  const int32_t* route = a.kept_route ? a.kept_route : a.moe.route;
+  const size_t n = size_t(B_) * T_;
+  if (be_->host_memory()) return {route, n};
+  host_routes_.resize(n);
+  be_->to_host(host_routes_.data(), route, sizeof(int32_t) * n);
+  return host_routes_;
 }
 
 }  // namespace zaya
@@ -406,6 +494,10 @@ namespace zaya {
 std::span<const float> ZayaModel::route_probs(int stage) const {
   routes(stage);  // validates
   ZAYA_CHECK(!recompute_, "route_probs() is not kept with recompute on (set_recompute)");
-  return {acts_[stage].moe.probs, size_t(B_) * T_ * size_t(config_.num_routes())};
+  const size_t n = size_t(B_) * T_ * size_t(config_.num_routes());
+  if (be_->host_memory()) return {acts_[stage].moe.probs, n};
+  host_probs_.resize(n);
+  be_->to_host(host_probs_.data(), acts_[stage].moe.probs, sizeof(float) * n);
+  return host_probs_;
 }
 }  // namespace zaya

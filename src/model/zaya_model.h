@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <utility>
 #include <vector>
@@ -60,8 +61,14 @@ class ZayaModel {
   dist::Communicator* context_group() const { return context_group_; }
 
   // The backend the following forward() and backward() calls compute on (backend/backend.h);
-  // the CPU's by default. The backend must outlive its use.
-  void set_backend(const Backend& backend) { be_ = &backend; }
+  // the CPU's by default. The backend must outlive the model.
+  //
+  // A backend without host memory (a GPU) gets copies of the parameters in its memory and the
+  // step's arena there too. The host ParamStore stays the master: forward() copies the weights
+  // over, backward() computes the gradients there and adds them to params().grads() at its end
+  // (so set_gradients_final reports only offset 0, then). logits(), routes() and route_probs()
+  // copy to the host. Context parallelism runs on host-memory backends only.
+  void set_backend(const Backend& backend);
   const Backend& backend() const { return *be_; }
 
   // RoPE base for the following forward() calls (curriculum phases change it).
@@ -119,7 +126,11 @@ class ZayaModel {
     float* kept_state = nullptr;    // with recompute: its router state [N, R]
   };
 
-  void bind_weights();
+  // Points the stage views at the weights and gradients based at W and G (the ParamStore's, or
+  // their copies in a backend's memory).
+  void bind_weights(const float* W, float* G);
+  const float* weights_base() const;
+  float* grads_base();
   // RMSNorm of stage i's merged residual and its block (CCA or MoE) into h [N, E]; fills
   // acts_[i] but r and h. Used by forward() and, with recompute, by backward().
   void stage_forward(int i, float* h, const RopeTables& rope, const ContextShard* shard);
@@ -132,6 +143,10 @@ class ZayaModel {
   ModelConfig config_;
   ParamStore params_;
   const Backend* be_ = &cpu_backend();
+  // With a backend of its own memory (set_backend): the parameters' copies there, and the
+  // arena's memory (declared before arena_, which releases its blocks through it).
+  BackendBuffer dev_weights_, dev_grads_;
+  std::unique_ptr<ArenaMemory> arena_memory_;
   // final_from_[i]: the lowest flat offset above every tensor whose gradient stages i-1 … 0 and
   // the embedding still write (final_from_[L]: above every stage); see set_gradients_final.
   std::vector<int64_t> final_from_;
@@ -148,6 +163,13 @@ class ZayaModel {
   bool sharded_ = false;
   bool recompute_ = false;
   std::vector<int32_t> tokens_, targets_;
+  // The tokens, targets and RoPE rows the ops read: the host ones above, or copies in the arena
+  // on a backend of its own memory.
+  const int32_t* op_tokens_ = nullptr;
+  const int32_t* op_targets_ = nullptr;
+  mutable std::vector<float> host_logits_, host_probs_;  // copies for logits(), route_probs()
+  mutable std::vector<int32_t> host_routes_;             // and routes()
+  RopeTables dev_rope_;  // the last forward's RoPE rows in the backend's memory
   std::vector<std::vector<int32_t>> held_routes_;
   std::vector<StageActivations> acts_;
   float* emb_ = nullptr;      // h_{-1}: embedded tokens [N, E]

@@ -6,6 +6,21 @@
 
 namespace zaya::cpu {
 
+void copy_rows(float* dst, size_t dst_stride, const float* src, size_t src_stride, int rows,
+               int width) {
+#pragma omp parallel for schedule(static)
+  for (int r = 0; r < rows; ++r)
+    std::memcpy(dst + size_t(r) * dst_stride, src + size_t(r) * src_stride, sizeof(float) * width);
+}
+
+void fill(float* dst, size_t n, float value) {
+  for (size_t i = 0; i < n; ++i) dst[i] = value;
+}
+
+void add_into(float* dst, const float* src, size_t n) {
+  for (size_t i = 0; i < n; ++i) dst[i] += src[i];
+}
+
 void embedding_forward(float* out, const float* table, const int32_t* tokens, int n, int e) {
 #pragma omp parallel for schedule(static)
   for (int t = 0; t < n; ++t)

@@ -10,6 +10,12 @@
 
 namespace zaya::cpu {
 
+// dst[r·dst_stride + j] = src[r·src_stride + j] for j < width; dst[0 : n] = value; dst += src.
+void copy_rows(float* dst, size_t dst_stride, const float* src, size_t src_stride, int rows,
+               int width);
+void fill(float* dst, size_t n, float value);
+void add_into(float* dst, const float* src, size_t n);
+
 // out[t] = table[tokens[t]] (rows of e); the backward adds dout[t] to dtable[tokens[t]] in token
 // order (tokens repeat: the order is what makes it deterministic).
 void embedding_forward(float* out, const float* table, const int32_t* tokens, int n, int e);

@@ -48,6 +48,10 @@ void copy_to_host(void* dst, const void* src, size_t bytes) {
   ZAYA_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
 }
 
+void copy_on_device(void* dst, const void* src, size_t bytes) {
+  if (bytes) ZAYA_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
+}
+
 void fill_zero(void* dst, size_t bytes) {
   ZAYA_CUDA_CHECK(cudaMemset(dst, 0, bytes));
 }

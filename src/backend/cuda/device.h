@@ -22,6 +22,7 @@ void device_free(void* p) noexcept;
 void copy_to_device(void* dst, const void* src, size_t bytes);
 void copy_to_host(void* dst, const void* src, size_t bytes);
 void fill_zero(void* dst, size_t bytes);
+void copy_on_device(void* dst, const void* src, size_t bytes);
 
 // Device memory of n elements of T, freed with the object.
 template <typename T>

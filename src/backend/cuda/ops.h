@@ -5,8 +5,11 @@
 // a fixed order, so a GPU run is bitwise reproducible). Launches go to the default stream.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
+
+#include "backend/cpu/lm_head_loss.h"
 
 namespace zaya::cuda {
 
@@ -77,6 +80,22 @@ void lm_head_loss_backward(float* dy, float* dw, const float* y, const float* w,
                            const int32_t* targets, int n, int e, int v, float loss_scale,
                            int chunk_tokens, int chunk_vocab, float* scratch);
 
+// The same, with the blocks as the CPU op takes them (the Backend's signature).
+inline double lm_head_loss_forward(float* lse, const float* y, const float* w,
+                                   const int32_t* targets, int n, int e, int v,
+                                   const cpu::LmHeadChunks& chunks, float* scratch,
+                                   int64_t* count) {
+  return lm_head_loss_forward(lse, y, w, targets, n, e, v, chunks.tokens, chunks.vocab, scratch,
+                              count);
+}
+inline void lm_head_loss_backward(float* dy, float* dw, const float* y, const float* w,
+                                  const float* lse, const int32_t* targets, int n, int e, int v,
+                                  float loss_scale, const cpu::LmHeadChunks& chunks,
+                                  float* scratch) {
+  lm_head_loss_backward(dy, dw, y, w, lse, targets, n, e, v, loss_scale, chunks.tokens,
+                        chunks.vocab, scratch);
+}
+
 // out[n, m] = in[n, k] · w[m, k]ᵀ (+ bias[m]) through cuBLASLt in fp32 (no TF32), and its
 // backward (cpu::matmul_*).
 void matmul_forward(float* out, const float* in, const float* w, const float* bias, int n, int k,
@@ -133,6 +152,15 @@ void cca_mix_backward(float* dproj, const float* dqk1, const float* du, const fl
 // the global norm and the clipping of the optimizer.
 double sum_of_squares(const float* x, long n);
 void scale_in_place(float* x, long n, float s);
+
+// dst[r·dst_stride + j] = src[r·src_stride + j] for j < width; dst[0 : n] = value; dst += src.
+void copy_rows(float* dst, size_t dst_stride, const float* src, size_t src_stride, int rows,
+               int width);
+void fill(float* dst, size_t n, float value);
+void add_into(float* dst, const float* src, size_t n);
+// out[t] = table[tokens[t]]; the backward adds dout[t] to dtable[tokens[t]] in token order.
+void embedding_forward(float* out, const float* table, const int32_t* tokens, int n, int e);
+void embedding_backward(float* dtable, const float* dout, const int32_t* tokens, int n, int e);
 
 // AdamW, the constants of one step as Optimizer::adamw_update computes them.
 struct AdamwStep {

@@ -1,0 +1,53 @@
+#include "backend/cuda/cuda_backend.h"
+
+#include "backend/cuda/device.h"
+#include "backend/cuda/ops.h"
+
+namespace zaya {
+
+const Backend& cuda_backend() {
+  static const CudaBackend backend;
+  return backend;
+}
+
+const char* CudaBackend::name() const {
+  return "cuda";
+}
+
+bool CudaBackend::host_memory() const {
+  return false;
+}
+
+void* CudaBackend::allocate(size_t bytes) const {
+  return cuda::device_alloc(bytes);  // cudaMalloc: 256-byte aligned
+}
+
+void CudaBackend::release(void* p) const noexcept {
+  cuda::device_free(p);
+}
+
+void CudaBackend::copy(void* dst, const void* src, size_t bytes) const {
+  cuda::copy_on_device(dst, src, bytes);
+}
+
+void CudaBackend::fill_zero(void* dst, size_t bytes) const {
+  if (bytes) cuda::fill_zero(dst, bytes);
+}
+
+void CudaBackend::to_device(void* dst, const void* src, size_t bytes) const {
+  if (bytes) cuda::copy_to_device(dst, src, bytes);
+}
+
+void CudaBackend::to_host(void* dst, const void* src, size_t bytes) const {
+  if (bytes) cuda::copy_to_host(dst, src, bytes);
+}
+
+// Every op forwards to its cuda:: namesake.
+#define ZAYA_BACKEND_OP(ret, name, params, args) \
+  ret CudaBackend::name params const {           \
+    return cuda::name args;                      \
+  }
+#include "backend/backend_ops.inc"
+#undef ZAYA_BACKEND_OP
+
+}  // namespace zaya

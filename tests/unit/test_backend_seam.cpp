@@ -1,0 +1,101 @@
+// The model through the backend seam (backend/backend.h) on a backend that keeps its own memory.
+// The backend here computes with the CPU ops, but says it has memory of its own, so the model
+// takes the path a GPU takes: copies of the weights in the backend's memory, the arena there,
+// the tokens, targets and RoPE rows copied over, the gradients computed there from zero and added
+// to the host's, logits and routes copied back. A step must give bitwise the loss, logits, routes
+// and gradients of the plain CPU path; a missing copy (weights, gradients) shows up as a
+// difference.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "core/error.h"
+#include "dist/communicator.h"
+#include "model/zaya_model.h"
+#include "test_util.h"
+
+namespace zaya {
+namespace {
+
+class SeparateMemoryCpu final : public CpuBackend {
+ public:
+  const char* name() const override { return "cpu (separate memory)"; }
+  bool host_memory() const override { return false; }
+};
+
+struct StepBits {
+  float loss = 0;
+  std::vector<float> logits, grads;
+  std::vector<std::vector<int32_t>> routes;
+};
+
+StepBits step(ZayaModel& m, const std::vector<int32_t>& tokens, int B, int S, bool chunked,
+              bool recompute) {
+  m.set_lm_head_chunks(chunked ? cpu::LmHeadChunks{5, 30} : cpu::LmHeadChunks{});
+  m.set_recompute(recompute);
+  StepBits r;
+  r.loss = m.forward(tokens, ZayaModel::shifted_targets(tokens, B, S), B, S);
+  if (!chunked) {
+    const std::span<const float> l = m.logits();
+    r.logits.assign(l.begin(), l.end());
+  }
+  for (int i = 1; i < int(m.config().num_stages); i += 2) {
+    const std::span<const int32_t> route = m.routes(i);
+    r.routes.emplace_back(route.begin(), route.end());
+  }
+  m.params().zero_grads();
+  int64_t reported = -1;
+  m.set_gradients_final([&](int64_t from) { reported = from; });
+  m.backward(0.5f);
+  m.set_gradients_final(nullptr);
+  EXPECT_EQ(reported, 0) << "the last report is offset 0, after the gradients are on the host";
+  r.grads.assign(m.params().grads(), m.params().grads() + m.params().size());
+  return r;
+}
+
+TEST(BackendSeam, SeparateMemoryGivesTheCpuPathsBits) {
+  const ModelConfig c = test::tiny_config();
+  const SeparateMemoryCpu separate;
+  const int B = 2, S = 11;
+  std::vector<int32_t> tokens(size_t(B) * S);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t((i * 29 + 3) % c.vocab_size);
+  for (const bool chunked : {false, true})
+    for (const bool recompute : {false, true}) {
+      ZayaModel host(c), other(c);
+      test::randomise_weights(host.params(), 7, 8);
+      std::copy_n(host.params().weights(), host.params().size(), other.params().weights());
+      other.set_backend(separate);
+      const StepBits want = step(host, tokens, B, S, chunked, recompute);
+      const StepBits got = step(other, tokens, B, S, chunked, recompute);
+      const std::string what =
+          std::string(chunked ? "chunked" : "materialised") + (recompute ? ", recompute" : "");
+      EXPECT_EQ(got.loss, want.loss) << what;
+      EXPECT_EQ(got.logits, want.logits) << what;
+      EXPECT_EQ(got.routes, want.routes) << what;
+      EXPECT_EQ(got.grads, want.grads) << what;
+    }
+}
+
+TEST(BackendSeam, ContextParallelismIsRefusedOffTheHost) {
+  const ModelConfig c = test::tiny_config();
+  const SeparateMemoryCpu separate;
+  ZayaModel m(c);
+  m.set_backend(separate);
+  auto local = dist::make_communicator();
+  m.set_context_group(local.get());
+  std::vector<int32_t> tokens(8, 1);
+  try {
+    m.forward(tokens, {}, 1, 8);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("context parallelism runs on the CPU backend only"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace zaya
