@@ -430,7 +430,7 @@ void ZayaModel::backward(float loss_scale) {
       float* dstate_in = nullptr;
       if (a.moe.state_in) {
         dstate_in = dstate_buf[0] == dstate ? dstate_buf[1] : dstate_buf[0];
-        std::fill_n(dstate_in, size_t(N) * R, 0.0f);
+        be_->fill_zero(dstate_in, sizeof(float) * size_t(N) * R);
       }
       moe_backward(dx, dstate_in, sg.moe, dh, dstate, a.moe, st.moe, config_, N, arena_, *be_);
       dstate = dstate_in;
@@ -442,8 +442,8 @@ void ZayaModel::backward(float loss_scale) {
     const float* r_prev = i > 0 ? acts_[i - 1].r : nullptr;
     float* dh_prev = dh_next;
     float* dr_prev = r_prev ? dr_next : nullptr;
-    std::fill_n(dh_prev, size_t(N) * E, 0.0f);
-    if (dr_prev) std::fill_n(dr_prev, size_t(N) * E, 0.0f);
+    be_->fill_zero(dh_prev, sizeof(float) * size_t(N) * E);
+    if (dr_prev) be_->fill_zero(dr_prev, sizeof(float) * size_t(N) * E);
     be_->residual_merge_backward(dh_prev, sg.hb, sg.hs, dr_prev, sg.rb, sg.rs, dr, h_prev, st.hb,
                                  st.hs, r_prev, st.rb, st.rs, N, E);
     arena_.rewind(mark);
