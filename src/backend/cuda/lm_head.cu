@@ -5,7 +5,6 @@
 // block, turns it into dlogits in place and adds its two products.
 #include <algorithm>
 #include <cmath>
-#include <vector>
 
 #include "backend/cuda/device.h"
 #include "backend/cuda/ops.h"
@@ -93,15 +92,7 @@ double lm_head_loss_forward(float* lse, const float* y, const float* w, const in
   finish_lse_kernel<<<blocks_for(n, 128), 128>>>(lse, row_loss.get(), mx.get(), sum.get(),
                                                  target_logit.get(), targets, n);
   ZAYA_CUDA_LAUNCHED("lm_head_loss_forward (finish)");
-  const std::vector<double> losses = row_loss.download();  // explicit device-to-host copies
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  copy_to_host(t.data(), targets, size_t(n) * sizeof(int32_t));
-  double total = 0.0;
-  for (int r = 0; r < n; ++r) {  // row order: deterministic
-    total += losses[size_t(r)];
-    *count += t[size_t(r)] != kIgnore;
-  }
-  return total;
+  return sum_row_losses(row_loss.get(), targets, n, count);
 }
 
 void lm_head_loss_backward(float* dy, float* dw, const float* y, const float* w, const float* lse,

@@ -42,6 +42,20 @@ __global__ void cross_entropy_backward_kernel(float* logits, const float* lse, c
 
 }  // namespace
 
+double sum_row_losses(const double* row_loss, const int32_t* targets, int n, int64_t* count) {
+  std::vector<double> losses(static_cast<size_t>(n));
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  copy_to_host(losses.data(), row_loss, losses.size() * sizeof(double));  // explicit copies
+  copy_to_host(t.data(), targets, t.size() * sizeof(int32_t));
+  double total = 0.0;
+  *count = 0;
+  for (int r = 0; r < n; ++r) {  // row order: deterministic
+    total += losses[size_t(r)];
+    *count += t[size_t(r)] != kIgnore;
+  }
+  return total;
+}
+
 double cross_entropy_forward(float* lse, const float* logits, const int32_t* targets, int n,
                              int vocab, int64_t* count) {
   *count = 0;
@@ -49,15 +63,7 @@ double cross_entropy_forward(float* lse, const float* logits, const int32_t* tar
   DeviceBuffer<double> row_loss{size_t(n)};
   cross_entropy_forward_kernel<<<n, kRowThreads>>>(lse, row_loss.get(), logits, targets, vocab);
   ZAYA_CUDA_LAUNCHED("cross_entropy_forward");
-  const std::vector<double> losses = row_loss.download();  // the explicit device-to-host copy
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  copy_to_host(t.data(), targets, size_t(n) * sizeof(int32_t));
-  double total = 0.0;
-  for (int r = 0; r < n; ++r) {  // row order: deterministic
-    total += losses[size_t(r)];
-    *count += t[size_t(r)] != kIgnore;
-  }
-  return total;
+  return sum_row_losses(row_loss.get(), targets, n, count);
 }
 
 void cross_entropy_backward_inplace(float* logits, const float* lse, const int32_t* targets, int n,

@@ -69,6 +69,10 @@ double cross_entropy_forward(float* lse, const float* logits, const int32_t* tar
                              int vocab, int64_t* count);
 void cross_entropy_backward_inplace(float* logits, const float* lse, const int32_t* targets, int n,
                                     int vocab, float loss_scale);
+// The step's loss from the per-row losses on the device (0 at ignored targets): one explicit
+// copy of the rows and targets, summed on the host in row order; *count = rows with a target.
+// Shared by the two losses above and below.
+double sum_row_losses(const double* row_loss, const int32_t* targets, int n, int64_t* count);
 
 // The tied LM head and the loss in blocks of chunk_tokens × chunk_vocab logits
 // (cpu::lm_head_loss_*); targets is device memory, scratch holds one block. The forward sums the
