@@ -1,4 +1,5 @@
-// Helpers of the GPU op tests: random inputs and the error measure they are held to.
+// Helpers of the GPU op tests: random inputs, the error measure they are held to, and the
+// device buffers they fill.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -9,7 +10,12 @@
 #include <random>
 #include <vector>
 
+#include "backend/cuda/device.h"
+
 namespace zaya::test {
+
+// The GPU tests open this namespace (`using namespace test;`) for these and DeviceBuffer.
+using cuda::DeviceBuffer;
 
 using Floats = std::vector<float>;
 

@@ -1,10 +1,11 @@
-// GPU ops of the model's own steps against host loops written here from model/cca.cpp's and
-// model/moe.cpp's definitions: CCA's q-k-mean skip and value shift (forward and backward), EDA's
-// router-state scaling, and the optimizer's sum of squares (fixed order: the same bits twice).
+// GPU ops of the model's own steps against their CPU ops (backend/cpu/model_ops.h), the oracle:
+// CCA's q-k-mean skip and value shift (forward and backward) and EDA's router-state scaling; and
+// the optimizer's sum of squares against a plain fp64 sum (fixed order: the same bits twice).
 #include <gtest/gtest.h>
 
 #include <vector>
 
+#include "backend/cpu/model_ops.h"
 #include "backend/cuda/device.h"
 #include "backend/cuda/ops.h"
 #include "gpu_test_util.h"
@@ -12,38 +13,16 @@
 namespace zaya {
 namespace {
 
-using cuda::DeviceBuffer;
-using test::Floats;
-using test::kTolerance;
-using test::random_floats;
-using test::relative_error;
+using namespace test;
 
 TEST(GpuOps, CcaQkMeanAndValueShift) {
   for (const int seq : {1, 2, 3, 9}) {
-    const int B = 2, n = B * seq, nq = 4, nk = 2, d = 6, g = nq / nk;
-    const int Dq = nq * d, Dk = nk * d, C = Dq + Dk, P = C + Dk, half = Dk / 2;
+    const int B = 2, n = B * seq, nq = 4, nk = 2, d = 6;
+    const int Dq = nq * d, Dk = nk * d, C = Dq + Dk, P = C + Dk;
     const Floats proj = random_floats(size_t(n) * P, 100);
     Floats qk1 = random_floats(size_t(n) * C, 101), v(size_t(n) * Dk);
     DeviceBuffer<float> dproj_in(proj), dqk1(qk1), dv_out(v.size());
-    for (int t = 0; t < n; ++t) {  // model/cca.cpp steps 3 and 4
-      const float* q0 = proj.data() + size_t(t) * P;
-      const float* k0 = q0 + Dq;
-      float* q1 = qk1.data() + size_t(t) * C;
-      float* k1 = q1 + Dq;
-      for (int h = 0; h < nq; ++h)
-        for (int i = 0; i < d; ++i) q1[h * d + i] += 0.5f * (q0[h * d + i] + k0[(h / g) * d + i]);
-      for (int j = 0; j < nk; ++j)
-        for (int i = 0; i < d; ++i) {
-          float mean = 0.0f;
-          for (int h = j * g; h < (j + 1) * g; ++h) mean += q0[h * d + i];
-          mean /= float(g);
-          k1[j * d + i] += 0.5f * mean + 0.5f * k0[j * d + i];
-        }
-      for (int c = 0; c < Dk; ++c)
-        v[size_t(t) * Dk + c] = c < half       ? proj[size_t(t) * P + C + c]
-                                : t % seq == 0 ? 0.0f
-                                               : proj[size_t(t - 1) * P + C + c];
-    }
+    cpu::cca_mix_forward(qk1.data(), v.data(), proj.data(), n, seq, nq, nk, d);
     cuda::cca_mix_forward(dqk1.get(), dv_out.get(), dproj_in.get(), n, seq, nq, nk, d);
     EXPECT_LE(relative_error(dqk1.download(), qk1), kTolerance) << "seq " << seq;
     EXPECT_LE(relative_error(dv_out.download(), v), kTolerance) << "seq " << seq;
@@ -51,27 +30,7 @@ TEST(GpuOps, CcaQkMeanAndValueShift) {
     const Floats gq = random_floats(size_t(n) * C, 102), du = random_floats(size_t(n) * C, 103),
                  gv = random_floats(size_t(n) * Dk, 104);
     Floats dproj(size_t(n) * P);
-    for (int t = 0; t < n; ++t) {
-      const float* dq1 = gq.data() + size_t(t) * C;
-      const float* dk1 = dq1 + Dq;
-      const float* dut = du.data() + size_t(t) * C;
-      float* dq0 = dproj.data() + size_t(t) * P;
-      float* dk0 = dq0 + Dq;
-      for (int h = 0; h < nq; ++h)
-        for (int i = 0; i < d; ++i)
-          dq0[h * d + i] = dut[h * d + i] + 0.5f * dq1[h * d + i] +
-                           0.5f * (1.0f / float(g)) * dk1[(h / g) * d + i];
-      for (int j = 0; j < nk; ++j)
-        for (int i = 0; i < d; ++i) {
-          float s = 0.0f;
-          for (int h = j * g; h < (j + 1) * g; ++h) s += dq1[h * d + i];
-          dk0[j * d + i] = dut[Dq + j * d + i] + 0.5f * s + 0.5f * dk1[j * d + i];
-        }
-      for (int c = 0; c < Dk; ++c)
-        dk0[Dk + c] = c < half             ? gv[size_t(t) * Dk + c]
-                      : (t + 1) % seq == 0 ? 0.0f
-                                           : gv[size_t(t + 1) * Dk + c];
-    }
+    cpu::cca_mix_backward(dproj.data(), gq.data(), du.data(), gv.data(), n, seq, nq, nk, d);
     DeviceBuffer<float> dgq(gq), ddu(du), dgv(gv), ddproj(dproj.size());
     cuda::cca_mix_backward(ddproj.get(), dgq.get(), ddu.get(), dgv.get(), n, seq, nq, nk, d);
     EXPECT_LE(relative_error(ddproj.download(), dproj), kTolerance) << "seq " << seq;
@@ -84,21 +43,14 @@ TEST(GpuOps, EdaRouterStateScaling) {
     const Floats in = random_floats(size_t(n) * R, 105), scale = random_floats(R, 106);
     Floats state = random_floats(size_t(n) * R, 107);
     DeviceBuffer<float> din_(in), dscale_(scale), dstate(state);
-    for (int t = 0; t < n; ++t)
-      for (int j = 0; j < R; ++j) state[size_t(t) * R + j] += scale[j] * in[size_t(t) * R + j];
+    cpu::eda_forward(state.data(), scale.data(), in.data(), n, R);
     cuda::eda_forward(dstate.get(), dscale_.get(), din_.get(), n, R);
     EXPECT_LE(relative_error(dstate.download(), state), kTolerance) << n;
 
     const Floats dst = random_floats(size_t(n) * R, 108);
     Floats gscale = random_floats(R, 109), gin = random_floats(size_t(n) * R, 110);
     DeviceBuffer<float> ddst(dst), dgscale(gscale), dgin(gin);
-    for (int j = 0; j < R; ++j) {
-      double s = 0.0;
-      for (int t = 0; t < n; ++t) s += double(dst[size_t(t) * R + j]) * in[size_t(t) * R + j];
-      gscale[j] += float(s);
-    }
-    for (int t = 0; t < n; ++t)
-      for (int j = 0; j < R; ++j) gin[size_t(t) * R + j] += scale[j] * dst[size_t(t) * R + j];
+    cpu::eda_backward(gscale.data(), gin.data(), dst.data(), in.data(), scale.data(), n, R);
     cuda::eda_backward(dgscale.get(), dgin.get(), ddst.get(), din_.get(), dscale_.get(), n, R);
     EXPECT_LE(relative_error(dgscale.download(), gscale), kTolerance) << n;
     EXPECT_LE(relative_error(dgin.download(), gin), kTolerance) << n;

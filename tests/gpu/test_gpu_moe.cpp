@@ -18,11 +18,7 @@
 namespace zaya {
 namespace {
 
-using cuda::DeviceBuffer;
-using test::Floats;
-using test::kTolerance;
-using test::random_floats;
-using test::relative_error;
+using namespace test;
 using Ints = std::vector<int32_t>;
 
 TEST(GpuOps, Gelu) {

@@ -21,11 +21,7 @@
 namespace zaya {
 namespace {
 
-using cuda::DeviceBuffer;
-using test::kTolerance;
-using test::random_floats;
-using test::relative_error;
-using Floats = std::vector<float>;
+using namespace test;
 
 const int kRows[] = {1, 2, 3, 37};
 

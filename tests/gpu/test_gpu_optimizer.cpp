@@ -15,8 +15,7 @@
 namespace zaya {
 namespace {
 
-using cuda::DeviceBuffer;
-using test::Floats;
+using namespace test;
 
 TEST(GpuOps, AdamwMultiTensorIsTheCpuOptimizersAdamw) {
   size_t total = 0;

@@ -21,11 +21,7 @@
 namespace zaya {
 namespace {
 
-using cuda::DeviceBuffer;
-using test::Floats;
-using test::kTolerance;
-using test::random_floats;
-using test::relative_error;
+using namespace test;
 
 const int kSeqs[] = {1, 2, 3, 41};
 
