@@ -4,12 +4,15 @@
 #include <omp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "backend/cuda/plugin_api.h"
+#include "backend/device_select.h"
 #include "bench/gemm_bench.h"
 #include "bench/membw_bench.h"
 #include "core/error.h"
@@ -33,13 +36,45 @@ struct HwBenchArgs {
 void check_device(const std::string& device, const std::string& dtype) {
   ZAYA_CHECK(device == "cpu" || device == "cuda", "--device: '", device,
              "' is not a device (cpu or cuda)");
-  ZAYA_CHECK(device != "cuda",
-             "--device cuda: this zaya has no GPU backend yet (docs/status.md: the CUDA/HIP "
-             "backend is the next issue); the CPU is the only device it can measure");
   ZAYA_CHECK(dtype == "f32" || dtype == "bf16", "--dtype: '", dtype, "' is not f32 or bf16");
-  ZAYA_CHECK(dtype != "bf16",
+  ZAYA_CHECK(device == "cuda" || dtype != "bf16",
              "--dtype bf16: the CPU backend computes in f32, and Debian's OpenBLAS 0.3.21 exports "
-             "no bf16 product (cblas_sbgemm); bf16 is measured on GPUs");
+             "no bf16 product (cblas_sbgemm); bf16 is measured on GPUs (--device cuda)");
+}
+
+// The GPU's plugin, with a usable device (the errors say why not).
+const cuda::PluginApi& usable_gpu() {
+  const cuda::PluginApi& api = cuda_plugin("--device");
+  const std::string why = api.unavailable_reason();
+  ZAYA_CHECK(why.empty(), "--device cuda: no usable GPU (", why, ")");
+  return api;
+}
+
+// cuBLASLt's time for one shape, with the CPU bench's rules: a warm-up call sizes batches of
+// min_time / 3 seconds, and the best of 3 batches counts.
+GemmTiming time_gpu_gemm(const cuda::PluginApi& api, const GemmShape& s, double min_time_s,
+                         bool bf16) {
+  const double once = std::max(api.time_gemm(s.m, s.n, s.k, s.trans_a, s.trans_b, bf16, 1), 1e-7);
+  const int reps = int(std::clamp(min_time_s / 3 / once, 1.0, 1e6));
+  double best = 1e300;
+  for (int batch = 0; batch < 3; ++batch)
+    best = std::min(best, api.time_gemm(s.m, s.n, s.k, s.trans_a, s.trans_b, bf16, reps));
+  return {s, best};
+}
+
+// STREAM's kernels in device memory: n floats per array, the best of `times` runs after a warm-up,
+// bytes counted as STREAM counts them (2 arrays for copy and scale, 3 for add and triad).
+MembwRow run_gpu_membw(const cuda::PluginApi& api, int64_t n, int times) {
+  MembwRow row;
+  double* rates[4] = {&row.copy, &row.scale, &row.add, &row.triad};
+  const double arrays[4] = {2, 2, 3, 3};
+  for (int kernel = 0; kernel < 4; ++kernel) {
+    double best = 1e300;
+    for (int t = 0; t < times; ++t)
+      best = std::min(best, api.time_stream_kernel(kernel, size_t(n), 1));
+    *rates[kernel] = arrays[kernel] * sizeof(float) * double(n) / best * 1e-9;
+  }
+  return row;
 }
 
 // The products of one micro-batch of CONFIG (train.micro_batch sequences of the first phase's
@@ -89,12 +124,17 @@ void write_json(const std::string& path, const json& j) {
 
 Runner add_hwbench_commands(CLI::App& bench) {
   auto args = std::make_shared<HwBenchArgs>();
-  auto* gemm = bench.add_subcommand(
-      "gemm",
-      "Matrix-product throughput of the CPU backend: a size sweep, a grid for zaya size, or the "
-      "exact products of a model config");
-  gemm->add_option("--device", args->device, "cpu (cuda: not built yet)")->capture_default_str();
-  gemm->add_option("--dtype", args->dtype, "f32 (bf16: GPUs only)")->capture_default_str();
+  auto* gemm = bench.add_subcommand("gemm",
+                                    "Matrix-product throughput (the CPU backend, or cuBLASLt with "
+                                    "--device cuda): a size sweep, a grid for zaya size, or the "
+                                    "exact products of a model config");
+  gemm->add_option("--device", args->device,
+                   "cpu (zaya's tiled product on OpenBLAS) or cuda (cuBLASLt, from the CUDA "
+                   "backend plugin)")
+      ->capture_default_str();
+  gemm->add_option("--dtype", args->dtype,
+                   "f32, or bf16 (inputs and output in bf16, fp32 accumulation; cuda only)")
+      ->capture_default_str();
   gemm->add_option("--shapes", args->shapes,
                    "sweep (square and unaligned sizes), grid (M, N, K in {16, 64, 256, 1024, "
                    "4096}), model:CONFIG (every product of one micro-batch and of Muon's step), "
@@ -111,7 +151,10 @@ Runner add_hwbench_commands(CLI::App& bench) {
 
   auto* membw = bench.add_subcommand(
       "membw", "Memory bandwidth: STREAM's copy, scale, add and triad per thread count");
-  membw->add_option("--device", args->device, "cpu (cuda: not built yet)")->capture_default_str();
+  membw
+      ->add_option("--device", args->device,
+                   "cpu (per thread count) or cuda (kernels in device memory, float arrays)")
+      ->capture_default_str();
   membw
       ->add_option("--elements", args->membw.elements,
                    "doubles per array (default: 4 x the last-level cache, within 2^22 and 2^27)")
@@ -143,26 +186,54 @@ Runner add_hwbench_commands(CLI::App& bench) {
       }
       const int threads = omp_get_max_threads();
       const bool tty = isatty(STDERR_FILENO);
-      std::printf("bench gemm: cpu, f32, %d threads (zaya's tiled product on OpenBLAS)%s\n",
-                  threads,
-                  model ? (", " + args->shapes.substr(6) + ", micro-batch " +
-                           std::to_string(batch) + " x " + std::to_string(seq))
-                              .c_str()
-                        : "");
-      json j = {{"device", "cpu"}, {"dtype", "f32"}, {"threads", threads}};
-      j["results"] = timings_json(run_gemm_bench(shapes, args->min_time, model, tty, stdout));
+      const std::string what = model ? ", " + args->shapes.substr(6) + ", micro-batch " +
+                                           std::to_string(batch) + " x " + std::to_string(seq)
+                                     : "";
+      json j = {{"device", args->device}, {"dtype", args->dtype}};
+      GemmTimer timer;
+      if (args->device == "cuda") {
+        const cuda::PluginApi& api = usable_gpu();
+        const bool bf16 = args->dtype == "bf16";
+        std::printf("bench gemm: cuda (%s), %s (cuBLASLt, fp32 accumulation)%s\n",
+                    api.device_summary().c_str(), args->dtype.c_str(), what.c_str());
+        j["gpu"] = api.device_summary();
+        timer = [&api, bf16](const GemmShape& s, double min_time_s) {
+          return time_gpu_gemm(api, s, min_time_s, bf16);
+        };
+      } else {
+        std::printf("bench gemm: cpu, f32, %d threads (zaya's tiled product on OpenBLAS)%s\n",
+                    threads, what.c_str());
+        j["threads"] = threads;
+      }
+      j["results"] =
+          timings_json(run_gemm_bench(shapes, args->min_time, model, tty, stdout, timer));
       if (model) {
         j["batch"] = batch;
         j["seq"] = seq;
         std::printf("\nMuon (one optimizer step, Newton-Schulz):\n");
-        j["muon"] = timings_json(run_gemm_bench(muon, args->min_time, true, tty, stdout));
+        j["muon"] = timings_json(run_gemm_bench(muon, args->min_time, true, tty, stdout, timer));
       }
       if (!args->json_out.empty()) write_json(args->json_out, j);
       return 0;
     }
     if (*membw) {
       check_device(args->device, "f32");
-      const std::vector<MembwRow> rows = run_membw_bench(args->membw, stdout);
+      std::vector<MembwRow> rows;
+      if (args->device == "cuda") {
+        const cuda::PluginApi& api = usable_gpu();
+        // 2^27 floats (512 MiB) per array unless --elements says otherwise: far past any cache.
+        const int64_t n = args->membw.elements > 0 ? args->membw.elements : int64_t(1) << 27;
+        std::printf("bench membw: cuda (%s), 3 arrays of %lld floats (%.0f MiB each), best of %d\n",
+                    api.device_summary().c_str(), (long long)n, double(n) * 4 / (1 << 20),
+                    args->membw.times);
+        rows.push_back(run_gpu_membw(api, n, args->membw.times));
+        std::printf("%-8s %10s %10s %10s %10s  (GB/s)\n", "device", "copy", "scale", "add",
+                    "triad");
+        std::printf("%-8s %10.1f %10.1f %10.1f %10.1f\n", "cuda", rows[0].copy, rows[0].scale,
+                    rows[0].add, rows[0].triad);
+      } else {
+        rows = run_membw_bench(args->membw, stdout);
+      }
       if (!args->membw_json.empty()) {
         json r = json::array();
         for (const MembwRow& m : rows)
@@ -171,7 +242,7 @@ Runner add_hwbench_commands(CLI::App& bench) {
                        {"scale", m.scale},
                        {"add", m.add},
                        {"triad", m.triad}});
-        write_json(args->membw_json, {{"device", "cpu"}, {"unit", "GB/s"}, {"rows", r}});
+        write_json(args->membw_json, {{"device", args->device}, {"unit", "GB/s"}, {"rows", r}});
       }
       return 0;
     }

@@ -7,6 +7,7 @@
 #include <memory>
 #include <sstream>
 
+#include "backend/device_select.h"
 #include "ckpt/hf_interop.h"
 #include "core/error.h"
 #include "eval/score.h"
@@ -20,6 +21,7 @@ namespace fs = std::filesystem;
 
 struct ScoreArgs {
   std::string model, tokens, text, tokenizer, out;
+  std::string device = "auto";
   bool grads = false, bos = false;
 };
 
@@ -74,12 +76,15 @@ Runner add_score_commands(CLI::App& app) {
                    "--grads grad.<parameter name> for every parameter")
       ->required();
   score->add_flag("--grads", a->grads, "also write the gradient of the mean loss");
+  score->add_option("--device", a->device, kDeviceFlagHelp)->capture_default_str();
 
   return [=]() -> int {
     if (!*score) return kNotMine;
     ZAYA_CHECK(!a->tokens.empty() || !a->text.empty(), "zaya score needs --tokens FILE.json or ",
                "--text FILE");
+    const ComputeDevice device = open_device(a->device);
     LoadedModel m = load_model_any(a->model);
+    m.model->set_backend(*device.backend);
     for (const std::string& w : m.warnings) std::fprintf(stderr, "zaya: warning: %s\n", w.c_str());
     const TokenBatch batch =
         a->tokens.empty() ? encode_text_file(*a, m.model->config()) : read_token_file(a->tokens);

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "backend/device_select.h"
 #include "core/error.h"
 #include "inference_model.h"
 #include "model/weights_io.h"
@@ -53,6 +54,7 @@ Runner add_train_commands(CLI::App& app) {
   train->add_flag("--allow-changes", args->train.allow_changes,
                   "with --resume: accept changed optimizer settings (train.optim) or micro-batch; "
                   "the model, data, seed and global batch can never change on resume");
+  train->add_option("--device", args->train.device, kDeviceFlagHelp)->capture_default_str();
   train->add_flag("--no-progress", args->no_progress, "no live progress line");
   train->add_flag("--fixed-threads", args->fixed_threads,
                   "keep the thread count of --threads for the whole run; by default it drops "

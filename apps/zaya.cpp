@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "backend/device_select.h"
 #include "bench/step_bench.h"
 #include "ckpt/hf_interop.h"
 #include "cmd_aegis.h"
@@ -94,6 +95,7 @@ int main(int argc, char** argv) {
   step->add_option("--save-model", sopt.save_model_dir,
                    "write the benchmarked model (config.json + model.safetensors) to this "
                    "directory, e.g. for the PyTorch peer");
+  step->add_option("--device", sopt.device, zaya::kDeviceFlagHelp)->capture_default_str();
   step->add_flag("--json", step_json, "print one JSON line instead of text");
 
   // zaya debug-dump
@@ -117,6 +119,8 @@ int main(int argc, char** argv) {
                   "Hugging Face model directory or zaya checkpoint (as for zaya score)")
       ->required();
   fwd->add_option("--tokens", fwd_tokens, "comma-separated token ids, e.g. 2,17,99")->required();
+  std::string fwd_device = "auto";
+  fwd->add_option("--device", fwd_device, zaya::kDeviceFlagHelp)->capture_default_str();
 
   // Command families registered from apps/cmd_*.cpp (see apps/commands.h).
   std::vector<zaya::cli::Runner> runners;
@@ -173,6 +177,7 @@ int main(int argc, char** argv) {
       const auto r = zaya::run_step_bench(c, sopt, !step_json);
       if (step_json) {
         std::printf("%s\n", nlohmann::json{{"impl", "zaya"},
+                                           {"device", r.device},
                                            {"tokens_per_s", r.tokens_per_s},
                                            {"step_ms", r.step_ms},
                                            {"loss", r.loss},
@@ -181,8 +186,9 @@ int main(int argc, char** argv) {
                                 .dump()
                                 .c_str());
       } else {
-        std::printf("zaya: %.1f ms/step, %.0f tokens/s (fwd+bwd), loss %.4f, arena %.1f MiB\n",
-                    r.step_ms, r.tokens_per_s, r.loss, double(r.arena_bytes) / (1 << 20));
+        std::printf("zaya (%s): %.1f ms/step, %.0f tokens/s (fwd+bwd), loss %.4f, arena %.1f MiB\n",
+                    r.device.c_str(), r.step_ms, r.tokens_per_s, r.loss,
+                    double(r.arena_bytes) / (1 << 20));
       }
     } else if (*dump) {
       const zaya::ModelConfig c = zaya::load_model_config(dump_config);
@@ -204,9 +210,11 @@ int main(int argc, char** argv) {
         tokens.push_back(int32_t(v));
         pos = comma + 1;
       }
+      const zaya::ComputeDevice device = zaya::open_device(fwd_device);
       zaya::LoadedModel loaded = zaya::load_model_any(fwd_model);
       for (const auto& w : loaded.warnings) std::fprintf(stderr, "zaya: warning: %s\n", w.c_str());
       auto& model = loaded.model;
+      model->set_backend(*device.backend);
       const int S = int(tokens.size());
       ZAYA_CHECK(S >= 2, "--tokens: a loss needs at least 2 tokens (each predicts the next), got ",
                  S);

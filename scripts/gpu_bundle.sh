@@ -3,15 +3,16 @@
 # CUDA 13 and its driver but none of our Debian packages, so the test binary travels with the
 # shared libraries it links (OpenBLAS, Open MPI, RE2, ...) except glibc's and CUDA's own, which the
 # machine has. Output: .gpu-bundle/ (ignored by git through .git/info/exclude), to be named in the
-# device tool's `carry` and run there as
-#   LD_LIBRARY_PATH=.gpu-bundle/lib:/usr/local/cuda/lib64 .gpu-bundle/bin/zaya_gpu_tests
-# Usage: scripts/gpu_bundle.sh [BINARY...]   (default: build/tests/gpu/zaya_gpu_tests)
+# device tool's `carry`, and run there as
+#   bash scripts/gpu_suite.sh
+# Usage: scripts/gpu_bundle.sh [BINARY...]   (default: the GPU op tests, zaya and its CUDA plugin,
+# which must stay side by side)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bins=("$@")
-((${#bins[@]})) || bins=(build/tests/gpu/zaya_gpu_tests)
+((${#bins[@]})) || bins=(build/tests/gpu/zaya_gpu_tests build/zaya build/libzaya_cuda_backend.so)
 for b in "${bins[@]}"; do
-  [[ -x $b ]] || { echo "$b is missing: cmake --build build first (nvcc must be found)"; exit 1; }
+  [[ -e $b ]] || { echo "$b is missing: cmake --build build first (nvcc must be found)"; exit 1; }
 done
 exclude=$(git rev-parse --git-path info/exclude)
 mkdir -p "$(dirname "$exclude")"
@@ -26,4 +27,6 @@ for b in "${bins[@]}"; do ldd "$b"; done | awk '/=> \// {print $3}' | sort -u | 
     *) cp -L "$lib" .gpu-bundle/lib/ ;;
   esac
 done
+# The Brown slice gpu.train trains on (the full corpus would not fit the carry limit).
+head -c 400000 data/raw/brown.txt > .gpu-bundle/brown.txt
 du -sh .gpu-bundle | awk '{print "bundle: " $1 " in .gpu-bundle/ (the device tool carries at most 64 MiB)"}'

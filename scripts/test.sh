@@ -43,10 +43,12 @@ fi
 echo "== tests (release, OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset})"
 run_ctest build/ctest-release.log ctest --preset default
 if grep -qw avx2 /proc/cpuinfo 2>/dev/null; then
-  # The supervisor drills (aegis) and the HTTP server (serve) compare runs within one pass and
-  # hold no number that OpenBLAS's kernels could change: they run in the first pass only.
-  echo "== tests (release, $other_name; without the aegis and serve labels)"
-  run_ctest build/ctest-release-other.log "${other[@]}" ctest --preset default -LE 'aegis|serve'
+  # The second pass runs what OpenBLAS's kernels could change. Left out: the supervisor drills
+  # (aegis), the HTTP server (serve) and the run-safety script, which compare runs within one
+  # pass; the tokenizers, the communicators and the sizing arithmetic, which call no GEMM.
+  echo "== tests (release, $other_name; without aegis, serve, run safety, tokenizers, comm, sizing)"
+  run_ctest build/ctest-release-other.log "${other[@]}" ctest --preset default -LE 'aegis|serve' \
+    -E '^train\.run_safety$|[Tt]okenizer|^comm\.|^cli\.size$|^SizeShapes\.'
 else
   echo "== tests (release, $other_name): skipped, this CPU has no AVX2 for the Haswell kernels"
   skipped+=("release suite $other_name")
@@ -58,9 +60,11 @@ if [[ "${1:-}" != "--no-sanitizers" ]]; then
   cmake --build build-asan -j "$JOBS"
   echo "== tests (sanitizers; the slow PyTorch comparison runs in the release pass only)"
   # Single-threaded OpenMP here, so tests can run side by side without contention.
+  # The model-size searches (cli.size, SizeShapes.BudgetsNeed...) are pure arithmetic over
+  # thousands of candidate shapes, 90 s under the sanitizers: they run in the release passes.
   run_ctest build-asan/ctest-asan.log env OMP_NUM_THREADS=1 \
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --preset asan -j "$JOBS"
+    ctest --preset asan -j "$JOBS" -E '^cli\.size$|^SizeShapes\.BudgetsNeed'
 fi
 if [[ "${1:-}" != "--no-sanitizers" ]]; then
   echo "== fuzzing (the targets of build-asan/: every parser of untrusted input, ${FUZZ_SECONDS:-5} s per target)"

@@ -77,13 +77,14 @@ std::vector<GemmShape> parse_gemm_list(const std::string& text) {
 }
 
 std::vector<GemmTiming> run_gemm_bench(const std::vector<GemmShape>& shapes, double min_time_s,
-                                       bool model_total, bool progress, std::FILE* out) {
+                                       bool model_total, bool progress, std::FILE* out,
+                                       const GemmTimer& timer) {
   std::vector<GemmTiming> t;
   for (size_t i = 0; i < shapes.size(); ++i) {
     if (progress)
       std::fprintf(stderr, "\r\033[Kgemm %zu/%zu: %dx%dx%d", i + 1, shapes.size(), shapes[i].m,
                    shapes[i].n, shapes[i].k);
-    t.push_back(time_gemm(shapes[i], min_time_s));
+    t.push_back(timer ? timer(shapes[i], min_time_s) : time_gemm(shapes[i], min_time_s));
   }
   if (progress) std::fprintf(stderr, "\r\033[K");
   double total = 0;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,9 +28,14 @@ std::vector<GemmShape> gemm_grid();
 // "MxNxK,MxNxK,..." (NN products); errors name the bad entry.
 std::vector<GemmShape> parse_gemm_list(const std::string& text);
 
+// Times one shape: seconds per call given a budget of min_time_s seconds of timed calls.
+using GemmTimer = std::function<GemmTiming(const GemmShape& shape, double min_time_s)>;
+
 // Prints the table (with the share of the total time and the micro-batch's total when
-// `model_total` is set) and returns the timings.
+// `model_total` is set) and returns the timings; `timer` defaults to time_gemm (the CPU's
+// product), `zaya bench gemm --device cuda` passes the GPU's.
 std::vector<GemmTiming> run_gemm_bench(const std::vector<GemmShape>& shapes, double min_time_s,
-                                       bool model_total, bool progress, std::FILE* out);
+                                       bool model_total, bool progress, std::FILE* out,
+                                       const GemmTimer& timer = nullptr);
 
 }  // namespace zaya

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "backend/device_select.h"
 #include "core/rng.h"
 #include "model/weights_io.h"
 #include "model/zaya_model.h"
@@ -11,8 +12,10 @@ namespace zaya {
 
 StepBenchResult run_step_bench(const ModelConfig& config, const StepBenchOptions& opt,
                                bool progress) {
+  const ComputeDevice device = open_device(opt.device);
   ZayaModel model(config);
   model.params().init(opt.seed);
+  model.set_backend(*device.backend);
   if (!opt.save_model_dir.empty()) save_model_dir(opt.save_model_dir, model);
   const int N = opt.batch * opt.seq;
   std::vector<int32_t> tokens(N);
@@ -21,6 +24,7 @@ StepBenchResult run_step_bench(const ModelConfig& config, const StepBenchOptions
     tokens[t] = int32_t(rng.words(uint64_t(t))[0] % uint32_t(config.vocab_size));
   const auto targets = ZayaModel::shifted_targets(tokens, opt.batch, opt.seq);
   StepBenchResult r;
+  r.device = device.description;
   double total_s = 0;
   for (int step = 0; step < opt.warmup + opt.steps; ++step) {
     const auto t0 = std::chrono::steady_clock::now();

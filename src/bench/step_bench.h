@@ -14,7 +14,8 @@ struct StepBenchOptions {
   int steps = 5;
   int warmup = 1;
   uint64_t seed = 1234;
-  std::string save_model_dir;  // if set, the benchmarked (random-init) model is written here
+  std::string save_model_dir;   // if set, the benchmarked (random-init) model is written here
+  std::string device = "auto";  // backend/device_select.h
 };
 
 struct StepBenchResult {
@@ -22,6 +23,7 @@ struct StepBenchResult {
   double step_ms = 0;
   float loss = 0;
   size_t arena_bytes = 0;
+  std::string device;  // what it ran on (ComputeDevice::description)
 };
 
 StepBenchResult run_step_bench(const ModelConfig& config, const StepBenchOptions& opt,

@@ -315,8 +315,7 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
   logits_valid_ = true;
   if (!have_loss_) return 0.0f;
   lse_ = arena_.floats(N);
-  const double total =
-      be_->cross_entropy_forward(lse_, logits_, op_targets_, N, V, &loss_count_);
+  const double total = be_->cross_entropy_forward(lse_, logits_, op_targets_, N, V, &loss_count_);
   return mean_loss(total);
 }
 
@@ -368,16 +367,18 @@ void ZayaModel::backward(float loss_scale) {
   const int N = B_ * T_, E = int(config_.hidden_size), V = int(config_.vocab_size);
   const int L = int(config_.num_stages), R = int(config_.router_dim);
   const RopeTables rope = !be_->host_memory() ? dev_rope_
-                           : sharded_          ? RopeTables{local_cos_.data(), local_sin_.data()}
-                                               : RopeTables{rope_cos_.data(), rope_sin_.data()};
+                          : sharded_          ? RopeTables{local_cos_.data(), local_sin_.data()}
+                                              : RopeTables{rope_cos_.data(), rope_sin_.data()};
   const ContextShard* shard = sharded_ ? &shard_ : nullptr;
   const ParamRegistry& reg = params_.registry();
   const float* W = weights_base();
   float* G = grads_base();
   const bool on_host = be_->host_memory();
-  // On a backend of its own memory the gradients of this backward are computed there from zero
-  // and added to the host's at the end.
-  if (!on_host) be_->fill_zero(G, sizeof(float) * params_.size());
+  // On a backend of its own memory the backward adds into a copy of the host's gradients there,
+  // which then replaces the host's: each gradient element sees the same additions in the same
+  // order as on the host, so accumulating micro-batches gives the host path's bits (computing
+  // this backward's share from zero and adding it to the host's would round differently).
+  if (!on_host) be_->to_device(G, params_.grads(), sizeof(float) * params_.size());
   auto w = [&](const char* name) { return W + reg.get(name).offset; };
   auto g = [&](const char* name) { return G + reg.get(name).offset; };
   const float* emb_w = w("model.embed_tokens.weight");
@@ -455,13 +456,8 @@ void ZayaModel::backward(float loss_scale) {
   }
   // Embedding rows, accumulated in token order (deterministic).
   be_->embedding_backward(emb_g, dh, op_tokens_, N, E);
-  if (!on_host) {  // one explicit copy of the gradients, added to the host's in place
-    std::vector<float> g(params_.size());
-    be_->to_host(g.data(), G, sizeof(float) * g.size());
-    float* host = params_.grads();
-#pragma omp parallel for schedule(static)
-    for (size_t k = 0; k < g.size(); ++k) host[k] += g[k];
-  }
+  if (!on_host)  // one explicit copy of the gradients back, over the host's
+    be_->to_host(params_.grads(), G, sizeof(float) * params_.size());
   if (gradients_final_) gradients_final_(0);
 }
 

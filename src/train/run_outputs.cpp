@@ -61,6 +61,7 @@ void write_run_summary(const TrainSummary& sum) {
                                   {"elapsed_s", sum.elapsed_s},
                                   {"train_s", sum.train_s},
                                   {"grad_reduce_wait_s", sum.grad_reduce_wait_s},
+                                  {"device", sum.device},
                                   {"peak_rss_bytes_per_rank", sum.peak_rss_bytes}};
   // Written beside and renamed over: a kill mid-write leaves the previous summary, never half.
   const fs::path path = fs::path(sum.out_dir) / "summary.json", tmp = path.string() + ".tmp";

@@ -17,6 +17,7 @@
 #include <omp.h>
 #include <nlohmann/json.hpp>
 
+#include "backend/device_select.h"
 #include "ckpt/async_saver.h"
 #include "ckpt/hf_interop.h"
 #include "core/error.h"
@@ -209,6 +210,11 @@ TrainSummary run_training(const TrainOptions& opt) {
                ContextShard::kMinChunk,
                " tokens, so seq_len must be >= ", ContextShard::min_seq_len(cp));
   }
+  // The device (backend/device_select.h): a bad name, a missing plugin or no GPU fails here.
+  const ComputeDevice device = open_device(opt.device);
+  ZAYA_CHECK(cp == 1 || device.backend->host_memory(), "--device ", device.name,
+             ": context parallelism (train.context_parallel ", cp,
+             ") runs on the CPU backend only so far; use --device cpu");
   // Loaded here, by the rank that samples, and kept for the samples at the end.
   std::unique_ptr<Tokenizer> sample_tokenizer;
   if (lead && tc.sample_tokens > 0 && !tc.tokenizer.empty()) {
@@ -221,6 +227,7 @@ TrainSummary run_training(const TrainOptions& opt) {
   const std::string ckpt_root = (fs::path(tc.out_dir) / "ckpt").string();
   TrainSummary sum;
   sum.out_dir = tc.out_dir;
+  sum.device = device.description;
   if (opt.resume.empty()) refuse_existing_run(tc.out_dir);  // every rank, before any rank writes
   if (opt.resume == "auto") {
     const auto finished = finished_run_steps(tc.out_dir);
@@ -288,6 +295,7 @@ TrainSummary run_training(const TrainOptions& opt) {
 
   ZayaModel model(mc);
   model.params().init(tc.seed);
+  model.set_backend(*device.backend);
   model.set_context_group(context_comm);
   model.set_recompute(tc.recompute);
   model.set_lm_head_chunks({tc.lm_head_chunk_tokens, tc.lm_head_chunk_vocab});
@@ -362,6 +370,7 @@ TrainSummary run_training(const TrainOptions& opt) {
                  (long long)dc.total_tokens(), world, world == 1 ? "" : "s", grid,
                  omp_get_max_threads(),
                  threads.active() ? " (fewer while other work holds the CPU)" : "");
+    if (device.name != "cpu") std::fprintf(stderr, "device: %s\n", device.description.c_str());
     if (zero1)
       std::fprintf(
           stderr,

@@ -32,6 +32,10 @@ struct TrainOptions {
   // Lower the thread count while other work holds the CPU and raise it again when it is free
   // (train/thread_governor.h). Never changes the results.
   bool adaptive_threads = true;
+  // The backend the model computes on (backend/device_select.h): cpu, cuda, auto or
+  // cpu-as-device. The optimizer, ZeRO-1 and checkpoints stay on the host either way, so a
+  // checkpoint does not depend on the device that wrote it.
+  std::string device = "auto";
 };
 
 struct TrainSummary {
@@ -49,6 +53,7 @@ struct TrainSummary {
   std::string stop_signal;        // its name, when interrupted
   bool already_finished = false;  // --resume auto on a finished run: nothing was done
   std::string out_dir, metrics_path, plot_path, model_dir;
+  std::string device;  // what the model computed on, e.g. "cuda (NVIDIA H100 80GB HBM3, 79.1 GiB)"
   std::string resumed_from;     // checkpoint directory, empty for a fresh run
   std::string last_checkpoint;  // newest checkpoint this run wrote
   int64_t resumed_step = 0;

@@ -39,7 +39,12 @@ expect_error sizes-do-not-divide "must be divisible by 'model.num_kv_heads'" -- 
 expect_error missing-file "cannot open config file" -- "$ZAYA" info --config "$WORK/nope.json"
 expect_error bad-flag "--batch" -- "$ZAYA" bench step --config "$SRC/configs/tiny.json" --batch x
 expect_error no-subcommand "subcommand" -- "$ZAYA"
-expect_error gemm-cuda "--device cuda: this zaya has no GPU backend yet" -- "$ZAYA" bench gemm --device cuda
+expect_error gemm-device "--device: 'tpu' is not a device (cpu or cuda)" -- "$ZAYA" bench gemm --device tpu
+if [[ ! -e /dev/nvidiactl && ! -e /dev/nvidia0 ]]; then
+  # No GPU here: refused with the reason (no usable GPU, or a build without the CUDA backend).
+  expect_error gemm-cuda-no-gpu "--device cuda: " -- "$ZAYA" bench gemm --device cuda --shapes 8x8x8
+  expect_error membw-cuda-no-gpu "--device cuda: " -- "$ZAYA" bench membw --device cuda
+fi
 expect_error gemm-bf16 "--dtype bf16" -- "$ZAYA" bench gemm --dtype bf16
 expect_error gemm-bad-shape "--shapes: '12x3' is not MxNxK" -- "$ZAYA" bench gemm --shapes 4x4x4,12x3
 expect_error gemm-bad-model "cannot open config file" -- "$ZAYA" bench gemm --shapes "model:$WORK/nope.json"

@@ -4,7 +4,7 @@
 # Usage: prepare_brown_slice.sh ZAYA SRC WORK VOCAB_SIZE   (WORK is emptied first)
 set -uo pipefail
 ZAYA=$1; SRC=$2; WORK=$3; VOCAB=$4
-BROWN=$SRC/data/raw/brown.txt
+BROWN=${ZAYA_BROWN_TEXT:-$SRC/data/raw/brown.txt}  # the GPU bundle carries its own slice
 if [[ ! -s $BROWN ]]; then
   echo "$BROWN is missing; run scripts/setup.sh (it fetches the Brown corpus)"; exit 1
 fi

@@ -1,8 +1,8 @@
 // The model through the backend seam (backend/backend.h) on a backend that keeps its own memory.
 // The backend here computes with the CPU ops, but says it has memory of its own, so the model
 // takes the path a GPU takes: copies of the weights in the backend's memory, the arena there,
-// the tokens, targets and RoPE rows copied over, the gradients computed there from zero and added
-// to the host's, logits and routes copied back. A step must give bitwise the loss, logits, routes
+// the tokens, targets and RoPE rows copied over, the host's gradients copied there, added into and
+// copied back, logits and routes copied back. A step must give bitwise the loss, logits, routes
 // and gradients of the plain CPU path; a missing copy (weights, gradients) shows up as a
 // difference.
 #include <gtest/gtest.h>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/device_select.h"
 #include "core/error.h"
 #include "dist/communicator.h"
 #include "model/zaya_model.h"
@@ -19,12 +20,6 @@
 
 namespace zaya {
 namespace {
-
-class SeparateMemoryCpu final : public CpuBackend {
- public:
-  const char* name() const override { return "cpu (separate memory)"; }
-  bool host_memory() const override { return false; }
-};
 
 struct StepBits {
   float loss = 0;
@@ -58,7 +53,7 @@ StepBits step(ZayaModel& m, const std::vector<int32_t>& tokens, int B, int S, bo
 
 TEST(BackendSeam, SeparateMemoryGivesTheCpuPathsBits) {
   const ModelConfig c = test::tiny_config();
-  const SeparateMemoryCpu separate;
+  const Backend& separate = cpu_as_device_backend();
   const int B = 2, S = 11;
   std::vector<int32_t> tokens(size_t(B) * S);
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t((i * 29 + 3) % c.vocab_size);
@@ -79,9 +74,36 @@ TEST(BackendSeam, SeparateMemoryGivesTheCpuPathsBits) {
     }
 }
 
+// Gradient accumulation over micro-batches: the second backward adds into the first's gradients
+// in the host path's order (a device share computed from zero and added at the end would round
+// differently, which this catches).
+TEST(BackendSeam, AccumulatedMicroBatchesGiveTheCpuPathsBits) {
+  const ModelConfig c = test::tiny_config();
+  const int B = 1, S = 13;
+  ZayaModel host(c), other(c);
+  test::randomise_weights(host.params(), 3, 4);
+  std::copy_n(host.params().weights(), host.params().size(), other.params().weights());
+  other.set_backend(cpu_as_device_backend());
+  for (ZayaModel* m : {&host, &other}) {
+    m->params().zero_grads();
+    for (int micro = 0; micro < 3; ++micro) {
+      std::vector<int32_t> tokens(size_t(B) * S);
+      for (size_t i = 0; i < tokens.size(); ++i)
+        tokens[i] = int32_t((i * 17 + 5 + 41 * micro) % c.vocab_size);
+      m->forward(tokens, ZayaModel::shifted_targets(tokens, B, S), B, S);
+      m->backward(1.0f / 3);
+    }
+  }
+  const std::vector<float> want(host.params().grads(),
+                                host.params().grads() + host.params().size());
+  const std::vector<float> got(other.params().grads(),
+                               other.params().grads() + other.params().size());
+  EXPECT_EQ(got, want);
+}
+
 TEST(BackendSeam, ContextParallelismIsRefusedOffTheHost) {
   const ModelConfig c = test::tiny_config();
-  const SeparateMemoryCpu separate;
+  const Backend& separate = cpu_as_device_backend();
   ZayaModel m(c);
   m.set_backend(separate);
   auto local = dist::make_communicator();

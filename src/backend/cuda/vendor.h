@@ -26,6 +26,13 @@
 #define cudaMemcpyDeviceToDevice hipMemcpyDeviceToDevice
 #define cudaDeviceSynchronize hipDeviceSynchronize
 #define cudaStream_t hipStream_t
+#define cudaEvent_t hipEvent_t
+#define cudaEventCreate hipEventCreate
+#define cudaEventDestroy hipEventDestroy
+#define cudaEventRecord hipEventRecord
+#define cudaEventSynchronize hipEventSynchronize
+#define cudaEventElapsedTime hipEventElapsedTime
+#define cudaMemGetInfo hipMemGetInfo
 // CDNA GPUs (MI300X) run 64-lane wavefronts.
 #define ZAYA_WARP_SIZE 64
 #define ZAYA_SHFL_XOR(value, lane_mask) __shfl_xor(value, lane_mask)

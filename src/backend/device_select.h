@@ -1,0 +1,53 @@
+// `--device`: the backend a command's model computes on (train, bench step, score, forward).
+//   cpu            the CPU op set (backend/cpu), on the host's memory
+//   cuda           the CUDA backend, loaded from libzaya_cuda_backend.so
+//   (backend/cuda/plugin_api.h) auto           cuda where a GPU and the CUDA backend are present,
+//   cpu otherwise (the default) cpu-as-device  the CPU ops on memory the model treats as a
+//   device's: every copy --device cuda
+//                  makes (weights over, gradients back, the arena off the host), on any machine,
+//                  bitwise the cpu results; for checking a run's device path without a GPU
+#pragma once
+
+#include <string>
+
+#include "backend/backend.h"
+
+namespace zaya {
+
+namespace cuda {
+struct PluginApi;
+}
+
+// For the flags' help text.
+inline constexpr const char* kDeviceFlagHelp =
+    "compute on: cpu, cuda (NVIDIA GPU, the CUDA backend plugin), auto (cuda when a GPU and the "
+    "plugin are present, else cpu) or cpu-as-device (the CPU ops through the copies a GPU takes; "
+    "bitwise the cpu results)";
+
+struct ComputeDevice {
+  const Backend* backend = nullptr;
+  std::string name;         // "cpu", "cuda", "cpu-as-device"
+  std::string description;  // e.g. "cuda (NVIDIA H100 80GB HBM3, 79.1 GiB)", "cpu (no GPU found)"
+};
+
+// Opens the device a flag names; throws zaya::Error naming `flag` and what was wrong (an unknown
+// name, a missing or mismatched plugin, no usable GPU).
+ComputeDevice open_device(const std::string& value, const std::string& flag = "--device");
+
+// The CUDA plugin, loaded once per process. Throws zaya::Error with the reason it cannot be
+// (this zaya built without it, the file missing, a dlopen failure, another build's plugin). The
+// plugin's path: $ZAYA_CUDA_BACKEND if set, else libzaya_cuda_backend.so beside the executable.
+const cuda::PluginApi& cuda_plugin(const std::string& flag = "--device");
+
+// Where cuda_plugin() looks: $ZAYA_CUDA_BACKEND if set, else libzaya_cuda_backend.so beside the
+// executable.
+std::string cuda_plugin_path();
+
+// Loads the plugin at `path` (uncached): its table, or nullptr with the reason in *error (the
+// file missing, a dlopen failure, no entry, another build's interface).
+const cuda::PluginApi* load_cuda_plugin(const std::string& path, std::string* error);
+
+// The CPU backend that keeps "device" memory of its own (the cpu-as-device above).
+const Backend& cpu_as_device_backend();
+
+}  // namespace zaya

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# --device end to end: `zaya train --device cpu-as-device` takes every step of the path a GPU
+# takes (weights copied to the backend's memory each micro-batch, the arena there, gradients
+# computed there and added to the host's, logits and routes copied back) with the CPU's ops, so
+# it must give bitwise the losses and final weights of --device cpu. And checkpoints do not
+# depend on the device: a run checkpointed on one resumes on the other and ends bitwise equal
+# to the uninterrupted run. At 1 rank, and at 2 ranks (ZeRO-1) when MPIRUN is given.
+set -uo pipefail
+ZAYA=$1; SRC=$2; WORK=$3; MPIRUN=${4:-}
+PY=/usr/bin/python3
+source "$SRC/tests/check.sh"
+bash "$SRC/tests/train/prepare_brown_slice.sh" "$ZAYA" "$SRC" "$WORK" 300 || exit 1
+source "$SRC/tests/train/device_run_config.sh"
+write_device_run_config "$WORK"
+run() {  # run NP LOG args...
+  local np=$1 log=$2; shift 2
+  local launch=()
+  if ((np > 1)); then launch=("$MPIRUN" -np "$np" --oversubscribe --allow-run-as-root); fi
+  "${launch[@]}" "$ZAYA" --threads 1 train --config "$WORK/train.json" --no-progress "$@" > "$log" 2>&1 \
+    || { echo "zaya train $* failed:"; cat "$log"; return 1; }
+}
+# same_metrics A B: every step's record equal but the timing (losses, val losses, norms, loads).
+same_metrics() {
+  $PY -c "
+import json, sys
+strip = lambda r: {k: v for k, v in r.items() if k not in ('tokens_per_s',)}
+a, b = [[strip(json.loads(l)) for l in open(f'$WORK/{r}/metrics.jsonl')] for r in sys.argv[1:3]]
+sys.exit(not (len(a) == len(b) == 16 and a == b))" "$1" "$2"
+}
+
+for np in 1 2; do
+  if ((np > 1)) && [[ -z "$MPIRUN" ]]; then echo "skip 2 ranks: no MPI in this build"; continue; fi
+  P="np$np"
+  run $np "$WORK/$P-cpu.log" --out "$WORK/$P-cpu" --device cpu || exit 1
+  run $np "$WORK/$P-dev.log" --out "$WORK/$P-dev" --device cpu-as-device || exit 1
+  check "$np rank(s): the log names the device" grep -q "^device: cpu-as-device" "$WORK/$P-dev.log"
+  check "$np rank(s): summary.json names the device" \
+    grep -q '"device": "cpu-as-device' "$WORK/$P-dev/summary.json"
+  check "$np rank(s): cpu-as-device's 16 steps are bitwise cpu's (losses, norms, loads, val)" \
+    same_metrics "$P-cpu" "$P-dev"
+  check "$np rank(s): cpu-as-device's final weights are bitwise cpu's" \
+    cmp "$WORK/$P-cpu/model/model.safetensors" "$WORK/$P-dev/model/model.safetensors"
+  # A checkpoint of one device resumes on the other.
+  for pair in "cpu-as-device cpu" "cpu cpu-as-device"; do
+    read -r first second <<< "$pair"
+    R="$P-$first-then-$second"
+    run $np "$WORK/$R-1.log" --out "$WORK/$R" --device "$first" --max-steps 8 || exit 1
+    run $np "$WORK/$R-2.log" --out "$WORK/$R" --device "$second" --resume auto || exit 1
+    check "$np rank(s): checkpointed on $first at step 8, resumed on $second" \
+      grep -q "resumed from $WORK/$R/ckpt/step-00000008" "$WORK/$R-2.log"
+    check "$np rank(s): $first then $second ends bitwise as the uninterrupted cpu run" \
+      cmp "$WORK/$P-cpu/model/model.safetensors" "$WORK/$R/model/model.safetensors"
+  done
+done
+"$ZAYA" train --config "$WORK/train.json" --out "$WORK/bad" --device gpu > "$WORK/bad.log" 2>&1
+check "an unknown --device is refused by name" \
+  grep -q "'gpu' is not a device (expected cpu, cuda, auto or cpu-as-device)" "$WORK/bad.log"
+check "... before the run directory is made" test ! -e "$WORK/bad"
+echo "$passes passed, $fails failed"
+((fails == 0))

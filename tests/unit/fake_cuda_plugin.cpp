@@ -1,0 +1,16 @@
+// Stand-ins for libzaya_cuda_backend.so that the loader must refuse (test_device_select.cpp):
+// built with ZAYA_FAKE_PLUGIN_WRONG_ABI, a plugin whose table comes from "another build";
+// without it, a shared library with no zaya_cuda_plugin entry at all.
+#include "backend/cuda/plugin_api.h"
+
+#ifdef ZAYA_FAKE_PLUGIN_WRONG_ABI
+extern "C" __attribute__((visibility("default"))) const zaya::cuda::PluginApi* zaya_cuda_plugin() {
+  static const zaya::cuda::PluginApi api{
+      "0123456789abcdef", nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
+  return &api;
+}
+#else
+extern "C" __attribute__((visibility("default"))) int zaya_something_else() {
+  return 1;
+}
+#endif
