@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 
 struct ScoreArgs {
   std::string model, tokens, text, tokenizer, out;
-  std::string device = "auto";
+  std::string device = "auto", precision = "auto";
   bool grads = false, bos = false;
 };
 
@@ -77,12 +77,13 @@ Runner add_score_commands(CLI::App& app) {
       ->required();
   score->add_flag("--grads", a->grads, "also write the gradient of the mean loss");
   score->add_option("--device", a->device, kDeviceFlagHelp)->capture_default_str();
+  score->add_option("--precision", a->precision, kPrecisionFlagHelp)->capture_default_str();
 
   return [=]() -> int {
     if (!*score) return kNotMine;
     ZAYA_CHECK(!a->tokens.empty() || !a->text.empty(), "zaya score needs --tokens FILE.json or ",
                "--text FILE");
-    const ComputeDevice device = open_device(a->device);
+    const ComputeDevice device = open_device(a->device, a->precision);
     LoadedModel m = load_model_any(a->model);
     m.model->set_backend(*device.backend);
     for (const std::string& w : m.warnings) std::fprintf(stderr, "zaya: warning: %s\n", w.c_str());

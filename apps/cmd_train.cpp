@@ -55,6 +55,8 @@ Runner add_train_commands(CLI::App& app) {
                   "with --resume: accept changed optimizer settings (train.optim) or micro-batch; "
                   "the model, data, seed and global batch can never change on resume");
   train->add_option("--device", args->train.device, kDeviceFlagHelp)->capture_default_str();
+  train->add_option("--precision", args->train.precision, kPrecisionFlagHelp)
+      ->capture_default_str();
   train->add_flag("--no-progress", args->no_progress, "no live progress line");
   train->add_flag("--fixed-threads", args->fixed_threads,
                   "keep the thread count of --threads for the whole run; by default it drops "

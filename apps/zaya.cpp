@@ -96,6 +96,7 @@ int main(int argc, char** argv) {
                    "write the benchmarked model (config.json + model.safetensors) to this "
                    "directory, e.g. for the PyTorch peer");
   step->add_option("--device", sopt.device, zaya::kDeviceFlagHelp)->capture_default_str();
+  step->add_option("--precision", sopt.precision, zaya::kPrecisionFlagHelp)->capture_default_str();
   step->add_flag("--json", step_json, "print one JSON line instead of text");
 
   // zaya debug-dump
@@ -119,8 +120,9 @@ int main(int argc, char** argv) {
                   "Hugging Face model directory or zaya checkpoint (as for zaya score)")
       ->required();
   fwd->add_option("--tokens", fwd_tokens, "comma-separated token ids, e.g. 2,17,99")->required();
-  std::string fwd_device = "auto";
+  std::string fwd_device = "auto", fwd_precision = "auto";
   fwd->add_option("--device", fwd_device, zaya::kDeviceFlagHelp)->capture_default_str();
+  fwd->add_option("--precision", fwd_precision, zaya::kPrecisionFlagHelp)->capture_default_str();
 
   // Command families registered from apps/cmd_*.cpp (see apps/commands.h).
   std::vector<zaya::cli::Runner> runners;
@@ -210,7 +212,7 @@ int main(int argc, char** argv) {
         tokens.push_back(int32_t(v));
         pos = comma + 1;
       }
-      const zaya::ComputeDevice device = zaya::open_device(fwd_device);
+      const zaya::ComputeDevice device = zaya::open_device(fwd_device, fwd_precision);
       zaya::LoadedModel loaded = zaya::load_model_any(fwd_model);
       for (const auto& w : loaded.warnings) std::fprintf(stderr, "zaya: warning: %s\n", w.c_str());
       auto& model = loaded.model;

@@ -48,7 +48,7 @@ if grep -qw avx2 /proc/cpuinfo 2>/dev/null; then
   # pass; the tokenizers, the communicators and the sizing arithmetic, which call no GEMM.
   echo "== tests (release, $other_name; without aegis, serve, run safety, tokenizers, comm, sizing)"
   run_ctest build/ctest-release-other.log "${other[@]}" ctest --preset default -LE 'aegis|serve' \
-    -E '^train\.run_safety$|[Tt]okenizer|^comm\.|^cli\.size$|^SizeShapes\.'
+    -E '^train\.run_safety\.|[Tt]okenizer|^comm\.|^cli\.size$|^SizeShapes\.'
 else
   echo "== tests (release, $other_name): skipped, this CPU has no AVX2 for the Haswell kernels"
   skipped+=("release suite $other_name")

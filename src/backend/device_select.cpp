@@ -86,8 +86,12 @@ const cuda::PluginApi& cuda_plugin(const std::string& flag) {
   return *api;
 }
 
-ComputeDevice open_device(const std::string& value, const std::string& flag) {
+namespace {
+
+// The device alone, in fp32 (open_device settles the precision).
+ComputeDevice open_device_fp32(const std::string& value, const std::string& flag) {
   ComputeDevice d;
+  d.precision = "fp32";
   if (value == "cpu") {
     d.backend = &cpu_backend();
     d.name = d.description = "cpu";
@@ -99,25 +103,46 @@ ComputeDevice open_device(const std::string& value, const std::string& flag) {
     const cuda::PluginApi& api = cuda_plugin(flag);
     const std::string why = api.unavailable_reason();
     ZAYA_CHECK(why.empty(), flag, " cuda: no usable GPU (", why, ")");
-    d.backend = &api.backend();
+    d.backend = &api.backend(false);
     d.name = "cuda";
     d.description = "cuda (" + api.device_summary() + ")";
   } else if (value == "auto") {
     // The device nodes first: a machine without an NVIDIA driver never maps the CUDA libraries.
     const bool gpu_nodes = access("/dev/nvidiactl", F_OK) == 0 || access("/dev/nvidia0", F_OK) == 0;
     if (!gpu_nodes) {
-      d = open_device("cpu", flag);
+      d = open_device_fp32("cpu", flag);
       d.description = "cpu (no GPU found)";
       return d;
     }
     try {
-      return open_device("cuda", flag);
+      return open_device_fp32("cuda", flag);
     } catch (const Error& e) {
-      d = open_device("cpu", flag);
+      d = open_device_fp32("cpu", flag);
       d.description = std::string("cpu (a GPU is present but unusable: ") + e.what() + ")";
     }
   } else {
     ZAYA_FAIL(flag, ": '", value, "' is not a device (expected cpu, cuda, auto or cpu-as-device)");
+  }
+  return d;
+}
+
+}  // namespace
+
+ComputeDevice open_device(const std::string& value, const std::string& precision,
+                          const std::string& flag) {
+  ZAYA_CHECK(precision == "auto" || precision == "fp32" || precision == "bf16", "--precision: '",
+             precision, "' is not a precision (expected fp32, bf16 or auto)");
+  ComputeDevice d = open_device_fp32(value, flag);
+  const bool gpu = d.name == "cuda";
+  if (precision == "bf16" || (precision == "auto" && gpu)) {
+    ZAYA_CHECK(gpu, "--precision bf16: the ", d.name,
+               " backend computes in fp32 (bf16 GEMM inputs run on GPUs: --device cuda)");
+    d.backend = &cuda_plugin(flag).backend(true);
+    d.precision = "bf16";
+  }
+  if (gpu) {
+    d.description.pop_back();  // ")"
+    d.description += d.precision == "bf16" ? ", bf16 GEMM inputs, fp32 accumulation)" : ", fp32)";
   }
   return d;
 }

@@ -24,15 +24,24 @@ inline constexpr const char* kDeviceFlagHelp =
     "plugin are present, else cpu) or cpu-as-device (the CPU ops through the copies a GPU takes; "
     "bitwise the cpu results)";
 
+inline constexpr const char* kPrecisionFlagHelp =
+    "fp32, bf16 (matrix products take bf16 weights and activations and accumulate in fp32; "
+    "master weights, optimizer, residual stream, norms, softmax and loss stay fp32; cuda only) "
+    "or auto (bf16 on cuda, fp32 elsewhere)";
+
 struct ComputeDevice {
   const Backend* backend = nullptr;
   std::string name;         // "cpu", "cuda", "cpu-as-device"
-  std::string description;  // e.g. "cuda (NVIDIA H100 80GB HBM3, 79.1 GiB)", "cpu (no GPU found)"
+  std::string precision;    // "fp32" or "bf16"
+  std::string description;  // e.g. "cuda (NVIDIA H100 80GB HBM3, 79.1 GiB, fp32)",
+                            // "cpu (no GPU found)"
 };
 
-// Opens the device a flag names; throws zaya::Error naming `flag` and what was wrong (an unknown
-// name, a missing or mismatched plugin, no usable GPU).
-ComputeDevice open_device(const std::string& value, const std::string& flag = "--device");
+// Opens the device a flag names, in a precision (fp32, bf16 or auto: bf16 on cuda, fp32
+// elsewhere); throws zaya::Error naming the flag and what was wrong (an unknown name, a missing
+// or mismatched plugin, no usable GPU, bf16 off the GPU).
+ComputeDevice open_device(const std::string& value, const std::string& precision = "auto",
+                          const std::string& flag = "--device");
 
 // The CUDA plugin, loaded once per process. Throws zaya::Error with the reason it cannot be
 // (this zaya built without it, the file missing, a dlopen failure, another build's plugin). The

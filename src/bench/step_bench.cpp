@@ -12,7 +12,7 @@ namespace zaya {
 
 StepBenchResult run_step_bench(const ModelConfig& config, const StepBenchOptions& opt,
                                bool progress) {
-  const ComputeDevice device = open_device(opt.device);
+  const ComputeDevice device = open_device(opt.device, opt.precision);
   ZayaModel model(config);
   model.params().init(opt.seed);
   model.set_backend(*device.backend);

@@ -14,8 +14,9 @@ struct StepBenchOptions {
   int steps = 5;
   int warmup = 1;
   uint64_t seed = 1234;
-  std::string save_model_dir;   // if set, the benchmarked (random-init) model is written here
-  std::string device = "auto";  // backend/device_select.h
+  std::string save_model_dir;      // if set, the benchmarked (random-init) model is written here
+  std::string device = "auto";     // backend/device_select.h
+  std::string precision = "auto";  // fp32, bf16 (cuda only) or auto: bf16 on cuda
 };
 
 struct StepBenchResult {

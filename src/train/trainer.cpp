@@ -211,7 +211,7 @@ TrainSummary run_training(const TrainOptions& opt) {
                " tokens, so seq_len must be >= ", ContextShard::min_seq_len(cp));
   }
   // The device (backend/device_select.h): a bad name, a missing plugin or no GPU fails here.
-  const ComputeDevice device = open_device(opt.device);
+  const ComputeDevice device = open_device(opt.device, opt.precision);
   ZAYA_CHECK(cp == 1 || device.backend->host_memory(), "--device ", device.name,
              ": context parallelism (train.context_parallel ", cp,
              ") runs on the CPU backend only so far; use --device cpu");

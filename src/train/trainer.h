@@ -36,6 +36,7 @@ struct TrainOptions {
   // cpu-as-device. The optimizer, ZeRO-1 and checkpoints stay on the host either way, so a
   // checkpoint does not depend on the device that wrote it.
   std::string device = "auto";
+  std::string precision = "auto";  // fp32, bf16 (cuda only) or auto: bf16 on cuda
 };
 
 struct TrainSummary {

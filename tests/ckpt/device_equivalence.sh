@@ -56,5 +56,9 @@ done
 check "an unknown --device is refused by name" \
   grep -q "'gpu' is not a device (expected cpu, cuda, auto or cpu-as-device)" "$WORK/bad.log"
 check "... before the run directory is made" test ! -e "$WORK/bad"
+"$ZAYA" train --config "$WORK/train.json" --out "$WORK/bad16" --device cpu --precision bf16 > "$WORK/bad16.log" 2>&1
+check "--precision bf16 on the CPU is refused, saying why" \
+  grep -q "precision bf16: the cpu backend computes in fp32 (bf16 GEMM inputs run on GPUs: --device cuda)" "$WORK/bad16.log"
+check "... before the run directory is made" test ! -e "$WORK/bad16"
 echo "$passes passed, $fails failed"
 ((fails == 0))

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # `zaya train --device cuda` end to end (label gpu): a tiny ZAYA1 on 400 KB of the Brown corpus,
-# 16 Muon steps in fp32, against --device cpu:
+# 16 Muon steps, against --device cpu:
 #  - every step's loss within TOL relative of the CPU's (the ops agree to 1e-5; 16 optimizer
 #    steps carry that further, so the bound is 1e-3);
 #  - two GPU runs give bitwise the same losses (no atomics, fixed reduction orders);
 #  - a GPU checkpoint resumes on the CPU and a CPU checkpoint on the GPU, ending within TOL of
-#    the uninterrupted CPU run.
+#    the uninterrupted CPU run;
+#  - in bf16 (the GPU's default precision) the last step's loss within 2 % of the CPU's fp32
+#    run, and two bf16 runs bitwise the same.
 # Without a usable GPU it prints why and exits 77, which ctest reports as skipped.
 set -uo pipefail
 ZAYA=$1; SRC=$2; WORK=$3
@@ -36,20 +38,30 @@ print('  %s vs %s: %d steps, largest relative difference %.2e' % (sys.argv[1], s
 sys.exit(not (len(a) == len(b) == 16 and worst <= $TOL))" "$1" "$2"
 }
 run "$WORK/cpu.log" --out "$WORK/cpu" --device cpu || exit 1
-run "$WORK/gpu.log" --out "$WORK/gpu" --device cuda || exit 1
+run "$WORK/gpu.log" --out "$WORK/gpu" --device cuda --precision fp32 || exit 1
 grep "^device:" "$WORK/gpu.log"
 check "cuda's 16 steps within $TOL of cpu's" close cpu gpu
-run "$WORK/gpu2.log" --out "$WORK/gpu2" --device cuda || exit 1
+run "$WORK/gpu2.log" --out "$WORK/gpu2" --device cuda --precision fp32 || exit 1
 check "two cuda runs: bitwise the same losses" \
   test "$(losses "$WORK/gpu/metrics.jsonl")" == "$(losses "$WORK/gpu2/metrics.jsonl")"
 for pair in "cuda cpu" "cpu cuda"; do
   read -r first second <<< "$pair"
   R="$first-then-$second"
-  run "$WORK/$R-1.log" --out "$WORK/$R" --device "$first" --max-steps 8 || exit 1
-  run "$WORK/$R-2.log" --out "$WORK/$R" --device "$second" --resume auto || exit 1
+  run "$WORK/$R-1.log" --out "$WORK/$R" --device "$first" --precision fp32 --max-steps 8 || exit 1
+  run "$WORK/$R-2.log" --out "$WORK/$R" --device "$second" --precision fp32 --resume auto || exit 1
   check "checkpointed on $first at step 8, resumed on $second" \
     grep -q "resumed from $WORK/$R/ckpt/step-00000008" "$WORK/$R-2.log"
   check "$first then $second: within $TOL of the uninterrupted cpu run" close cpu "$R"
 done
+run "$WORK/bf16.log" --out "$WORK/bf16" --device cuda || exit 1
+check "the GPU's default precision is bf16" grep -q "^device: cuda (.*bf16 GEMM inputs" "$WORK/bf16.log"
+check "bf16: the last loss within 2 % of the CPU's fp32 run" $PY -c "
+import json, sys
+a, b = [[json.loads(l)['loss'] for l in open(f'$WORK/{r}/metrics.jsonl')] for r in ('cpu', 'bf16')]
+print('  last loss: cpu fp32 %.5f, cuda bf16 %.5f' % (a[-1], b[-1]))
+sys.exit(not (len(b) == 16 and abs(a[-1] - b[-1]) <= 0.02 * abs(a[-1])))"
+run "$WORK/bf16b.log" --out "$WORK/bf16b" --device cuda || exit 1
+check "two bf16 runs: bitwise the same losses" \
+  test "$(losses "$WORK/bf16/metrics.jsonl")" == "$(losses "$WORK/bf16b/metrics.jsonl")"
 echo "$passes passed, $fails failed"
 ((fails == 0))

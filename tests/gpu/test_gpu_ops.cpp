@@ -14,6 +14,7 @@
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/norm.h"
 #include "backend/cpu/residual.h"
+#include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/device.h"
 #include "backend/cuda/ops.h"
 #include "gpu_test_util.h"
@@ -131,6 +132,45 @@ TEST(GpuOps, Matmul) {
       EXPECT_LE(relative_error(dgin.download(), gin), kTolerance) << "din " << n << "x" << k;
       EXPECT_LE(relative_error(dgw.download(), gw), kTolerance) << "dw " << m << "x" << k;
       EXPECT_LE(relative_error(dgb.download(), gb), kTolerance) << "dbias " << m;
+    }
+}
+
+// The model hands cuBLASLt pointers at any float: parameters are packed without padding, and the
+// experts' rows and the LM head's chunks start inside larger buffers. Each shape runs first on
+// 256-byte aligned buffers, then on pointers 1, 2 and 3 floats in, in fp32 and in bf16: an
+// algorithm chosen for the aligned call and reused for the others would fail or fault.
+TEST(GpuOps, MatmulOnUnalignedPointers) {
+  const int n = 33, k = 64, m = 48;
+  const Floats in = random_floats(size_t(n) * k, 51), w = random_floats(size_t(m) * k, 52);
+  const Floats dy = random_floats(size_t(n) * m, 53);
+  Floats out(size_t(n) * m), gin(in.size(), 0.0f), gw(w.size(), 0.0f);
+  cpu::matmul_forward(out.data(), in.data(), w.data(), nullptr, n, k, m);
+  cpu::matmul_backward(gin.data(), gw.data(), nullptr, dy.data(), in.data(), w.data(), n, k, m);
+  for (const Backend* be : {&cuda_backend(), &cuda_bf16_backend()})
+    for (const int shift : {0, 1, 2, 3, 0}) {
+      // Each tensor `shift` floats into a buffer of its own.
+      auto shifted = [shift](const Floats& host) {
+        Floats padded(host.size() + 3, 0.0f);
+        std::copy(host.begin(), host.end(), padded.begin() + shift);
+        return DeviceBuffer<float>(padded);
+      };
+      DeviceBuffer<float> din_ = shifted(in), dw_ = shifted(w), ddy = shifted(dy);
+      DeviceBuffer<float> dout = shifted(Floats(out.size(), 0.0f));
+      DeviceBuffer<float> dgin = shifted(Floats(in.size(), 0.0f));
+      DeviceBuffer<float> dgw = shifted(Floats(w.size(), 0.0f));
+      be->matmul_forward(dout.get() + shift, din_.get() + shift, dw_.get() + shift, nullptr, n, k,
+                         m);
+      be->matmul_backward(dgin.get() + shift, dgw.get() + shift, nullptr, ddy.get() + shift,
+                          din_.get() + shift, dw_.get() + shift, n, k, m);
+      auto unshift = [shift](const DeviceBuffer<float>& d, size_t count) {
+        const Floats all = d.download();
+        return Floats(all.begin() + shift, all.begin() + shift + long(count));
+      };
+      // fp32 at the op tolerance; bf16 at its rounding (2^-8 per input, k ≤ 64 terms).
+      const double tol = be == &cuda_backend() ? kTolerance : 2e-2;
+      EXPECT_LE(relative_error(unshift(dout, out.size()), out), tol) << be->name() << " +" << shift;
+      EXPECT_LE(relative_error(unshift(dgin, gin.size()), gin), tol) << "din +" << shift;
+      EXPECT_LE(relative_error(unshift(dgw, gw.size()), gw), tol) << "dw +" << shift;
     }
 }
 

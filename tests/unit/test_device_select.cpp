@@ -15,7 +15,7 @@ namespace {
 
 std::string error_of(const std::string& device) {
   try {
-    open_device(device, "--device");
+    open_device(device);
   } catch (const Error& e) {
     return e.what();
   }
@@ -39,6 +39,31 @@ TEST(DeviceSelect, UnknownNamesAreRefusedByName) {
       << e;
   EXPECT_NE(error_of("").find("'' is not a device"), std::string::npos);
   EXPECT_NE(error_of("CPU").find("'CPU' is not a device"), std::string::npos);
+}
+
+TEST(DeviceSelect, Bf16IsRefusedOffTheGpuAndAutoIsFp32There) {
+  EXPECT_EQ(open_device("cpu", "auto").precision, "fp32");
+  EXPECT_EQ(open_device("cpu-as-device", "fp32").precision, "fp32");
+  for (const char* device : {"cpu", "cpu-as-device"}) {
+    try {
+      open_device(device, "bf16");
+      ADD_FAILURE() << device << " took --precision bf16";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("--precision bf16: the " + std::string(device) +
+                                           " backend computes in fp32"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  try {
+    open_device("cpu", "fp16");
+    ADD_FAILURE() << "took --precision fp16";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "--precision: 'fp16' is not a precision (expected fp32, bf16 or auto)"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(DeviceSelect, MissingAndForeignPluginsAreRefusedWithTheReason) {
@@ -70,8 +95,9 @@ TEST(DeviceSelect, TheBuildsCudaPluginLoadsAndAnswers) {
   EXPECT_STREQ(api->abi, kBackendAbi);
   const std::string why = api->unavailable_reason();
   if (why.empty()) {
-    EXPECT_STREQ(api->backend().name(), "cuda");
-    EXPECT_FALSE(api->backend().host_memory());
+    EXPECT_STREQ(api->backend(false).name(), "cuda");
+    EXPECT_FALSE(api->backend(false).host_memory());
+    EXPECT_NE(&api->backend(true), &api->backend(false));
     EXPECT_FALSE(api->device_summary().empty());
   } else {
     setenv("ZAYA_CUDA_BACKEND", ZAYA_TEST_CUDA_PLUGIN, 1);

@@ -137,6 +137,7 @@ void grouped_conv_forward(float* z, const float* a, const float* w, const float*
 
 void grouped_conv_backward(float* da, float* dw, float* dbias, const float* dz, const float* a,
                            const float* w, int batch, int seq, int channels, int group_size) {
+  if (long(batch) * seq * channels == 0) return;  // no launch of an empty grid
   if (da) {
     const long total = long(batch) * (seq + 1) * channels;
     grouped_backward_input_kernel<<<blocks_for(total, 256), 256>>>(da, dz, w, total, seq, channels,

@@ -6,7 +6,12 @@
 namespace zaya {
 
 const Backend& cuda_backend() {
-  static const CudaBackend backend;
+  static const CudaBackend backend(false);
+  return backend;
+}
+
+const Backend& cuda_bf16_backend() {
+  static const CudaBackend backend(true);
   return backend;
 }
 
@@ -42,9 +47,10 @@ void CudaBackend::to_host(void* dst, const void* src, size_t bytes) const {
   if (bytes) cuda::copy_to_host(dst, src, bytes);
 }
 
-// Every op forwards to its cuda:: namesake.
+// Every op forwards to its cuda:: namesake, in the backend's GEMM precision.
 #define ZAYA_BACKEND_OP(ret, name, params, args) \
   ret CudaBackend::name params const {           \
+    const cuda::Bf16Gemms gemm_precision(bf16_); \
     return cuda::name args;                      \
   }
 #include "backend/backend_ops.inc"

@@ -9,6 +9,9 @@ namespace zaya {
 
 class CudaBackend final : public Backend {
  public:
+  // bf16: every op runs under cuda::Bf16Gemms (bf16 GEMM inputs, fp32 accumulation).
+  explicit CudaBackend(bool bf16) : bf16_(bf16) {}
+  bool bf16() const { return bf16_; }
   const char* name() const override;
   bool host_memory() const override;
   void* allocate(size_t bytes) const override;
@@ -20,9 +23,14 @@ class CudaBackend final : public Backend {
 #define ZAYA_BACKEND_OP(ret, name, params, args) ret name params const override;
 #include "backend/backend_ops.inc"
 #undef ZAYA_BACKEND_OP
+
+ private:
+  bool bf16_;
 };
 
-// The process's CUDA backend (the current device). Check cuda::unavailable_reason() first.
+// The process's CUDA backends on the current device: fp32, and mixed precision with bf16 GEMM
+// inputs (cuda::Bf16Gemms). Check cuda::unavailable_reason() first.
 const Backend& cuda_backend();
+const Backend& cuda_bf16_backend();
 
 }  // namespace zaya

@@ -6,12 +6,15 @@
 // Row-major A[r, c] is, to column-major cuBLAS, the matrix Aᵀ[c, r] with leading dimension c; the
 // products below are written in that view.
 #include <cublasLt.h>
+#include <cuda_bf16.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <utility>
 
 #include "backend/cuda/device.h"
 #include "backend/cuda/events.cuh"
@@ -61,20 +64,35 @@ struct LtCall {
   }
 };
 
-// The descriptors and chosen algorithm of one product shape, made once and kept: the heuristic
-// query costs tens of microseconds, more than a small product itself.
+// The descriptors and chosen algorithm of one product shape and operand alignment, made once and
+// kept: the heuristic query costs tens of microseconds, more than a small product itself.
 struct LtPlan {
   LtCall call;
   cublasLtMatmulAlgo_t algo{};
 };
 
-using PlanKey = std::array<int, 9>;  // data type, trans_a, trans_b, m, n, k, lda, ldb, ldc
+// The largest power of two up to 256 that divides the address. cuBLASLt assumes 256-byte
+// aligned operands unless told otherwise, and an algorithm chosen under that assumption may fail
+// or fault on the model's pointers: parameters are packed without padding (a weight can start at
+// any float), and the experts' rows and the LM head's chunks start inside larger buffers.
+uint32_t alignment_of(const void* p) {
+  const uintptr_t address = reinterpret_cast<uintptr_t>(p);
+  uint32_t alignment = 256;
+  while (alignment > 1 && address % alignment != 0) alignment /= 2;
+  return alignment;
+}
 
-const LtPlan& plan_for(cudaDataType_t data, bool trans_a, bool trans_b, int m, int n, int k,
-                       int lda, int ldb, int ldc) {
+// The inputs' type, the output's, trans_a, trans_b, m, n, k, lda, ldb, ldc, and the alignments
+// of A, B and C (D is C).
+using PlanKey = std::array<int, 13>;
+
+const LtPlan& plan_for(cudaDataType_t in_type, cudaDataType_t out_type, bool trans_a, bool trans_b,
+                       int m, int n, int k, int lda, int ldb, int ldc, uint32_t align_a,
+                       uint32_t align_b, uint32_t align_c) {
   static std::map<PlanKey, std::unique_ptr<LtPlan>> plans;
   static std::mutex mutex;
-  const PlanKey key{int(data), trans_a, trans_b, m, n, k, lda, ldb, ldc};
+  const PlanKey key{int(in_type), int(out_type), trans_a,      trans_b,      m,           n, k, lda,
+                    ldb,          ldc,           int(align_a), int(align_b), int(align_c)};
   const std::lock_guard<std::mutex> lock(mutex);
   std::unique_ptr<LtPlan>& slot = plans[key];
   if (slot) return *slot;
@@ -88,42 +106,99 @@ const LtPlan& plan_for(cudaDataType_t data, bool trans_a, bool trans_b, int m, i
   ZAYA_CUBLAS_CHECK(
       cublasLtMatmulDescSetAttribute(call.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
   ZAYA_CUBLAS_CHECK(
-      cublasLtMatrixLayoutCreate(&call.a, data, trans_a ? k : m, trans_a ? m : k, lda));
+      cublasLtMatrixLayoutCreate(&call.a, in_type, trans_a ? k : m, trans_a ? m : k, lda));
   ZAYA_CUBLAS_CHECK(
-      cublasLtMatrixLayoutCreate(&call.b, data, trans_b ? n : k, trans_b ? k : n, ldb));
-  ZAYA_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&call.c, data, m, n, ldc));
+      cublasLtMatrixLayoutCreate(&call.b, in_type, trans_b ? n : k, trans_b ? k : n, ldb));
+  ZAYA_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&call.c, out_type, m, n, ldc));
   ZAYA_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&call.pref));
   const uint64_t workspace = kWorkspaceBytes;
   ZAYA_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
       call.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace)));
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> alignments[] = {
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align_a},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align_b},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align_c},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_c}};
+  for (const auto& [attribute, bytes] : alignments)
+    ZAYA_CUBLAS_CHECK(
+        cublasLtMatmulPreferenceSetAttribute(call.pref, attribute, &bytes, sizeof(bytes)));
   cublasLtMatmulHeuristicResult_t best{};
   int found = 0;
   ZAYA_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(lt().handle, call.op, call.a, call.b, call.c,
                                                    call.c, call.pref, 1, &best, &found));
-  ZAYA_CHECK(found > 0, "cuBLASLt has no ", data == CUDA_R_16BF ? "bf16" : "fp32",
-             " algorithm for a ", m, "x", n, "x", k, " product");
+  ZAYA_CHECK(found > 0, "cuBLASLt has no ", in_type == CUDA_R_16BF ? "bf16" : "fp32", " -> ",
+             out_type == CUDA_R_16BF ? "bf16" : "fp32", " algorithm for a ", m, "x", n, "x", k,
+             " product");
   plan->algo = best.algo;
   slot = std::move(plan);
   return *slot;
 }
 
-// Column-major C[m, n] = op(A) · op(B) + beta · C with fp32 accumulation: A, B and C of type
-// `data` (fp32, or bf16 for the timings), computed in fp32 (CUBLAS_COMPUTE_32F: no TF32).
-void gemm(cudaDataType_t data, bool trans_a, bool trans_b, int m, int n, int k, const void* A,
-          int lda, const void* B, int ldb, float beta, void* C, int ldc) {
+// Column-major C[m, n] = op(A) · op(B) + beta · C with fp32 accumulation (CUBLAS_COMPUTE_32F:
+// no TF32): A and B of in_type, C of out_type (fp32 throughout, bf16 inputs with an fp32 output
+// for the bf16 backend, or bf16 throughout for the timings).
+void gemm(cudaDataType_t in_type, cudaDataType_t out_type, bool trans_a, bool trans_b, int m, int n,
+          int k, const void* A, int lda, const void* B, int ldb, float beta, void* C, int ldc) {
   if (m == 0 || n == 0) return;
+  if (k == 0) {  // an empty sum: C = beta · C, without asking cuBLASLt about 0-wide layouts
+    ZAYA_CHECK(beta == 0.0f || beta == 1.0f, "gemm: k == 0 with beta ", beta);
+    if (beta == 0.0f) {
+      const size_t elem = out_type == CUDA_R_16BF ? 2 : 4;
+      ZAYA_CUDA_CHECK(cudaMemset2D(C, size_t(ldc) * elem, 0, size_t(m) * elem, size_t(n)));
+    }
+    return;
+  }
   LtContext& ctx = lt();
-  const LtPlan& plan = plan_for(data, trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  const LtPlan& plan = plan_for(in_type, out_type, trans_a, trans_b, m, n, k, lda, ldb, ldc,
+                                alignment_of(A), alignment_of(B), alignment_of(C));
   const float alpha = 1.0f;
-  // k == 0 is a valid product (C = beta · C); cuBLASLt handles it.
   ZAYA_CUBLAS_CHECK(cublasLtMatmul(ctx.handle, plan.call.op, &alpha, A, plan.call.a, B, plan.call.b,
                                    &beta, C, plan.call.c, C, plan.call.c, &plan.algo,
                                    ctx.workspace.get(), kWorkspaceBytes, nullptr));
 }
 
+// The GEMM precision of the ops running on this thread (Bf16Gemms sets it for one op).
+thread_local bool t_bf16_gemms = false;
+
+// fp32 → bf16, rounded to nearest even (the rounding of PyTorch's .to(torch.bfloat16)).
+__global__ void to_bf16_kernel(__nv_bfloat16* out, const float* in, long n) {
+  const long i = long(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = __float2bfloat16_rn(in[i]);
+}
+
+// Device scratch for the bf16 copies of a product's two inputs, grown as needed and reused: the
+// conversions and the products run in order on one stream, so one pair serves every call.
+__nv_bfloat16* bf16_scratch(int which, size_t n) {
+  static DeviceBuffer<__nv_bfloat16> buffers[2];
+  DeviceBuffer<__nv_bfloat16>& b = buffers[which];
+  if (b.size() < n) b = DeviceBuffer<__nv_bfloat16>(std::max(n, b.size() * 3 / 2));
+  return b.get();
+}
+
+const __nv_bfloat16* to_bf16(int which, const float* in, size_t n) {
+  __nv_bfloat16* out = bf16_scratch(which, n);
+  if (n) {
+    to_bf16_kernel<<<blocks_for(long(n), 256), 256>>>(out, in, long(n));
+    ZAYA_CUDA_LAUNCHED("to_bf16_kernel");
+  }
+  return out;
+}
+
+// The products of the ops: fp32 in and out, or, under Bf16Gemms, the inputs rounded to bf16
+// (weights and activations alike) with fp32 accumulation into the fp32 output.
 void gemm_f32(bool trans_a, bool trans_b, int m, int n, int k, const float* A, int lda,
               const float* B, int ldb, float beta, float* C, int ldc) {
-  gemm(CUDA_R_32F, trans_a, trans_b, m, n, k, A, lda, B, ldb, beta, C, ldc);
+  if (!t_bf16_gemms) {
+    gemm(CUDA_R_32F, CUDA_R_32F, trans_a, trans_b, m, n, k, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
+  if (m == 0 || n == 0) return;
+  // Column-major storage: lda × (columns of the stored A), the same for B.
+  const size_t a_elems = size_t(lda) * size_t(trans_a ? m : k);
+  const size_t b_elems = size_t(ldb) * size_t(trans_b ? k : n);
+  const __nv_bfloat16* a16 = to_bf16(0, A, a_elems);
+  const __nv_bfloat16* b16 = to_bf16(1, B, b_elems);
+  gemm(CUDA_R_16BF, CUDA_R_32F, trans_a, trans_b, m, n, k, a16, lda, b16, ldb, beta, C, ldc);
 }
 
 // Values in [-0.5, 0.5) from a hash of the index, as fp32 or as bf16 (its upper 16 bits): data
@@ -168,6 +243,14 @@ void matmul_backward(float* din, float* dw, float* dbias, const float* dout, con
   if (dbias && n > 0) add_column_sums(dbias, dout, n, m);
 }
 
+Bf16Gemms::Bf16Gemms(bool on) : previous_(t_bf16_gemms) {
+  t_bf16_gemms = on;
+}
+
+Bf16Gemms::~Bf16Gemms() {
+  t_bf16_gemms = previous_;
+}
+
 double time_gemm(int m, int n, int k, bool trans_a, bool trans_b, bool bf16, int reps) {
   ZAYA_CHECK(m > 0 && n > 0 && k > 0 && reps > 0, "time_gemm: ", m, "x", n, "x", k, ", reps ",
              reps);
@@ -179,12 +262,12 @@ double time_gemm(int m, int n, int k, bool trans_a, bool trans_b, bool bf16, int
     fill_hashed_kernel<<<blocks_for(count, 256), 256>>>(buf->get(), count, bf16);
     ZAYA_CUDA_LAUNCHED("fill_hashed_kernel");
   }
-  const cudaDataType_t data = bf16 ? CUDA_R_16BF : CUDA_R_32F;
+  const cudaDataType_t data = bf16 ? CUDA_R_16BF : CUDA_R_32F;  // inputs and output alike
   // Row-major C[m, n] = op(A) · op(B) is column-major Cᵀ[n, m] = op(B)ᵀ · op(A)ᵀ; a row-major
   // operand's storage is its transpose to cuBLAS, so the flags carry over unchanged.
   const auto product = [&] {
-    gemm(data, trans_b, trans_a, n, m, k, b.get(), trans_b ? k : n, a.get(), trans_a ? m : k, 0.0f,
-         c.get(), n);
+    gemm(data, data, trans_b, trans_a, n, m, k, b.get(), trans_b ? k : n, a.get(), trans_a ? m : k,
+         0.0f, c.get(), n);
   };
   product();  // warm-up: the handle, the workspace and the algorithm's first launch
   EventPair events;

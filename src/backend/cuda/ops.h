@@ -100,8 +100,23 @@ inline void lm_head_loss_backward(float* dy, float* dw, const float* y, const fl
                         chunks.vocab, scratch);
 }
 
-// out[n, m] = in[n, k] · w[m, k]ᵀ (+ bias[m]) through cuBLASLt in fp32 (no TF32), and its
-// backward (cpu::matmul_*).
+// Mixed precision for the ops called while it lives (the bf16 CUDA backend sets it around each
+// op): every matrix product rounds its two inputs to bf16 (weights and activations alike; round
+// to nearest even) and accumulates in fp32 into its fp32 output. Everything else stays fp32: the
+// residual stream, norms and softmax statistics, the loss, gradients and master weights.
+class Bf16Gemms {
+ public:
+  explicit Bf16Gemms(bool on);
+  ~Bf16Gemms();
+  Bf16Gemms(const Bf16Gemms&) = delete;
+  Bf16Gemms& operator=(const Bf16Gemms&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// out[n, m] = in[n, k] · w[m, k]ᵀ (+ bias[m]) through cuBLASLt in fp32 (no TF32; bf16 inputs
+// under Bf16Gemms), and its backward (cpu::matmul_*).
 void matmul_forward(float* out, const float* in, const float* w, const float* bias, int n, int k,
                     int m);
 void matmul_backward(float* din, float* dw, float* dbias, const float* dout, const float* in,

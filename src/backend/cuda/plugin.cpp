@@ -7,11 +7,14 @@
 #include "backend/cuda/timing.h"
 
 extern "C" __attribute__((visibility("default"))) const zaya::cuda::PluginApi* zaya_cuda_plugin() {
+  const auto backend = [](bool bf16) -> const zaya::Backend& {
+    return bf16 ? zaya::cuda_bf16_backend() : zaya::cuda_backend();
+  };
   static const zaya::cuda::PluginApi api{
       zaya::kBackendAbi,
       &zaya::cuda::unavailable_reason,
       &zaya::cuda::device_summary,
-      &zaya::cuda_backend,
+      backend,
       &zaya::cuda::time_gemm,
       &zaya::cuda::time_stream_kernel,
       &zaya::cuda::device_memory_used,

@@ -23,8 +23,8 @@ struct PluginApi {
   std::string (*unavailable_reason)();
   // "NVIDIA H100 80GB HBM3, 79.1 GiB" (requires a device).
   std::string (*device_summary)();
-  // The backend over the current device.
-  const Backend& (*backend)();
+  // The backend over the current device: fp32, or bf16 GEMM inputs with fp32 accumulation.
+  const Backend& (*backend)(bool bf16);
   // Seconds per product C[m, n] = op(A) · op(B) (row-major, op = transpose where asked) through
   // cuBLASLt, fp32 or bf16 inputs and output with fp32 accumulation, timed with events over
   // `reps` calls after a warm-up (`zaya bench gemm --device cuda`).

@@ -1,0 +1,141 @@
+// Mixed precision on the GPU (--precision bf16, cuda::Bf16Gemms): every matrix product rounds its
+// inputs to bf16 and accumulates in fp32.
+//  - The products through the bf16 backend against the exact product of the fp32 inputs, element
+//    by element, within the bound that rounding implies: each input's relative error is at most
+//    u = 2^-8 (bf16 keeps 8 significant bits, rounding to nearest), a product of two bf16 values
+//    is exact in fp32, and fp32 accumulation of k terms in any order adds at most γ_k = k·2^-24
+//    (to first order) of Σ|a·b|. So |got − exact| ≤ ((2u + u²)(1 + γ_k) + γ_k) · Σ_k |a·b|.
+//    And the error must exceed what fp32 alone gives, or the products did not run in bf16.
+//  - The tiny model in bf16 against the CPU in fp32: the loss within 1e-2 relative and at least
+//    99 % of the routes identical (issue 12's bounds).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "../unit/test_util.h"
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cuda/cuda_backend.h"
+#include "gpu_test_util.h"
+#include "model/zaya_model.h"
+
+namespace zaya {
+namespace {
+
+using namespace test;
+
+constexpr double kUnitRoundoffBf16 = 1.0 / 256;       // 2^-8
+constexpr double kUnitRoundoffFp32 = 1.0 / 16777216;  // 2^-24
+
+// out[r, c] = Σ_j a[r, j] · b[c, j] (both row-major with rows of length k): the exact product
+// (in double) and Σ |a·b| per element.
+void exact_product(const Floats& a, const Floats& b, int rows, int cols, int k,
+                   std::vector<double>& exact, std::vector<double>& magnitude) {
+  exact.assign(size_t(rows) * cols, 0.0);
+  magnitude.assign(size_t(rows) * cols, 0.0);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) {
+      double s = 0, m = 0;
+      for (int j = 0; j < k; ++j) {
+        const double p = double(a[size_t(r) * k + j]) * b[size_t(c) * k + j];
+        s += p;
+        m += std::fabs(p);
+      }
+      exact[size_t(r) * cols + c] = s;
+      magnitude[size_t(r) * cols + c] = m;
+    }
+}
+
+Floats transpose(const Floats& x, int rows, int cols) {
+  Floats t(x.size());
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) t[size_t(c) * rows + r] = x[size_t(r) * cols + c];
+  return t;
+}
+
+// Every element within the bf16 bound; returns the largest error relative to its Σ|a·b|.
+double check_bf16(const Floats& got, const std::vector<double>& exact,
+                  const std::vector<double>& magnitude, int k, const char* what) {
+  const double u = kUnitRoundoffBf16, gamma = k * kUnitRoundoffFp32;
+  const double bound = (2 * u + u * u) * (1 + gamma) + gamma;
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double err = std::fabs(double(got[i]) - exact[i]);
+    EXPECT_LE(err, bound * magnitude[i] + 1e-30) << what << " element " << i;
+    if (magnitude[i] > 0) worst = std::max(worst, err / magnitude[i]);
+  }
+  return worst;
+}
+
+TEST(GpuBf16, ProductsAreWithinTheRoundingBoundAndRoundedToBf16) {
+  const Backend& be = cuda_bf16_backend();
+  const int shapes[][3] = {{1, 1, 1}, {3, 5, 2}, {37, 256, 300}, {64, 2048, 96}};
+  for (const auto& s : shapes) {
+    const int n = s[0], k = s[1], m = s[2];
+    const Floats in = random_floats(size_t(n) * k, 31), w = random_floats(size_t(m) * k, 32);
+    const Floats dy = random_floats(size_t(n) * m, 33);
+    DeviceBuffer<float> din_(in), dw_(w), ddy(dy), dout(size_t(n) * m);
+    DeviceBuffer<float> dgin(size_t(n) * k), dgw(size_t(m) * k);
+    dgin.zero();
+    dgw.zero();
+    be.matmul_forward(dout.get(), din_.get(), dw_.get(), nullptr, n, k, m);
+    be.matmul_backward(dgin.get(), dgw.get(), nullptr, ddy.get(), din_.get(), dw_.get(), n, k, m);
+    std::vector<double> exact, magnitude;
+    double worst = 0;
+    // out = in · wᵀ.
+    exact_product(in, w, n, m, k, exact, magnitude);
+    worst = std::max(worst, check_bf16(dout.download(), exact, magnitude, k, "out"));
+    // din = dy · w: rows of dy against the columns of w (rows of wᵀ).
+    exact_product(dy, transpose(w, m, k), n, k, m, exact, magnitude);
+    worst = std::max(worst, check_bf16(dgin.download(), exact, magnitude, m, "din"));
+    // dw = dyᵀ · in.
+    exact_product(transpose(dy, n, m), transpose(in, n, k), m, k, n, exact, magnitude);
+    worst = std::max(worst, check_bf16(dgw.download(), exact, magnitude, n, "dw"));
+    // Random inputs lose about 2^-9 of each product to bf16; fp32 alone stays near 2^-24.
+    if (k >= 5) {
+      EXPECT_GT(worst, 1e-4) << n << "x" << k << "x" << m << ": not rounded to bf16";
+    }
+  }
+}
+
+TEST(GpuBf16, TheFp32BackendDoesNotRound) {
+  const int n = 16, k = 256, m = 32;
+  const Floats in = random_floats(size_t(n) * k, 41), w = random_floats(size_t(m) * k, 42);
+  DeviceBuffer<float> din_(in), dw_(w), dout(size_t(n) * m);
+  cuda_backend().matmul_forward(dout.get(), din_.get(), dw_.get(), nullptr, n, k, m);
+  Floats want(size_t(n) * m);
+  cpu_backend().matmul_forward(want.data(), in.data(), w.data(), nullptr, n, k, m);
+  EXPECT_LE(relative_error(dout.download(), want), kTolerance)
+      << "the bf16 backend's precision leaked into the fp32 one";
+}
+
+TEST(GpuBf16, TinyModelLossAndRoutesMatchTheCpu) {
+  const ModelConfig config = tiny_config();
+  const int B = 4, S = 32;
+  std::vector<int32_t> tokens(size_t(B) * S);
+  for (size_t i = 0; i < tokens.size(); ++i)
+    tokens[i] = int32_t((i * 37 + 11) % size_t(config.vocab_size));
+  const std::vector<int32_t> targets = ZayaModel::shifted_targets(tokens, B, S);
+  ZayaModel cpu_model(config), gpu_model(config);
+  randomise_weights(cpu_model.params(), 5, 6);
+  std::copy_n(cpu_model.params().weights(), cpu_model.params().size(),
+              gpu_model.params().weights());
+  gpu_model.set_backend(cuda_bf16_backend());
+  const float want = cpu_model.forward(tokens, targets, B, S);
+  const float got = gpu_model.forward(tokens, targets, B, S);
+  EXPECT_NEAR(got, want, 1e-2 * std::fabs(want));
+  size_t same = 0, total = 0;
+  for (int i = 1; i < int(config.num_stages); i += 2) {
+    const std::span<const int32_t> a = cpu_model.routes(i), b = gpu_model.routes(i);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t t = 0; t < a.size(); ++t) same += a[t] == b[t];
+    total += a.size();
+  }
+  EXPECT_GE(double(same), 0.99 * double(total)) << same << " of " << total << " routes agree";
+  std::printf("bf16 vs fp32 CPU: loss %.6f vs %.6f, %zu of %zu routes identical\n", got, want, same,
+              total);
+}
+
+}  // namespace
+}  // namespace zaya
