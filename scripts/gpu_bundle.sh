@@ -27,6 +27,12 @@ for b in "${bins[@]}"; do ldd "$b"; done | awk '/=> \// {print $3}' | sort -u | 
     *) cp -L "$lib" .gpu-bundle/lib/ ;;
   esac
 done
-# The Brown slice gpu.train trains on (the full corpus would not fit the carry limit).
+# The Brown slice gpu.train trains on (the full corpus would not fit the carry limit), and the
+# prepared shards and tokenizer of the demo config for tests/gpu/brown_demo.sh (xz: 1.6 MB).
 head -c 400000 data/raw/brown.txt > .gpu-bundle/brown.txt
+if [[ -f data/brown/index.json && -f data/tokenizer.json ]]; then
+  tar -C data -cJf .gpu-bundle/brown-data.tar.xz brown tokenizer.json
+else
+  echo "note: data/brown is not prepared (scripts/main.sh does it): the Brown demo check will be skipped"
+fi
 du -sh .gpu-bundle | awk '{print "bundle: " $1 " in .gpu-bundle/ (the device tool carries at most 64 MiB)"}'

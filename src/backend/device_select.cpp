@@ -10,6 +10,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/plugin_api.h"
 #include "core/error.h"
+#include "dist/dist_context.h"
 
 namespace zaya {
 
@@ -103,6 +104,9 @@ ComputeDevice open_device_fp32(const std::string& value, const std::string& flag
     const cuda::PluginApi& api = cuda_plugin(flag);
     const std::string why = api.unavailable_reason();
     ZAYA_CHECK(why.empty(), flag, " cuda: no usable GPU (", why, ")");
+    // Once per process, before the first allocation: each local rank takes its own GPU.
+    static const int selected = api.select_device(dist::local_rank());
+    (void)selected;
     d.backend = &api.backend(false);
     d.name = "cuda";
     d.description = "cuda (" + api.device_summary() + ")";

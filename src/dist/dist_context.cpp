@@ -123,6 +123,16 @@ std::string rank_tag() {
   return "[rank " + std::to_string(g_rank) + "/" + std::to_string(g_world) + "] ";
 }
 
+int local_rank() {
+  for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
+    if (const char* s = std::getenv(v)) {
+      char* end = nullptr;
+      const long r = std::strtol(s, &end, 10);
+      if (end != s && *end == '\0' && r >= 0 && r < (1L << 20)) return int(r);
+    }
+  return 0;
+}
+
 int threads_per_local_rank() {
   if (std::getenv("OMP_NUM_THREADS") != nullptr) return 0;
   int local = 1;

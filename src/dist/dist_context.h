@@ -42,6 +42,11 @@ class DistContext {
 // when the user chose (OMP_NUM_THREADS is set) or only one rank runs here.
 int threads_per_local_rank();
 
+// This process's index among the ranks on its machine, as the launcher put it in the environment
+// (OMPI_COMM_WORLD_LOCAL_RANK, MPICH's MPI_LOCALRANKID, Slurm's SLURM_LOCALID); 0 when none is
+// set. --device cuda gives each local rank its own GPU by it.
+int local_rank();
+
 // True once a DistContext initialised MPI in this process.
 bool mpi_active();
 // "[rank R/N] " when the job has more than one rank, else "".

@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/comm_bench.h"
@@ -89,6 +92,24 @@ TEST(MakeCommunicator, LocalWithoutLauncher) {
   EXPECT_EQ(c->kind(), "local");
   EXPECT_EQ(c->world_size(), 1);
   EXPECT_EQ(rank_tag(), "");
+}
+
+// The local rank from each launcher's variable; 0 with none, or with a value that is not a rank.
+TEST(LocalRank, FromTheLaunchersEnvironment) {
+  const char* vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"};
+  std::vector<std::pair<std::string, std::string>> saved;
+  for (const char* v : vars)
+    if (const char* s = std::getenv(v)) saved.emplace_back(v, s);
+  for (const char* v : vars) unsetenv(v);
+  EXPECT_EQ(local_rank(), 0);
+  setenv("SLURM_LOCALID", "2", 1);
+  EXPECT_EQ(local_rank(), 2);
+  setenv("OMPI_COMM_WORLD_LOCAL_RANK", "5", 1);
+  EXPECT_EQ(local_rank(), 5) << "Open MPI's variable comes first";
+  setenv("OMPI_COMM_WORLD_LOCAL_RANK", "x7", 1);
+  EXPECT_EQ(local_rank(), 2) << "a value that is not a rank is skipped";
+  for (const char* v : vars) unsetenv(v);
+  for (const auto& [name, value] : saved) setenv(name.c_str(), value.c_str(), 1);
 }
 
 TEST(CommBench, ParsesSizesAndTypes) {

@@ -17,13 +17,24 @@ std::string unavailable_reason() {
 }
 
 std::string device_summary() {
-  int device = 0;
+  int device = 0, count = 0;
+  ZAYA_CUDA_CHECK(cudaGetDevice(&device));
+  ZAYA_CUDA_CHECK(cudaGetDeviceCount(&count));
   cudaDeviceProp prop{};
   ZAYA_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-  char text[320];
-  std::snprintf(text, sizeof(text), "%s, %.1f GiB", prop.name,
+  char text[360];
+  std::snprintf(text, sizeof(text), "GPU %d of %d: %s, %.1f GiB", device, count, prop.name,
                 double(prop.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0));
   return text;
+}
+
+int select_device(int local_rank) {
+  int count = 0;
+  ZAYA_CUDA_CHECK(cudaGetDeviceCount(&count));
+  ZAYA_CHECK(count > 0, "no GPU device is visible");
+  const int device = local_rank % count;
+  ZAYA_CUDA_CHECK(cudaSetDevice(device));
+  return device;
 }
 
 void synchronize() {

@@ -13,8 +13,13 @@ namespace zaya::cuda {
 // Empty when a GPU is usable; otherwise why not ("no CUDA-capable device is detected", a driver
 // too old for this build, ...), for the tests' skip messages and `zaya info`.
 std::string unavailable_reason();
-// The device's name and memory, e.g. "NVIDIA H100 80GB HBM3, 79.1 GiB" (requires a device).
+// The current device's index, name and memory, e.g. "GPU 0 of 8: NVIDIA H100 80GB HBM3, 79.1
+// GiB" (requires a device).
 std::string device_summary();
+// Makes GPU local_rank % (the visible GPUs) this process's device, before any allocation: the
+// ranks on a machine take one GPU each (or share them round-robin when there are fewer GPUs).
+// Returns its index.
+int select_device(int local_rank);
 void synchronize();
 
 void* device_alloc(size_t bytes);

@@ -14,6 +14,7 @@ extern "C" __attribute__((visibility("default"))) const zaya::cuda::PluginApi* z
       zaya::kBackendAbi,
       &zaya::cuda::unavailable_reason,
       &zaya::cuda::device_summary,
+      &zaya::cuda::select_device,
       backend,
       &zaya::cuda::time_gemm,
       &zaya::cuda::time_stream_kernel,

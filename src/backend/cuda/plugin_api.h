@@ -21,8 +21,10 @@ struct PluginApi {
   const char* abi;
   // Empty when a GPU is usable; otherwise why not.
   std::string (*unavailable_reason)();
-  // "NVIDIA H100 80GB HBM3, 79.1 GiB" (requires a device).
+  // "GPU 0 of 8: NVIDIA H100 80GB HBM3, 79.1 GiB" (requires a device).
   std::string (*device_summary)();
+  // Makes GPU local_rank % (visible GPUs) the process's device; returns its index.
+  int (*select_device)(int local_rank);
   // The backend over the current device: fp32, or bf16 GEMM inputs with fp32 accumulation.
   const Backend& (*backend)(bool bf16);
   // Seconds per product C[m, n] = op(A) · op(B) (row-major, op = transpose where asked) through

@@ -15,6 +15,7 @@
 #define cudaGetDeviceProperties hipGetDeviceProperties
 #define cudaDeviceProp hipDeviceProp_t
 #define cudaSetDevice hipSetDevice
+#define cudaGetDevice hipGetDevice
 #define cudaMalloc hipMalloc
 #define cudaFree hipFree
 #define cudaMemcpy hipMemcpy
