@@ -184,13 +184,18 @@ int main(int argc, char** argv) {
                                            {"step_ms", r.step_ms},
                                            {"loss", r.loss},
                                            {"threads", nthreads},
-                                           {"arena_bytes", r.arena_bytes}}
+                                           {"arena_bytes", r.arena_bytes},
+                                           {"host_reads_per_step", r.host_reads_per_step},
+                                           {"host_read_bytes_per_step", r.host_read_bytes_per_step}}
                                 .dump()
                                 .c_str());
       } else {
         std::printf("zaya (%s): %.1f ms/step, %.0f tokens/s (fwd+bwd), loss %.4f, arena %.1f MiB\n",
                     r.device.c_str(), r.step_ms, r.tokens_per_s, r.loss,
                     double(r.arena_bytes) / (1 << 20));
+        if (r.host_reads_per_step > 0)
+          std::printf("  %.0f copies to the host per step (%.1f MiB), each a GPU synchronisation\n",
+                      r.host_reads_per_step, r.host_read_bytes_per_step / (1 << 20));
       }
     } else if (*dump) {
       const zaya::ModelConfig c = zaya::load_model_config(dump_config);

@@ -10,6 +10,7 @@
 // needs device memory under the step's arena and the parameters first (docs/gpu.md).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -32,12 +33,29 @@ class Backend {
   virtual void copy(void* dst, const void* src, size_t bytes) const = 0;
   virtual void fill_zero(void* dst, size_t bytes) const = 0;
   virtual void to_device(void* dst, const void* src, size_t bytes) const = 0;
-  virtual void to_host(void* dst, const void* src, size_t bytes) const = 0;
+  // A copy to the host is a synchronisation point on a GPU (the host waits for the device), so
+  // every one the model makes goes through here and is counted: the experts' row counts once
+  // per MoE stage in the forward, the gradients once per backward, logits and routes on request.
+  // (Ops that return a value, like the loss, read it back inside the op.)
+  void to_host(void* dst, const void* src, size_t bytes) const {
+    host_reads_.fetch_add(1, std::memory_order_relaxed);
+    host_read_bytes_.fetch_add(int64_t(bytes), std::memory_order_relaxed);
+    copy_to_host(dst, src, bytes);
+  }
+  // Counts of to_host since the process started (all threads).
+  int64_t host_reads() const { return host_reads_.load(std::memory_order_relaxed); }
+  int64_t host_read_bytes() const { return host_read_bytes_.load(std::memory_order_relaxed); }
 
   // The ops, with the CPU op set's conventions (backend_ops.inc lists them).
 #define ZAYA_BACKEND_OP(ret, name, params, args) virtual ret name params const = 0;
 #include "backend/backend_ops.inc"
 #undef ZAYA_BACKEND_OP
+
+ protected:
+  virtual void copy_to_host(void* dst, const void* src, size_t bytes) const = 0;
+
+ private:
+  mutable std::atomic<int64_t> host_reads_{0}, host_read_bytes_{0};
 };
 
 // Memory of a backend, released with the object (move-only).

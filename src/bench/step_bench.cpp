@@ -26,20 +26,29 @@ StepBenchResult run_step_bench(const ModelConfig& config, const StepBenchOptions
   StepBenchResult r;
   r.device = device.description;
   double total_s = 0;
+  int64_t reads = 0, read_bytes = 0;
+  const Backend& be = *device.backend;
   for (int step = 0; step < opt.warmup + opt.steps; ++step) {
+    const int64_t reads0 = be.host_reads(), bytes0 = be.host_read_bytes();
     const auto t0 = std::chrono::steady_clock::now();
     model.params().zero_grads();
     r.loss = model.forward(tokens, targets, opt.batch, opt.seq);
     model.backward();
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const bool timed = step >= opt.warmup;
-    if (timed) total_s += s;
+    if (timed) {
+      total_s += s;
+      reads += be.host_reads() - reads0;
+      read_bytes += be.host_read_bytes() - bytes0;
+    }
     if (progress)
       std::fprintf(stderr, "  %s step %d/%d: %.1f ms, %.0f tok/s, loss %.4f\n",
                    timed ? "timed " : "warmup", timed ? step - opt.warmup + 1 : step + 1,
                    timed ? opt.steps : opt.warmup, s * 1e3, N / s, r.loss);
   }
   r.step_ms = total_s / opt.steps * 1e3;
+  r.host_reads_per_step = double(reads) / opt.steps;
+  r.host_read_bytes_per_step = double(read_bytes) / opt.steps;
   r.tokens_per_s = double(N) * opt.steps / total_s;
   r.arena_bytes = model.arena_bytes();
   return r;

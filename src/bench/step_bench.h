@@ -25,6 +25,9 @@ struct StepBenchResult {
   float loss = 0;
   size_t arena_bytes = 0;
   std::string device;  // what it ran on (ComputeDevice::description)
+  // Copies to the host per timed step (each a GPU synchronisation; backend/backend.h) and their
+  // bytes; 0 on the host's own memory.
+  double host_reads_per_step = 0, host_read_bytes_per_step = 0;
 };
 
 StepBenchResult run_step_bench(const ModelConfig& config, const StepBenchOptions& opt,

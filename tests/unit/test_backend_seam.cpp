@@ -101,6 +101,35 @@ TEST(BackendSeam, AccumulatedMicroBatchesGiveTheCpuPathsBits) {
   EXPECT_EQ(got, want);
 }
 
+// Every copy to the host is a GPU synchronisation, so the step makes only the ones it needs: the
+// experts' row counts once per MoE stage in the forward, the gradients once in the backward, and
+// what the caller asks for (routes). The counts come from the config, not from the model.
+TEST(BackendSeam, HostReadsAreTheExpertCountsAndTheGradients) {
+  const ModelConfig c = test::tiny_config();
+  const Backend& be = cpu_as_device_backend();
+  const int B = 2, S = 9;
+  std::vector<int32_t> tokens(size_t(B) * S);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t((i * 7 + 1) % c.vocab_size);
+  ZayaModel m(c);
+  test::randomise_weights(m.params(), 9, 10);
+  m.set_backend(be);
+  const int64_t moe_stages = c.num_moe_stages();
+  ASSERT_GE(moe_stages, 2);
+  int64_t before = be.host_reads(), bytes_before = be.host_read_bytes();
+  m.forward(tokens, ZayaModel::shifted_targets(tokens, B, S), B, S);
+  EXPECT_EQ(be.host_reads() - before, moe_stages) << "one read of the expert counts per stage";
+  EXPECT_EQ(be.host_read_bytes() - bytes_before,
+            moe_stages * int64_t(sizeof(int32_t)) * (c.num_experts + 2))
+      << "the offsets of every route (experts and skip) and the end";
+  before = be.host_reads();
+  (void)m.routes(1);
+  EXPECT_EQ(be.host_reads() - before, 1);
+  before = be.host_reads();
+  m.params().zero_grads();
+  m.backward(1.0f);
+  EXPECT_EQ(be.host_reads() - before, 1) << "the gradients, once";
+}
+
 TEST(BackendSeam, ContextParallelismIsRefusedOffTheHost) {
   const ModelConfig c = test::tiny_config();
   const Backend& separate = cpu_as_device_backend();

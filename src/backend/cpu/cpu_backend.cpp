@@ -48,7 +48,7 @@ void CpuBackend::to_device(void* dst, const void* src, size_t bytes) const {
   copy(dst, src, bytes);
 }
 
-void CpuBackend::to_host(void* dst, const void* src, size_t bytes) const {
+void CpuBackend::copy_to_host(void* dst, const void* src, size_t bytes) const {
   copy(dst, src, bytes);
 }
 

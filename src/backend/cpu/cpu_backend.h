@@ -17,10 +17,12 @@ class CpuBackend : public Backend {
   void copy(void* dst, const void* src, size_t bytes) const override;
   void fill_zero(void* dst, size_t bytes) const override;
   void to_device(void* dst, const void* src, size_t bytes) const override;
-  void to_host(void* dst, const void* src, size_t bytes) const override;
 #define ZAYA_BACKEND_OP(ret, name, params, args) ret name params const override;
 #include "backend/backend_ops.inc"
 #undef ZAYA_BACKEND_OP
+
+ protected:
+  void copy_to_host(void* dst, const void* src, size_t bytes) const override;
 };
 
 // The process's CPU backend (stateless; shared by every model).

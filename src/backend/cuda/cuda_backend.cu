@@ -43,7 +43,7 @@ void CudaBackend::to_device(void* dst, const void* src, size_t bytes) const {
   if (bytes) cuda::copy_to_device(dst, src, bytes);
 }
 
-void CudaBackend::to_host(void* dst, const void* src, size_t bytes) const {
+void CudaBackend::copy_to_host(void* dst, const void* src, size_t bytes) const {
   if (bytes) cuda::copy_to_host(dst, src, bytes);
 }
 

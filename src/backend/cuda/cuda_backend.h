@@ -19,10 +19,12 @@ class CudaBackend final : public Backend {
   void copy(void* dst, const void* src, size_t bytes) const override;
   void fill_zero(void* dst, size_t bytes) const override;
   void to_device(void* dst, const void* src, size_t bytes) const override;
-  void to_host(void* dst, const void* src, size_t bytes) const override;
 #define ZAYA_BACKEND_OP(ret, name, params, args) ret name params const override;
 #include "backend/backend_ops.inc"
 #undef ZAYA_BACKEND_OP
+
+ protected:
+  void copy_to_host(void* dst, const void* src, size_t bytes) const override;
 
  private:
   bool bf16_;
