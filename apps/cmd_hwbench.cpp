@@ -42,14 +42,6 @@ void check_device(const std::string& device, const std::string& dtype) {
              "no bf16 product (cblas_sbgemm); bf16 is measured on GPUs (--device cuda)");
 }
 
-// The GPU's plugin, with a usable device (the errors say why not).
-const cuda::PluginApi& usable_gpu() {
-  const cuda::PluginApi& api = cuda_plugin("--device");
-  const std::string why = api.unavailable_reason();
-  ZAYA_CHECK(why.empty(), "--device cuda: no usable GPU (", why, ")");
-  return api;
-}
-
 // cuBLASLt's time for one shape, with the CPU bench's rules: a warm-up call sizes batches of
 // min_time / 3 seconds, and the best of 3 batches counts.
 GemmTiming time_gpu_gemm(const cuda::PluginApi& api, const GemmShape& s, double min_time_s,
@@ -68,12 +60,9 @@ MembwRow run_gpu_membw(const cuda::PluginApi& api, int64_t n, int times) {
   MembwRow row;
   double* rates[4] = {&row.copy, &row.scale, &row.add, &row.triad};
   const double arrays[4] = {2, 2, 3, 3};
-  for (int kernel = 0; kernel < 4; ++kernel) {
-    double best = 1e300;
-    for (int t = 0; t < times; ++t)
-      best = std::min(best, api.time_stream_kernel(kernel, size_t(n), 1));
-    *rates[kernel] = arrays[kernel] * sizeof(float) * double(n) / best * 1e-9;
-  }
+  for (int kernel = 0; kernel < 4; ++kernel)
+    *rates[kernel] = arrays[kernel] * sizeof(float) * double(n) /
+                     api.time_stream_kernel(kernel, size_t(n), times) * 1e-9;
   return row;
 }
 
@@ -192,7 +181,7 @@ Runner add_hwbench_commands(CLI::App& bench) {
       json j = {{"device", args->device}, {"dtype", args->dtype}};
       GemmTimer timer;
       if (args->device == "cuda") {
-        const cuda::PluginApi& api = usable_gpu();
+        const cuda::PluginApi& api = usable_gpu("--device");
         const bool bf16 = args->dtype == "bf16";
         std::printf("bench gemm: cuda (%s), %s (cuBLASLt, fp32 accumulation)%s\n",
                     api.device_summary().c_str(), args->dtype.c_str(), what.c_str());
@@ -220,7 +209,7 @@ Runner add_hwbench_commands(CLI::App& bench) {
       check_device(args->device, "f32");
       std::vector<MembwRow> rows;
       if (args->device == "cuda") {
-        const cuda::PluginApi& api = usable_gpu();
+        const cuda::PluginApi& api = usable_gpu("--device");
         // 2^27 floats (512 MiB) per array unless --elements says otherwise: far past any cache.
         const int64_t n = args->membw.elements > 0 ? args->membw.elements : int64_t(1) << 27;
         std::printf("bench membw: cuda (%s), 3 arrays of %lld floats (%.0f MiB each), best of %d\n",

@@ -87,6 +87,16 @@ const cuda::PluginApi& cuda_plugin(const std::string& flag) {
   return *api;
 }
 
+const cuda::PluginApi& usable_gpu(const std::string& flag) {
+  const cuda::PluginApi& api = cuda_plugin(flag);
+  const std::string why = api.unavailable_reason();
+  ZAYA_CHECK(why.empty(), flag, " cuda: no usable GPU (", why, ")");
+  // Once per process, before the first allocation: each local rank takes its own GPU.
+  static const int selected = api.select_device(dist::local_rank());
+  (void)selected;
+  return api;
+}
+
 namespace {
 
 // The device alone, in fp32 (open_device settles the precision).
@@ -101,12 +111,7 @@ ComputeDevice open_device_fp32(const std::string& value, const std::string& flag
     d.name = "cpu-as-device";
     d.description = "cpu-as-device (the CPU ops through the copies a GPU takes)";
   } else if (value == "cuda") {
-    const cuda::PluginApi& api = cuda_plugin(flag);
-    const std::string why = api.unavailable_reason();
-    ZAYA_CHECK(why.empty(), flag, " cuda: no usable GPU (", why, ")");
-    // Once per process, before the first allocation: each local rank takes its own GPU.
-    static const int selected = api.select_device(dist::local_rank());
-    (void)selected;
+    const cuda::PluginApi& api = usable_gpu(flag);
     d.backend = &api.backend(false);
     d.name = "cuda";
     d.description = "cuda (" + api.device_summary() + ")";

@@ -48,6 +48,11 @@ ComputeDevice open_device(const std::string& value, const std::string& precision
 // plugin's path: $ZAYA_CUDA_BACKEND if set, else libzaya_cuda_backend.so beside the executable.
 const cuda::PluginApi& cuda_plugin(const std::string& flag = "--device");
 
+// The plugin with a usable GPU: throws, naming the flag, with the runtime's reason when there is
+// none. The first call makes GPU `local rank % visible GPUs` the process's device, before any
+// allocation (dist::local_rank).
+const cuda::PluginApi& usable_gpu(const std::string& flag = "--device");
+
 // Where cuda_plugin() looks: $ZAYA_CUDA_BACKEND if set, else libzaya_cuda_backend.so beside the
 // executable.
 std::string cuda_plugin_path();

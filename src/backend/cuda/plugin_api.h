@@ -31,9 +31,9 @@ struct PluginApi {
   // cuBLASLt, fp32 or bf16 inputs and output with fp32 accumulation, timed with events over
   // `reps` calls after a warm-up (`zaya bench gemm --device cuda`).
   double (*time_gemm)(int m, int n, int k, bool trans_a, bool trans_b, bool bf16, int reps);
-  // Seconds per STREAM kernel over arrays of n floats on the device: 0 copy, 1 scale, 2 add,
-  // 3 triad (`zaya bench membw --device cuda`).
-  double (*time_stream_kernel)(int kernel, size_t n, int reps);
+  // Seconds of a STREAM kernel over arrays of n floats on the device (0 copy, 1 scale, 2 add,
+  // 3 triad), the fastest of `runs` launches (`zaya bench membw --device cuda`).
+  double (*time_stream_kernel)(int kernel, size_t n, int runs);
   // Bytes of device memory in use (total minus free), for the peak-memory figures.
   size_t (*device_memory_used)();
 };

@@ -12,10 +12,10 @@ namespace zaya::cuda {
 // calls between two events.
 double time_gemm(int m, int n, int k, bool trans_a, bool trans_b, bool bf16, int reps);
 
-// Seconds per STREAM kernel over arrays of n floats in device memory, STREAM's kernels: 0 copy
-// (c = a), 1 scale (b = q·c), 2 add (c = a + b), 3 triad (a = b + q·c). One warm-up, then `reps`
-// launches between two events.
-double time_stream_kernel(int kernel, size_t n, int reps);
+// Seconds of one STREAM kernel over arrays of n floats in device memory, STREAM's kernels: 0 copy
+// (c = a), 1 scale (b = q·c), 2 add (c = a + b), 3 triad (a = b + q·c). The arrays are made once;
+// after a warm-up, the fastest of `runs` launches, each between its own events (STREAM's rule).
+double time_stream_kernel(int kernel, size_t n, int runs);
 
 // Device memory in use now (total minus free), in bytes.
 size_t device_memory_used();
