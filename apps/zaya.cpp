@@ -97,6 +97,9 @@ int main(int argc, char** argv) {
                    "directory, e.g. for the PyTorch peer");
   step->add_option("--device", sopt.device, zaya::kDeviceFlagHelp)->capture_default_str();
   step->add_option("--precision", sopt.precision, zaya::kPrecisionFlagHelp)->capture_default_str();
+  step->add_flag("--optimizer", sopt.optimizer,
+                 "time the optimizer's step too (AdamW and Muon with their default settings, on "
+                 "the same device), and print its share");
   step->add_flag("--json", step_json, "print one JSON line instead of text");
 
   // zaya debug-dump
@@ -182,17 +185,24 @@ int main(int argc, char** argv) {
                                            {"device", r.device},
                                            {"tokens_per_s", r.tokens_per_s},
                                            {"step_ms", r.step_ms},
+                                           {"optimizer_ms", r.optimizer_ms},
                                            {"loss", r.loss},
                                            {"threads", nthreads},
                                            {"arena_bytes", r.arena_bytes},
+                                           {"train_flops_per_token", r.train_flops_per_token},
+                                           {"device_memory_bytes", r.device_memory_bytes},
                                            {"host_reads_per_step", r.host_reads_per_step},
                                            {"host_read_bytes_per_step", r.host_read_bytes_per_step}}
                                 .dump()
                                 .c_str());
       } else {
-        std::printf("zaya (%s): %.1f ms/step, %.0f tokens/s (fwd+bwd), loss %.4f, arena %.1f MiB\n",
-                    r.device.c_str(), r.step_ms, r.tokens_per_s, r.loss,
-                    double(r.arena_bytes) / (1 << 20));
+        std::printf(
+            "zaya (%s): %.1f ms/step, %.0f tokens/s (fwd+bwd%s), loss %.4f, arena %.1f MiB\n",
+            r.device.c_str(), r.step_ms, r.tokens_per_s, sopt.optimizer ? "+optimizer" : "", r.loss,
+            double(r.arena_bytes) / (1 << 20));
+        if (sopt.optimizer)
+          std::printf("  optimizer: %.1f ms/step (%.1f %% of the step)\n", r.optimizer_ms,
+                      100.0 * r.optimizer_ms / r.step_ms);
         if (r.host_reads_per_step > 0)
           std::printf("  %.0f copies to the host per step (%.1f MiB), each a GPU synchronisation\n",
                       r.host_reads_per_step, r.host_read_bytes_per_step / (1 << 20));

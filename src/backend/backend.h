@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "backend/cpu/lm_head_loss.h"
+#include "backend/optim_types.h"
 
 namespace zaya {
 
@@ -42,6 +43,8 @@ class Backend {
     host_read_bytes_.fetch_add(int64_t(bytes), std::memory_order_relaxed);
     copy_to_host(dst, src, bytes);
   }
+  // Waits until the backend's queued work is done (timings; a no-op where ops run synchronously).
+  virtual void synchronize() const {}
   // Counts of to_host since the process started (all threads).
   int64_t host_reads() const { return host_reads_.load(std::memory_order_relaxed); }
   int64_t host_read_bytes() const { return host_read_bytes_.load(std::memory_order_relaxed); }

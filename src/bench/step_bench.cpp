@@ -2,11 +2,15 @@
 
 #include <chrono>
 #include <cstdio>
+#include <memory>
 
+#include "backend/cuda/plugin_api.h"
 #include "backend/device_select.h"
 #include "core/rng.h"
+#include "model/model_info.h"
 #include "model/weights_io.h"
 #include "model/zaya_model.h"
+#include "optim/optimizer.h"
 
 namespace zaya {
 
@@ -16,6 +20,11 @@ StepBenchResult run_step_bench(const ModelConfig& config, const StepBenchOptions
   ZayaModel model(config);
   model.params().init(opt.seed);
   model.set_backend(*device.backend);
+  model.set_resident(true);
+  std::unique_ptr<Optimizer> optimizer;
+  if (opt.optimizer)
+    optimizer = std::make_unique<Optimizer>(model.params().registry(), OptimConfig{}, nullptr,
+                                            device.backend);
   if (!opt.save_model_dir.empty()) save_model_dir(opt.save_model_dir, model);
   const int N = opt.batch * opt.seq;
   std::vector<int32_t> tokens(N);
@@ -25,19 +34,27 @@ StepBenchResult run_step_bench(const ModelConfig& config, const StepBenchOptions
   const auto targets = ZayaModel::shifted_targets(tokens, opt.batch, opt.seq);
   StepBenchResult r;
   r.device = device.description;
-  double total_s = 0;
+  double total_s = 0, optimizer_s = 0;
   int64_t reads = 0, read_bytes = 0;
   const Backend& be = *device.backend;
   for (int step = 0; step < opt.warmup + opt.steps; ++step) {
     const int64_t reads0 = be.host_reads(), bytes0 = be.host_read_bytes();
     const auto t0 = std::chrono::steady_clock::now();
-    model.params().zero_grads();
+    model.zero_grads();
     r.loss = model.forward(tokens, targets, opt.batch, opt.seq);
     model.backward();
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    be.synchronize();
+    const auto t1 = std::chrono::steady_clock::now();
+    if (optimizer) {
+      optimizer->step(model.backend_weights(), model.backend_grads(), 1e-4);
+      be.synchronize();
+    }
+    const auto t2 = std::chrono::steady_clock::now();
+    const double s = std::chrono::duration<double>(t2 - t0).count();
     const bool timed = step >= opt.warmup;
     if (timed) {
       total_s += s;
+      optimizer_s += std::chrono::duration<double>(t2 - t1).count();
       reads += be.host_reads() - reads0;
       read_bytes += be.host_read_bytes() - bytes0;
     }
@@ -47,10 +64,13 @@ StepBenchResult run_step_bench(const ModelConfig& config, const StepBenchOptions
                    timed ? opt.steps : opt.warmup, s * 1e3, N / s, r.loss);
   }
   r.step_ms = total_s / opt.steps * 1e3;
+  r.optimizer_ms = optimizer_s / opt.steps * 1e3;
   r.host_reads_per_step = double(reads) / opt.steps;
   r.host_read_bytes_per_step = double(read_bytes) / opt.steps;
   r.tokens_per_s = double(N) * opt.steps / total_s;
   r.arena_bytes = model.arena_bytes();
+  r.train_flops_per_token = compute_model_info(config, opt.seq).train_flops_per_token;
+  if (device.name == "cuda") r.device_memory_bytes = double(cuda_plugin().device_memory_used());
   return r;
 }
 

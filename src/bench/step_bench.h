@@ -1,4 +1,6 @@
-// `zaya bench step`: forward+backward throughput of the model on random tokens.
+// `zaya bench step`: forward+backward throughput of the model on random tokens, and with
+// --optimizer the optimizer's step too. The parameters stay in the backend's memory (as in
+// `zaya train`), and each timed step ends with the backend's queue drained.
 #pragma once
 
 #include <cstdint>
@@ -17,17 +19,24 @@ struct StepBenchOptions {
   std::string save_model_dir;      // if set, the benchmarked (random-init) model is written here
   std::string device = "auto";     // backend/device_select.h
   std::string precision = "auto";  // fp32, bf16 (cuda only) or auto: bf16 on cuda
+  bool optimizer = false;          // time Optimizer::step (AdamW + Muon, default settings) too
 };
 
 struct StepBenchResult {
   double tokens_per_s = 0;
-  double step_ms = 0;
+  double step_ms = 0;       // forward + backward (+ the optimizer with --optimizer)
+  double optimizer_ms = 0;  // the optimizer's part of step_ms
   float loss = 0;
   size_t arena_bytes = 0;
   std::string device;  // what it ran on (ComputeDevice::description)
   // Copies to the host per timed step (each a GPU synchronisation; backend/backend.h) and their
   // bytes; 0 on the host's own memory.
   double host_reads_per_step = 0, host_read_bytes_per_step = 0;
+  // Training FLOPs per token (model/model_info.h, at this sequence length), for MFU figures.
+  double train_flops_per_token = 0;
+  // GPU memory in use after the timed steps (the arena keeps its largest blocks, so this is the
+  // step's peak plus the runtime's); 0 off the GPU.
+  double device_memory_bytes = 0;
 };
 
 StepBenchResult run_step_bench(const ModelConfig& config, const StepBenchOptions& opt,

@@ -101,6 +101,7 @@ uint64_t restore_checkpoint_range(const LoadedCheckpoint& header, ParamStore& pa
     }
   }
   optimizer.set_step_count(header.state.optimizer_steps);
+  optimizer.push_state();  // the host copies were written in place: to the backend's memory
   std::map<std::string, Tensor> bal;
   for (const auto& [name, t] : balancer.state_tensors()) {
     Tensor full(t.shape(), DType::F32);

@@ -50,9 +50,51 @@ void ZayaModel::set_backend(const Backend& backend) {
     dev_weights_ = BackendBuffer(backend, bytes);
     dev_grads_ = BackendBuffer(backend, bytes);
     bind_weights(dev_weights_.floats(), dev_grads_.floats());
+    if (resident_) set_resident(true);  // the new memory gets the weights
   }
   acts_.clear();
   logits_valid_ = have_loss_ = chunked_loss_ = false;
+}
+
+void ZayaModel::set_resident(bool resident) {
+  resident_ = resident;
+  if (!this->resident()) return;
+  push_weights();
+  zero_grads();
+}
+
+void ZayaModel::zero_grads() {
+  if (resident())
+    be_->fill_zero(dev_grads_.floats(), dev_grads_.bytes());
+  else
+    params_.zero_grads();
+}
+
+void ZayaModel::push_weights() {
+  push_weights(0, params_.size());
+}
+
+void ZayaModel::push_weights(size_t offset, size_t n) {
+  ZAYA_CHECK(offset + n <= params_.size(), "ZayaModel::push_weights: [", offset, ", ", offset + n,
+             ") is outside the ", params_.size(), " parameters");
+  if (!be_->host_memory())
+    be_->to_device(dev_weights_.floats() + offset, params_.weights() + offset, sizeof(float) * n);
+}
+
+void ZayaModel::pull_weights() {
+  pull_weights(0, params_.size());
+}
+
+void ZayaModel::pull_weights(size_t offset, size_t n) {
+  ZAYA_CHECK(offset + n <= params_.size(), "ZayaModel::pull_weights: [", offset, ", ", offset + n,
+             ") is outside the ", params_.size(), " parameters");
+  if (!be_->host_memory())
+    be_->to_host(params_.weights() + offset, dev_weights_.floats() + offset, sizeof(float) * n);
+}
+
+void ZayaModel::pull_grads() {
+  if (!be_->host_memory())
+    be_->to_host(params_.grads(), dev_grads_.floats(), sizeof(float) * params_.size());
 }
 
 const float* ZayaModel::weights_base() const {
@@ -232,7 +274,8 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
   if (!be_->host_memory()) {
     // The master weights, the tokens, the targets and the RoPE rows go to the backend's memory:
     // explicit copies, once per forward.
-    be_->to_device(dev_weights_.floats(), params_.weights(), sizeof(float) * params_.size());
+    if (!resident_)
+      be_->to_device(dev_weights_.floats(), params_.weights(), sizeof(float) * params_.size());
     int32_t* tok = arena_.ints(tokens_.size());
     be_->to_device(tok, tokens_.data(), sizeof(int32_t) * tokens_.size());
     op_tokens_ = tok;
@@ -378,7 +421,9 @@ void ZayaModel::backward(float loss_scale) {
   // which then replaces the host's: each gradient element sees the same additions in the same
   // order as on the host, so accumulating micro-batches gives the host path's bits (computing
   // this backward's share from zero and adding it to the host's would round differently).
-  if (!on_host) be_->to_device(G, params_.grads(), sizeof(float) * params_.size());
+  // (Resident parameters: the gradients stay in the backend's memory from step to step.)
+  const bool copy_grads = !on_host && !resident_;
+  if (copy_grads) be_->to_device(G, params_.grads(), sizeof(float) * params_.size());
   auto w = [&](const char* name) { return W + reg.get(name).offset; };
   auto g = [&](const char* name) { return G + reg.get(name).offset; };
   const float* emb_w = w("model.embed_tokens.weight");
@@ -456,7 +501,7 @@ void ZayaModel::backward(float loss_scale) {
   }
   // Embedding rows, accumulated in token order (deterministic).
   be_->embedding_backward(emb_g, dh, op_tokens_, N, E);
-  if (!on_host)  // one explicit copy of the gradients back, over the host's
+  if (copy_grads)  // one explicit copy of the gradients back, over the host's
     be_->to_host(params_.grads(), G, sizeof(float) * params_.size());
   if (gradients_final_) gradients_final_(0);
 }

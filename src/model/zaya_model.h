@@ -71,6 +71,25 @@ class ZayaModel {
   void set_backend(const Backend& backend);
   const Backend& backend() const { return *be_; }
 
+  // On a backend of its own memory: keep the parameters there between steps, for a training loop
+  // whose optimizer runs on the backend too (optim/optimizer.h). forward() then reads the
+  // backend's weights as they are, backward() adds into the backend's gradients and leaves them
+  // there, and zero_grads() zeroes them there: nothing crosses per micro-batch but the tokens.
+  // The host ParamStore becomes a copy, refreshed by pull_weights() and sent back by
+  // push_weights(). Turning it on sends the weights over and zeroes the gradients. Host-memory
+  // backends have one copy already: there, these calls only zero the gradients or do nothing.
+  void set_resident(bool resident);
+  bool resident() const { return resident_ && !be_->host_memory(); }
+  // The weights and gradients the ops use, in the backend's memory (the ParamStore's on the host).
+  float* backend_weights() { return const_cast<float*>(weights_base()); }
+  float* backend_grads() { return grads_base(); }
+  void zero_grads();
+  void push_weights();                         // host → backend, every weight
+  void push_weights(size_t offset, size_t n);  // host → backend, flat [offset, offset + n)
+  void pull_weights();                         // backend → host, every weight
+  void pull_weights(size_t offset, size_t n);  // backend → host, flat [offset, offset + n)
+  void pull_grads();                           // backend → host, every gradient
+
   // RoPE base for the following forward() calls (curriculum phases change it).
   void set_rope_theta(double theta);
 
@@ -146,6 +165,7 @@ class ZayaModel {
   // With a backend of its own memory (set_backend): the parameters' copies there, and the
   // arena's memory (declared before arena_, which releases its blocks through it).
   BackendBuffer dev_weights_, dev_grads_;
+  bool resident_ = false;  // see set_resident
   std::unique_ptr<ArenaMemory> arena_memory_;
   // final_from_[i]: the lowest flat offset above every tensor whose gradient stages i-1 … 0 and
   // the embedding still write (final_from_[L]: above every stage); see set_gradients_final.

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "backend/cpu/cpu_backend.h"
 #include "core/error.h"
 #include "dist/communicator.h"
 #include "dist/rank_sum.h"
@@ -12,10 +13,8 @@ namespace zaya {
 
 namespace {
 
-// Elementwise loops go parallel only above this size (thread start-up dominates below it).
-constexpr int64_t kParallelMin = 1 << 15;
 // Gradient-norm partition: fixed chunks of at most this many floats from each tensor's start,
-// whatever the thread count.
+// whatever the thread count and the backend.
 constexpr int64_t kNormChunk = 1 << 16;
 // Point-to-point tags of the Muon exchange (pieces to the owner, results back).
 constexpr int kTagPiece = 7101, kTagResult = 7102;
@@ -27,12 +26,16 @@ bool decays(const ParamSpec& p) {
 }  // namespace
 
 Optimizer::Optimizer(const ParamRegistry& registry, const OptimConfig& config,
-                     dist::Communicator* comm)
-    : Optimizer(registry.specs(), registry.total_floats(), config, comm) {}
+                     dist::Communicator* comm, const Backend* backend)
+    : Optimizer(registry.specs(), registry.total_floats(), config, comm, backend) {}
 
 Optimizer::Optimizer(std::vector<ParamSpec> specs, size_t total_floats, const OptimConfig& config,
-                     dist::Communicator* comm)
-    : specs_(std::move(specs)), total_(total_floats), config_(config), comm_(comm) {
+                     dist::Communicator* comm, const Backend* backend)
+    : specs_(std::move(specs)),
+      total_(total_floats),
+      config_(config),
+      comm_(comm),
+      be_(backend ? backend : &cpu_backend()) {
   config_.validate("Optimizer");
   if (!config_.muon)
     for (ParamSpec& p : specs_)
@@ -50,10 +53,54 @@ Optimizer::Optimizer(std::vector<ParamSpec> specs, size_t total_floats, const Op
                p.name, "' must be a 2-D matrix, got ", shape_str(p.shape));
   }
   muon_ = plan_muon(specs_, shard_);
+  const size_t n = size_t(shard_.size()), owned = size_t(muon_.owned_floats);
   exp_avg_ = Tensor({shard_.size()}, DType::F32);
   exp_avg_sq_ = Tensor({shard_.size()}, DType::F32);
-  direction_.resize(size_t(shard_.size()));
-  owned_.resize(size_t(muon_.owned_floats));
+  if (be_->host_memory()) {
+    m_ = exp_avg_.data<float>();
+    v_ = exp_avg_sq_.data<float>();
+    host_work_.resize(n + owned);
+    direction_ = host_work_.data();
+  } else {
+    dev_state_ = BackendBuffer(*be_, sizeof(float) * 2 * n);
+    be_->fill_zero(dev_state_.floats(), dev_state_.bytes());
+    m_ = dev_state_.floats();
+    v_ = m_ + n;
+    dev_work_ = BackendBuffer(*be_, sizeof(float) * (n + owned));
+    be_->fill_zero(dev_work_.floats(), dev_work_.bytes());
+    direction_ = dev_work_.floats();
+  }
+  owned_ = direction_ + n;
+  build_tables();
+}
+
+void Optimizer::build_tables() {
+  for (size_t s = 0; s < specs_.size(); ++s) {
+    const ParamSpec& p = specs_[s];
+    if (!p.trainable()) continue;
+    const FlatPiece mine = piece_of(p, shard_, shard_.rank);
+    for (int64_t i = int64_t(p.offset); i < int64_t(p.offset) + p.numel; i += kNormChunk) {
+      const int64_t b = std::max(i, mine.begin);
+      const int64_t e = std::min(i + kNormChunk, mine.end);
+      if (b < e) norm_chunks_.push_back({b - shard_.begin(), e - b});
+    }
+    if (p.group == OptimGroup::AdamW && mine.size() > 0) {
+      adamw_segments_.push_back({mine.begin - shard_.begin(), mine.size()});
+      adamw_decays_.push_back(decays(p));
+    }
+  }
+  for (const MuonPlan::Matrix& m : muon_.matrices) {
+    const FlatPiece mine = piece_of(specs_[m.spec], shard_, shard_.rank);
+    muon_segments_.push_back({mine.begin - shard_.begin(), mine.size()});
+    muon_spec_.push_back(m.spec);
+    if (m.owner != shard_.rank) continue;
+    const ParamSpec& p = specs_[m.spec];
+    auto same = [&](const NsBatch& b) { return b.rows == p.shape[0] && b.cols == p.shape[1]; };
+    auto it = std::find_if(ns_batches_.begin(), ns_batches_.end(), same);
+    if (it == ns_batches_.end())
+      it = ns_batches_.insert(ns_batches_.end(), {p.shape[0], p.shape[1], {}});
+    it->matrices.push_back(owned_ + m.owned_offset);
+  }
 }
 
 float Optimizer::step(ParamStore& store, double lr) {
@@ -61,33 +108,14 @@ float Optimizer::step(ParamStore& store, double lr) {
              " floats, the optimizer was built for ", total_);
   ZAYA_CHECK(shard_.world == 1, "Optimizer::step(ParamStore&) is for one process; with ",
              shard_.world, " ranks pass the reduce-scattered shard gradients");
+  ZAYA_CHECK(be_->host_memory(), "Optimizer::step(ParamStore&) is for host memory; on the '",
+             be_->name(), "' backend pass the weights and gradients in its memory");
   return step(store.weights(), store.grads(), lr);
 }
 
 double Optimizer::grad_norm(const float* shard_grads) const {
-  struct Chunk {
-    int64_t begin, count;
-  };
-  std::vector<Chunk> chunks;
-  for (const ParamSpec& p : specs_) {
-    if (!p.trainable()) continue;
-    const FlatPiece mine = piece_of(p, shard_, shard_.rank);
-    for (int64_t i = int64_t(p.offset); i < int64_t(p.offset) + p.numel; i += kNormChunk) {
-      const int64_t b = std::max(i, mine.begin);
-      const int64_t e = std::min(i + kNormChunk, mine.end);
-      if (b < e) chunks.push_back({b - shard_.begin(), e - b});
-    }
-  }
-  std::vector<double> partial(chunks.size(), 0.0);
-#pragma omp parallel for schedule(static)
-  for (int64_t k = 0; k < int64_t(chunks.size()); ++k) {
-    const float* g = shard_grads + chunks[size_t(k)].begin;
-    double s = 0;
-    for (int64_t i = 0; i < chunks[size_t(k)].count; ++i) s += double(g[i]) * double(g[i]);
-    partial[size_t(k)] = s;
-  }
-  double total = 0;
-  for (double s : partial) total += s;  // fixed order
+  double total =
+      be_->sum_of_squares_chunks(shard_grads, norm_chunks_.data(), int(norm_chunks_.size()));
   dist::sum_over_ranks(comm_, std::span<double>(&total, 1));
   return std::sqrt(total);
 }
@@ -96,84 +124,50 @@ float Optimizer::step(float* weights, float* shard_grads, double lr) {
   const double norm = grad_norm(shard_grads);
   if (!std::isfinite(norm)) return float(norm);
   if (config_.grad_clip > 0 && norm > config_.grad_clip) {
-    const float scale = float(config_.grad_clip / norm);
-    for (const ParamSpec& p : specs_) {
-      if (!p.trainable()) continue;
-      const FlatPiece mine = piece_of(p, shard_, shard_.rank);
-      float* g = shard_grads + (mine.begin - shard_.begin());
-      const int64_t n = mine.end - mine.begin;
-#pragma omp parallel for schedule(static) if (n >= kParallelMin)
-      for (int64_t i = 0; i < n; ++i) g[i] *= scale;
-    }
+    // Every trainable piece: the norm's chunks cover exactly those.
+    be_->scale_segments(shard_grads, norm_chunks_.data(), int(norm_chunks_.size()),
+                        float(config_.grad_clip / norm));
   }
   ++step_count_;
-  for (const ParamSpec& p : specs_)
-    if (p.group == OptimGroup::AdamW) adamw_update(p, weights, shard_grads, lr);
-  muon_step(weights, shard_grads, lr);
+  float* shard_weights = weights + shard_.begin();
+  if (!adamw_segments_.empty()) {
+    const double t = double(step_count_);
+    AdamwConstants c;
+    c.beta1 = float(config_.adam_beta1);
+    c.one_minus_beta1 = float(1 - config_.adam_beta1);
+    c.beta2 = float(config_.adam_beta2);
+    c.one_minus_beta2 = float(1 - config_.adam_beta2);
+    c.step_size = float(lr / (1.0 - std::pow(config_.adam_beta1, t)));
+    c.inv_sqrt_bc2 = float(1.0 / std::sqrt(1.0 - std::pow(config_.adam_beta2, t)));
+    c.eps = float(config_.adam_eps);
+    const float keep = float(1.0 - lr * config_.weight_decay);
+    for (size_t i = 0; i < adamw_segments_.size(); ++i)
+      adamw_segments_[i].keep = adamw_decays_[i] ? keep : 1.0f;
+    be_->adamw_update(shard_weights, shard_grads, m_, v_, adamw_segments_.data(),
+                      int(adamw_segments_.size()), c);
+  }
+  muon_step(shard_weights, shard_grads, lr);
   return float(norm);
 }
 
-void Optimizer::adamw_update(const ParamSpec& p, float* weights, const float* shard_grads,
-                             double lr) {
-  const FlatPiece mine = piece_of(p, shard_, shard_.rank);
-  const int64_t n = mine.end - mine.begin;
-  if (n == 0) return;
-  const double t = double(step_count_);
-  const float beta1 = float(config_.adam_beta1), one_minus_beta1 = float(1 - config_.adam_beta1);
-  const float beta2 = float(config_.adam_beta2), one_minus_beta2 = float(1 - config_.adam_beta2);
-  const float keep = decays(p) ? float(1.0 - lr * config_.weight_decay) : 1.0f;
-  const float step_size = float(lr / (1.0 - std::pow(config_.adam_beta1, t)));
-  const float inv_sqrt_bc2 = float(1.0 / std::sqrt(1.0 - std::pow(config_.adam_beta2, t)));
-  const float eps = float(config_.adam_eps);
-  const int64_t local = mine.begin - shard_.begin();
-  float* w = weights + mine.begin;
-  const float* g = shard_grads + local;
-  float* m = exp_avg_.data<float>() + local;
-  float* v = exp_avg_sq_.data<float>() + local;
-#pragma omp parallel for schedule(static) if (n >= kParallelMin)
-  for (int64_t i = 0; i < n; ++i) {
-    m[i] = beta1 * m[i] + one_minus_beta1 * g[i];
-    v[i] = beta2 * v[i] + one_minus_beta2 * g[i] * g[i];
-    w[i] = w[i] * keep - step_size * m[i] / (std::sqrt(v[i]) * inv_sqrt_bc2 + eps);
-  }
-}
-
-void Optimizer::muon_step(float* weights, const float* shard_grads, double lr) {
+void Optimizer::muon_step(float* shard_weights, const float* shard_grads, double lr) {
   if (muon_.matrices.empty()) return;
-  const float beta = float(config_.muon_momentum),
-              one_minus_beta = float(1 - config_.muon_momentum);
-  const bool nesterov = config_.muon_nesterov;
-  for (const MuonPlan::Matrix& m : muon_.matrices) {
-    const FlatPiece mine = piece_of(specs_[m.spec], shard_, shard_.rank);
-    const int64_t n = mine.size(), local = mine.begin - shard_.begin();
-    float* buf = exp_avg_.data<float>() + local;
-    const float* g = shard_grads + local;
-    float* d = direction_.data() + local;
-#pragma omp parallel for schedule(static) if (n >= kParallelMin)
-    for (int64_t i = 0; i < n; ++i) {
-      buf[i] = beta * buf[i] + one_minus_beta * g[i];
-      d[i] = nesterov ? one_minus_beta * g[i] + beta * buf[i] : buf[i];
-    }
-  }
+  const int count = int(muon_segments_.size());
+  be_->muon_momentum(m_, direction_, shard_grads, muon_segments_.data(), count,
+                     float(config_.muon_momentum), float(1 - config_.muon_momentum),
+                     config_.muon_nesterov);
   exchange_pieces(/*to_owners=*/true);
-  for (const MuonPlan::Matrix& m : muon_.matrices) {
-    if (m.owner != shard_.rank) continue;
-    const ParamSpec& p = specs_[m.spec];
-    float* whole = owned_.data() + m.owned_offset;
-    newton_schulz(whole, whole, p.shape[0], p.shape[1], int(config_.muon_ns_steps), ns_);
-  }
+  for (const NsBatch& b : ns_batches_)
+    be_->newton_schulz_batch(b.matrices.data(), int(b.matrices.size()), b.rows, b.cols,
+                             int(config_.muon_ns_steps));
   exchange_pieces(/*to_owners=*/false);
   const float keep = float(1.0 - lr * config_.weight_decay);
-  for (const MuonPlan::Matrix& m : muon_.matrices) {
-    const ParamSpec& p = specs_[m.spec];
-    const FlatPiece mine = piece_of(p, shard_, shard_.rank);
-    const int64_t n = mine.size();
-    const float step_size = float(lr * 0.2 * std::sqrt(double(std::max(p.shape[0], p.shape[1]))));
-    const float* d = direction_.data() + (mine.begin - shard_.begin());
-    float* w = weights + mine.begin;
-#pragma omp parallel for schedule(static) if (n >= kParallelMin)
-    for (int64_t i = 0; i < n; ++i) w[i] = w[i] * keep - step_size * d[i];
+  for (size_t i = 0; i < muon_segments_.size(); ++i) {
+    const ParamSpec& p = specs_[muon_spec_[i]];
+    muon_segments_[i].keep = keep;
+    muon_segments_[i].step = float(lr * 0.2 * std::sqrt(double(std::max(p.shape[0], p.shape[1]))));
   }
+  be_->decay_and_step(shard_weights, direction_, muon_segments_.data(), count);
 }
 
 // Moves pieces between the holders' direction_ and the owners' owned_ buffers. Every rank walks
@@ -181,35 +175,51 @@ void Optimizer::muon_step(float* weights, const float* shard_grads, double lr) {
 // send meets its receive: the first matrix in that order whose exchange has not finished has
 // every participant at it.
 void Optimizer::exchange_pieces(bool to_owners) {
+  // The Communicator moves host memory: off the host a piece crosses through staging_.
+  const bool staged = !be_->host_memory();
+  auto send = [&](const float* p, size_t n, int peer, int tag) {
+    if (staged) {
+      staging_.resize(std::max(staging_.size(), n));
+      be_->to_host(staging_.data(), p, sizeof(float) * n);
+      p = staging_.data();
+    }
+    comm_->send(p, n, DType::F32, peer, tag);
+  };
+  auto recv = [&](float* p, size_t n, int peer, int tag) {
+    if (!staged) return comm_->recv(p, n, DType::F32, peer, tag);
+    staging_.resize(std::max(staging_.size(), n));
+    comm_->recv(staging_.data(), n, DType::F32, peer, tag);
+    be_->to_device(p, staging_.data(), sizeof(float) * n);
+  };
   for (const MuonPlan::Matrix& m : muon_.matrices) {
     const ParamSpec& p = specs_[m.spec];
     const int first = shard_.owner_of(int64_t(p.offset));
     const int last = shard_.owner_of(int64_t(p.offset) + p.numel - 1);
     const FlatPiece mine = piece_of(p, shard_, shard_.rank);
-    float* local = direction_.data() + (mine.begin - shard_.begin());
+    float* local = direction_ + (mine.begin - shard_.begin());
     if (m.owner != shard_.rank) {
       if (mine.size() == 0) continue;
       const size_t n = size_t(mine.size());
       if (to_owners)
-        comm_->send(local, n, DType::F32, m.owner, kTagPiece);
+        send(local, n, m.owner, kTagPiece);
       else
-        comm_->recv(local, n, DType::F32, m.owner, kTagResult);
+        recv(local, n, m.owner, kTagResult);
       continue;
     }
-    float* whole = owned_.data() + m.owned_offset;
+    float* whole = owned_ + m.owned_offset;
     for (int r = first; r <= last; ++r) {
       const FlatPiece pc = piece_of(p, shard_, r);
       float* at = whole + (pc.begin - int64_t(p.offset));
       const size_t n = size_t(pc.size());
       if (r == shard_.rank) {
         if (to_owners)
-          std::copy_n(local, n, at);
+          be_->copy(at, local, sizeof(float) * n);
         else
-          std::copy_n(at, n, local);
+          be_->copy(local, at, sizeof(float) * n);
       } else if (to_owners) {
-        comm_->recv(at, n, DType::F32, r, kTagPiece);
+        recv(at, n, r, kTagPiece);
       } else {
-        comm_->send(at, n, DType::F32, r, kTagResult);
+        send(at, n, r, kTagResult);
       }
     }
   }
@@ -217,6 +227,20 @@ void Optimizer::exchange_pieces(bool to_owners) {
 
 std::map<std::string, Tensor> Optimizer::state_tensors() const {
   return {{"exp_avg", exp_avg_}, {"exp_avg_sq", exp_avg_sq_}};
+}
+
+void Optimizer::pull_state() {
+  if (be_->host_memory()) return;
+  const size_t bytes = sizeof(float) * size_t(shard_.size());
+  be_->to_host(exp_avg_.data<float>(), m_, bytes);
+  be_->to_host(exp_avg_sq_.data<float>(), v_, bytes);
+}
+
+void Optimizer::push_state() {
+  if (be_->host_memory()) return;
+  const size_t bytes = sizeof(float) * size_t(shard_.size());
+  be_->to_device(m_, exp_avg_.data<float>(), bytes);
+  be_->to_device(v_, exp_avg_sq_.data<float>(), bytes);
 }
 
 void Optimizer::load_state(const std::map<std::string, Tensor>& state, int64_t step_count) {
@@ -236,6 +260,7 @@ void Optimizer::load_state(const std::map<std::string, Tensor>& state, int64_t s
                 size_t(shard_.size()) * sizeof(float));
   }
   step_count_ = step_count;
+  push_state();
 }
 
 void Optimizer::set_step_count(int64_t step_count) {

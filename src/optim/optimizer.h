@@ -28,6 +28,13 @@
 // the same time, and the orthogonalised pieces come back for the elementwise weight update.
 // With clipping off the result is bitwise that of one process; with clipping the norm's
 // summation order differs by world size (relative differences ~1e-7).
+//
+// The arithmetic runs as ops of a Backend (backend/cpu/optim_ops.h): the CPU's by default, or a
+// GPU's, where the weights, gradients and state live in its memory and the step never leaves it
+// (one copy back: the norm). The host keeps a copy of the state for checkpoints: pull_state()
+// refreshes it, push_state() sends it back after a restore. Across ranks the Muon exchange
+// goes through the Communicator, which moves host memory: on such a backend each piece is
+// staged through a host buffer (an explicit, counted copy each way).
 #pragma once
 
 #include <cstdint>
@@ -35,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "core/tensor.h"
 #include "model/params.h"
 #include "optim/muon_plan.h"
@@ -51,26 +59,34 @@ class Communicator;
 class Optimizer {
  public:
   // comm == nullptr (or a one-rank communicator): the whole buffer is this process's shard.
+  // backend == nullptr: the CPU's.
   Optimizer(const ParamRegistry& registry, const OptimConfig& config,
-            dist::Communicator* comm = nullptr);
+            dist::Communicator* comm = nullptr, const Backend* backend = nullptr);
   // Any layout of specs (offset, numel, shape, group) over a flat buffer of total_floats.
   Optimizer(std::vector<ParamSpec> specs, size_t total_floats, const OptimConfig& config,
-            dist::Communicator* comm = nullptr);
+            dist::Communicator* comm = nullptr, const Backend* backend = nullptr);
 
   // One update with learning rate `lr`; returns the global gradient norm before clipping. When
   // that norm is not finite the weights and state are left untouched (the caller decides).
   // `weights` is the whole flat buffer (only the shard's range is written); `shard_grads` holds
   // the summed gradients of the shard's range, shard_grads[0] being flat element shard().begin()
-  // (with one process: the whole gradient buffer). Clipping scales shard_grads in place.
-  float step(ParamStore& store, double lr);  // one process only
+  // (with one process: the whole gradient buffer). Clipping scales shard_grads in place. Both
+  // are in the backend's memory.
+  float step(ParamStore& store, double lr);  // one process on host memory only
   float step(float* weights, float* shard_grads, double lr);
 
   // Checkpointing: the shard's state ("exp_avg", "exp_avg_sq", each [shard().size()], element 0
   // at flat offset shard().begin()) and the number of steps taken (AdamW's bias-correction t).
+  // On a backend of its own memory these are the host copies: current after pull_state(), and
+  // written in place by a restore, which then calls push_state().
   std::map<std::string, Tensor> state_tensors() const;
+  void pull_state();  // the backend's state → the host copies (no-op on host memory)
+  void push_state();  // the host copies → the backend (no-op on host memory)
+  const Backend& backend() const { return *be_; }
   int64_t step_count() const { return step_count_; }
   // Copies state from whole-buffer tensors ([total_floats], e.g. assembled from a checkpoint of
-  // any world size): this rank keeps its range. Names and sizes must match.
+  // any world size): this rank keeps its range (and sends it to the backend). Names and sizes
+  // must match.
   void load_state(const std::map<std::string, Tensor>& state, int64_t step_count);
   // For a restore that wrote the shard's state in place (through state_tensors()'s views).
   void set_step_count(int64_t step_count);
@@ -82,24 +98,41 @@ class Optimizer {
   const MuonPlan& muon_plan() const { return muon_; }
 
  private:
+  // The tables of the ops, fixed by the layout (offsets relative to shard().begin()).
+  void build_tables();
   double grad_norm(const float* shard_grads) const;
-  void adamw_update(const ParamSpec& p, float* weights, const float* shard_grads, double lr);
   // Muon: momentum and direction of the local pieces, the exchange, Newton–Schulz on this rank's
   // matrices, the exchange back, the weight update.
-  void muon_step(float* weights, const float* shard_grads, double lr);
+  void muon_step(float* shard_weights, const float* shard_grads, double lr);
   void exchange_pieces(bool to_owners);
 
   std::vector<ParamSpec> specs_;
   size_t total_ = 0;
   OptimConfig config_;
   dist::Communicator* comm_ = nullptr;
+  const Backend* be_ = nullptr;
   ShardLayout shard_;
   MuonPlan muon_;
-  Tensor exp_avg_, exp_avg_sq_;
+  Tensor exp_avg_, exp_avg_sq_;  // host memory: the state itself, or the backend's copy of it
   int64_t step_count_ = 0;
-  std::vector<float> direction_;  // Muon directions of this rank's range [shard().size()]
-  std::vector<float> owned_;      // whole matrices this rank orthogonalises [muon_.owned_floats]
-  NsWorkspace ns_;
+  // In the backend's memory (host memory: the tensors and vectors themselves).
+  BackendBuffer dev_state_, dev_work_;  // [m | v] and [direction | owned] off the host
+  std::vector<float> host_work_;        // [direction | owned] on the host
+  std::vector<float> staging_;          // a Muon piece between the backend and the Communicator
+  float* m_ = nullptr;
+  float* v_ = nullptr;
+  float* direction_ = nullptr;  // Muon directions of this rank's range [shard().size()]
+  float* owned_ = nullptr;      // whole matrices this rank orthogonalises [muon_.owned_floats]
+  // The ops' tables: the norm's chunks, AdamW's tensors (keep set per step), Muon's pieces
+  // (keep and step set per step), and the owned matrices grouped by shape for Newton–Schulz.
+  std::vector<OptimSegment> norm_chunks_, adamw_segments_, muon_segments_;
+  std::vector<bool> adamw_decays_;
+  std::vector<size_t> muon_spec_;  // the spec of each Muon segment
+  struct NsBatch {
+    int64_t rows = 0, cols = 0;
+    std::vector<float*> matrices;
+  };
+  std::vector<NsBatch> ns_batches_;
 };
 
 }  // namespace zaya

@@ -76,7 +76,9 @@ std::string format_gpu_memory_plan(const ModelConfig& c, int64_t seq, int world)
   std::snprintf(line, sizeof(line), "  %-34s %14s %14s\n", "fewest ranks for micro-batch 1",
                 fewest[0].c_str(), fewest[1].c_str());
   out += line;
-  out += "  (estimates: the GPU backend does not train yet, docs/gpu.md)\n";
+  out +=
+      "  (the plan for bf16 weights, gradients and activations; today's GPU backend keeps them in "
+      "fp32, docs/gpu.md)\n";
   return out;
 }
 

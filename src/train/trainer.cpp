@@ -317,15 +317,27 @@ TrainSummary run_training(const TrainOptions& opt) {
                    init.path.c_str(), init.kind.c_str());
     }
   }
-  Optimizer optimizer(model.params().registry(), oc, comm);
+  // On a backend of its own memory the parameters, gradients and optimizer state stay there for
+  // the whole run (resident): nothing crosses per micro-batch but the tokens and the experts'
+  // row counts, and the host copies are refreshed for checkpoints and the end of the run. With
+  // several ranks ZeRO-1's collectives move host memory (MPI), so once per step the gradients
+  // come over, the rank's summed shard goes back, and so do the gathered weights.
+  const bool resident = !device.backend->host_memory();
+  Optimizer optimizer(model.params().registry(), oc, comm, resident ? device.backend : nullptr);
   RouterBalancer balancer(model.params().registry(), oc);
   std::unique_ptr<Zero1Sync> zero1;
   std::vector<float> shard_grads;
+  BackendBuffer device_shard_grads;  // resident: the summed shard in the backend's memory
   if (world > 1) {
     zero1 =
         std::make_unique<Zero1Sync>(*comm, int64_t(model.params().size()), tc.zero1_bucket_floats);
     shard_grads.resize(size_t(zero1->layout().size()));
+    if (resident)
+      device_shard_grads = BackendBuffer(*device.backend, sizeof(float) * shard_grads.size());
   }
+  // The overlapped reduce-scatter needs the gradients on the host as the backward finishes each
+  // stage; resident gradients arrive at the end of the backward.
+  const bool overlap_reduce = tc.overlap_reduce && !resident;
   const int n_moe = int(mc.num_moe_stages()), n_routes = int(mc.num_routes());
   int64_t g = 0, tokens_done = 0, step = 0;
   if (!resume_dir.empty()) {
@@ -341,6 +353,10 @@ TrainSummary run_training(const TrainOptions& opt) {
                    world, (long long)step, (long long)g, (long long)tokens_done,
                    double(read) / 1048576.0);
   }
+  model.set_resident(resident);  // sends the initial or restored weights over
+  std::vector<std::pair<size_t, size_t>> balancer_ranges;  // the biases the balancer writes
+  for (const ParamSpec& p : model.params().registry().specs())
+    if (p.group == OptimGroup::Buffer) balancer_ranges.emplace_back(p.offset, size_t(p.numel));
   // Aegis hooks (see src/aegis/): heartbeats for the supervisor, drills from ZAYA_FAULTS, and the
   // data windows a rollback skipped (the same on every rank: the mapping is a pure function).
   HeartbeatWriter heartbeat(tc.out_dir, rank);
@@ -370,7 +386,12 @@ TrainSummary run_training(const TrainOptions& opt) {
                  (long long)dc.total_tokens(), world, world == 1 ? "" : "s", grid,
                  omp_get_max_threads(),
                  threads.active() ? " (fewer while other work holds the CPU)" : "");
-    if (device.name != "cpu") std::fprintf(stderr, "device: %s\n", device.description.c_str());
+    if (device.name != "cpu")
+      std::fprintf(stderr, "device: %s; weights, gradients and optimizer state stay there%s\n",
+                   device.description.c_str(),
+                   world > 1 ? " (ZeRO-1 moves the gradients and weights through host memory "
+                               "once per step)"
+                             : "");
     if (zero1)
       std::fprintf(
           stderr,
@@ -379,7 +400,7 @@ TrainSummary run_training(const TrainOptions& opt) {
           "Muon exchange (split and rebalanced matrices)\n",
           (long long)zero1->layout().chunk(), double(zero1->bytes_per_step()) / 1048576.0,
           (long long)zero1->bucket_count(),
-          tc.overlap_reduce ? "overlapping the backward" : "after the backward",
+          overlap_reduce ? "overlapping the backward" : "after the backward",
           double(optimizer.muon_exchange_bytes()) / 1024.0);
   }
 
@@ -407,11 +428,11 @@ TrainSummary run_training(const TrainOptions& opt) {
     }
     const int64_t per_rank = seqs / data_world;
     const int micro_steps = int(per_rank / tc.micro_batch);
-    model.params().zero_grads();
+    model.zero_grads();
     // Aegis drill "NaN loss and gradients" overwrites the gradients after the backward, so that
     // step's reduce-scatter waits for it.
     const bool nan_drill = faults.loss_fault(step + 1);
-    const bool overlap = zero1 && tc.overlap_reduce && !nan_drill;
+    const bool overlap = zero1 && overlap_reduce && !nan_drill;
     std::vector<int64_t> route_counts(size_t(n_moe) * size_t(n_routes), 0);
     double loss_sum = 0;
     window.resize(size_t(S) + 1);
@@ -452,7 +473,10 @@ TrainSummary run_training(const TrainOptions& opt) {
     }
     if (nan_drill) {  // Aegis drill: NaN loss and gradients (update skipped)
       loss_sum = std::numeric_limits<double>::quiet_NaN();
-      std::fill_n(model.params().grads(), model.params().size(), std::nanf(""));
+      if (resident)
+        device.backend->fill(model.backend_grads(), model.params().size(), std::nanf(""));
+      else
+        std::fill_n(model.params().grads(), model.params().size(), std::nanf(""));
     }
     // This rank's own work, before it waits for the others (stragglers show up in heartbeats).
     const double own_s =
@@ -464,14 +488,27 @@ TrainSummary run_training(const TrainOptions& opt) {
     double grad_norm = 0;
     if (zero1) {
       const auto r0 = std::chrono::steady_clock::now();
+      if (resident) model.pull_grads();
       if (overlap)
         zero1->finish_reduce();
       else
         zero1->reduce_scatter_grads(model.params().grads(), shard_grads.data());
       sum.grad_reduce_wait_s +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - r0).count();
-      grad_norm = optimizer.step(model.params().weights(), shard_grads.data(), lr);
-      zero1->all_gather_weights(model.params().weights());
+      if (resident) {  // the shard's update on the backend, the gather through the host
+        const Backend& be = *device.backend;
+        be.to_device(device_shard_grads.floats(), shard_grads.data(), device_shard_grads.bytes());
+        grad_norm = optimizer.step(model.backend_weights(), device_shard_grads.floats(), lr);
+        const ShardLayout& shard = zero1->layout();
+        model.pull_weights(size_t(shard.begin()), size_t(shard.size()));
+        zero1->all_gather_weights(model.params().weights());
+        model.push_weights();
+      } else {
+        grad_norm = optimizer.step(model.params().weights(), shard_grads.data(), lr);
+        zero1->all_gather_weights(model.params().weights());
+      }
+    } else if (resident) {
+      grad_norm = optimizer.step(model.backend_weights(), model.backend_grads(), lr);
     } else {
       grad_norm = optimizer.step(model.params(), lr);
     }
@@ -480,6 +517,8 @@ TrainSummary run_training(const TrainOptions& opt) {
       stage_counts[size_t(k)].assign(route_counts.begin() + k * n_routes,
                                      route_counts.begin() + (k + 1) * n_routes);
     balancer.update(model.params(), stage_counts);  // same counts on every rank: same biases
+    if (resident)  // the host holds the biases' master copy: the backend gets the new ones
+      for (const auto& [offset, n] : balancer_ranges) model.push_weights(offset, n);
     tokens_done += seqs * S;
     // Every context rank of a data rank holds the same (group-wide) loss: world = data × context.
     const double loss = loss_sum / double(micro_steps * world);
@@ -550,6 +589,10 @@ TrainSummary run_training(const TrainOptions& opt) {
       st.sample_index = g;
       st.seed = tc.seed;
       st.config = root;
+      if (resident) {  // the host copies the checkpoint is written from
+        model.pull_weights();
+        optimizer.pull_state();
+      }
       checkpoints.save(model.params(), optimizer, balancer, st);  // writes in the background
     }
     if (stop > 0) {
@@ -577,7 +620,8 @@ TrainSummary run_training(const TrainOptions& opt) {
   sum.tokens = tokens_done;
   sum.final_val_loss = last_eval.loss;
   sum.unigram_val_loss = last_eval.unigram;
-  model.set_context_group(nullptr);  // the end-of-run samples decode whole sequences on rank 0
+  model.set_context_group(nullptr);    // the end-of-run samples decode whole sequences on rank 0
+  if (resident) model.pull_weights();  // the saved model and the samples read the host copy
   if (lead) write_run_outputs(sum, model, tc, sample_tokenizer.get(), loader.eos_id(), path);
   // Every rank's peak resident memory (KiB from getrusage), for the summary.
   struct rusage usage {};

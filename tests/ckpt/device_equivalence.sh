@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # --device end to end: `zaya train --device cpu-as-device` takes every step of the path a GPU
-# takes (weights copied to the backend's memory each micro-batch, the arena there, gradients
-# computed there and added to the host's, logits and routes copied back) with the CPU's ops, so
-# it must give bitwise the losses and final weights of --device cpu. And checkpoints do not
+# takes (the weights, gradients and optimizer state in the backend's memory for the whole run,
+# the arena there, the optimizer's ops there, the host copies refreshed for checkpoints; at 2
+# ranks the gradients, the summed shard, the Muon pieces and the gathered weights staged through
+# host memory for MPI) with the CPU's ops, so it must give bitwise the losses and final weights
+# of --device cpu. And checkpoints do not
 # depend on the device: a run checkpointed on one resumes on the other and ends bitwise equal
 # to the uninterrupted run. At 1 rank, and at 2 ranks (ZeRO-1) when MPIRUN is given.
 set -uo pipefail
@@ -33,7 +35,9 @@ for np in 1 2; do
   P="np$np"
   run $np "$WORK/$P-cpu.log" --out "$WORK/$P-cpu" --device cpu || exit 1
   run $np "$WORK/$P-dev.log" --out "$WORK/$P-dev" --device cpu-as-device || exit 1
-  check "$np rank(s): the log names the device" grep -q "^device: cpu-as-device" "$WORK/$P-dev.log"
+  check "$np rank(s): the log names the device and says the parameters stay there" \
+    grep -q "^device: cpu-as-device.*; weights, gradients and optimizer state stay there" \
+    "$WORK/$P-dev.log"
   check "$np rank(s): summary.json names the device" \
     grep -q '"device": "cpu-as-device' "$WORK/$P-dev/summary.json"
   check "$np rank(s): cpu-as-device's 16 steps are bitwise cpu's (losses, norms, loads, val)" \

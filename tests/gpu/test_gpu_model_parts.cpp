@@ -57,20 +57,27 @@ TEST(GpuOps, EdaRouterStateScaling) {
   }
 }
 
-TEST(GpuOps, SumOfSquaresIsExactEnoughAndRepeatsBitwise) {
-  for (const long n : {1L, 2L, 3L, 100000L, 3000001L}) {
-    const Floats x = random_floats(size_t(n), 111);
-    double want = 0.0;
-    for (const float v : x) want += double(v) * v;
-    DeviceBuffer<float> dx(x);
-    const double a = cuda::sum_of_squares(dx.get(), n), b = cuda::sum_of_squares(dx.get(), n);
-    EXPECT_NEAR(a, want, 1e-12 * want) << n;  // fp64 either way: only the order differs
-    EXPECT_EQ(a, b) << n << ": the same bits on a second call";
-    cuda::scale_in_place(dx.get(), n, 0.5f);
-    Floats half = x;
-    for (float& v : half) v *= 0.5f;
-    EXPECT_LE(relative_error(dx.download(), half), 0.0) << n;  // exact: a power of two
-  }
+// The gradient norm's sum over a chunk table (chunks of the lengths the optimizer uses, 1, 2, 3
+// and ones longer than a block's threads), and the clip's scaling of the same table.
+TEST(GpuOps, SumOfSquaresChunksIsExactEnoughAndRepeatsBitwise) {
+  const Floats x = random_floats(3000001, 111);
+  const std::vector<OptimSegment> chunks = {{0, 1},      {5, 2},          {9, 3},
+                                            {20, 65536}, {70000, 100000}, {200000, 2800001}};
+  double want = 0.0;
+  for (const OptimSegment& c : chunks)
+    for (int64_t i = c.begin; i < c.begin + c.n; ++i) want += double(x[size_t(i)]) * x[size_t(i)];
+  DeviceBuffer<float> dx(x);
+  const int n = int(chunks.size());
+  const double a = cuda::sum_of_squares_chunks(dx.get(), chunks.data(), n);
+  const double b = cuda::sum_of_squares_chunks(dx.get(), chunks.data(), n);
+  EXPECT_NEAR(a, want, 1e-12 * want);  // fp64 either way: only the order differs
+  EXPECT_EQ(a, b) << "the same bits on a second call";
+  cuda::scale_segments(dx.get(), chunks.data(), n, 0.5f);
+  Floats half = x;
+  for (const OptimSegment& c : chunks)
+    for (int64_t i = c.begin; i < c.begin + c.n; ++i) half[size_t(i)] *= 0.5f;
+  EXPECT_LE(relative_error(dx.download(), half),
+            0.0);  // exact: a power of two, and only the chunks
 }
 
 }  // namespace

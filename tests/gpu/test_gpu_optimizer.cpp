@@ -1,15 +1,18 @@
-// The GPU's multi-tensor AdamW against the CPU optimizer (optim/optimizer.h), the oracle: three
-// steps over tensors of several shapes (matrices decay, vectors do not), fp32, within 1e-5 of the
-// weights' scale. The step constants follow the formula optim/optimizer.h states.
+// The optimizer on the GPU against the CPU optimizer (optim/optimizer.h), the oracle: the same
+// Optimizer class on CudaBackend, its state and the weights in device memory, over AdamW
+// tensors of several shapes, Muon matrices (two of one shape, which Newton–Schulz takes as one
+// batch, a tall one and a square one) and a buffer it must leave alone, with clipping on.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
 
 #include "../unit/test_util.h"
+#include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/device.h"
 #include "backend/cuda/ops.h"
 #include "gpu_test_util.h"
+#include "optim/newton_schulz.h"
 #include "optim/optimizer.h"
 
 namespace zaya {
@@ -17,41 +20,122 @@ namespace {
 
 using namespace test;
 
-TEST(GpuOps, AdamwMultiTensorIsTheCpuOptimizersAdamw) {
+TEST(GpuOptimizer, TheStepOnTheGpuIsTheCpuOptimizers) {
   size_t total = 0;
   const std::vector<ParamSpec> specs = test::flat_layout({{{7, 5}, OptimGroup::AdamW},
+                                                          {{12, 20}, OptimGroup::Muon},
                                                           {{33}, OptimGroup::AdamW},
+                                                          {{12, 20}, OptimGroup::Muon},
                                                           {{1}, OptimGroup::AdamW},
+                                                          {{5}, OptimGroup::Buffer},
+                                                          {{40, 8}, OptimGroup::Muon},
                                                           {{16, 4, 2}, OptimGroup::AdamW},
+                                                          {{6, 6}, OptimGroup::Muon},
                                                           {{300}, OptimGroup::AdamW}},
                                                          total);
   OptimConfig config;
   config.weight_decay = 0.1;
-  config.grad_clip = 0.0;  // the CPU step must be the plain update
+  config.grad_clip = 0.5;  // random gradients have a larger norm: the clip is exercised
   Optimizer cpu(specs, total, config);
-  Floats w = test::random_floats(total, 60);
-  DeviceBuffer<float> dw(w), dm(total), dv(total), dg(total);
-  dm.zero();
-  dv.zero();
-  std::vector<cuda::AdamwSegment> segments;
-  for (const ParamSpec& p : specs) segments.push_back({int64_t(p.offset), p.numel, 1.0f});
+  Optimizer gpu(specs, total, config, nullptr, &cuda_backend());
+  Floats w = random_floats(total, 60);
+  DeviceBuffer<float> dw(w), dg(total);
   for (int step = 1; step <= 3; ++step) {
     const double lr = 0.01 * step;
-    Floats g = test::random_floats(total, 60 + uint32_t(step));  // step() may clip in place
-    cpu.step(w.data(), g.data(), lr);
+    Floats g = random_floats(total, 60 + uint32_t(step));
     dg.upload(g);
-    const double t = step;
-    cuda::AdamwStep s{float(config.adam_beta1),
-                      float(1 - config.adam_beta1),
-                      float(config.adam_beta2),
-                      float(1 - config.adam_beta2),
-                      float(lr / (1.0 - std::pow(config.adam_beta1, t))),
-                      float(1.0 / std::sqrt(1.0 - std::pow(config.adam_beta2, t))),
-                      float(config.adam_eps)};
-    for (size_t i = 0; i < specs.size(); ++i)
-      segments[i].keep = specs[i].shape.size() >= 2 ? float(1.0 - lr * config.weight_decay) : 1.0f;
-    cuda::adamw_multi_tensor(dw.get(), dg.get(), dm.get(), dv.get(), segments, s);
-    EXPECT_LE(test::relative_error(dw.download(), w), test::kTolerance) << "step " << step;
+    const float cpu_norm = cpu.step(w.data(), g.data(), lr);  // clips g in place
+    const float gpu_norm = gpu.step(dw.get(), dg.get(), lr);
+    EXPECT_NEAR(gpu_norm, cpu_norm, 1e-6 * cpu_norm) << "step " << step;
+    EXPECT_LE(relative_error(dg.download(), g), kTolerance) << "clipped gradients, step " << step;
+    EXPECT_LE(relative_error(dw.download(), w), kTolerance) << "weights, step " << step;
+  }
+  gpu.pull_state();
+  for (const char* name : {"exp_avg", "exp_avg_sq"}) {
+    const Tensor a = cpu.state_tensors().at(name), b = gpu.state_tensors().at(name);
+    const Floats want(a.data<float>(), a.data<float>() + a.numel());
+    const Floats got(b.data<float>(), b.data<float>() + b.numel());
+    EXPECT_LE(relative_error(got, want), kTolerance) << name;
+  }
+  EXPECT_EQ(gpu.step_count(), 3);
+}
+
+// Newton–Schulz in float64, the reference both fp32 runs are measured against.
+std::vector<double> newton_schulz_f64(const Floats& g, int64_t rows, int64_t cols, int steps) {
+  const bool tall = rows > cols;
+  const int64_t m = tall ? cols : rows, n = tall ? rows : cols;
+  double ss = 0;
+  for (const float v : g) ss += double(v) * v;
+  const double denom = std::sqrt(ss) + 1e-7;
+  std::vector<double> x(size_t(m * n)), a(size_t(m * m)), b(size_t(m * m)), y(size_t(m * n));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      x[size_t(tall ? c * rows + r : r * cols + c)] = g[size_t(r * cols + c)] / denom;
+  const NsCoefficients k;
+  for (int s = 0; s < steps; ++s) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < m; ++j) {
+        double t = 0;
+        for (int64_t l = 0; l < n; ++l) t += x[size_t(i * n + l)] * x[size_t(j * n + l)];
+        a[size_t(i * m + j)] = t;
+      }
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < m; ++j) {
+        double t = 0;
+        for (int64_t l = 0; l < m; ++l) t += a[size_t(i * m + l)] * a[size_t(l * m + j)];
+        b[size_t(i * m + j)] = k.b * a[size_t(i * m + j)] + k.c * t;
+      }
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double t = 0;
+        for (int64_t l = 0; l < m; ++l) t += b[size_t(i * m + l)] * x[size_t(l * n + j)];
+        y[size_t(i * n + j)] = k.a * x[size_t(i * n + j)] + t;
+      }
+    std::swap(x, y);
+  }
+  std::vector<double> out(size_t(rows * cols));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      out[size_t(r * cols + c)] = x[size_t(tall ? c * rows + r : r * cols + c)];
+  return out;
+}
+
+double max_error(const Floats& got, const std::vector<double>& want) {
+  double e = 0;
+  for (size_t i = 0; i < want.size(); ++i) e = std::max(e, std::fabs(double(got[i]) - want[i]));
+  return e;
+}
+
+// A batch of same-shape matrices in one call, each ending as Newton–Schulz of itself: wide,
+// tall, square and 1×1. Both fp32 results are held to float64, and the GPU's error may not
+// exceed four times the CPU's (iterations amplify fp32 rounding, so a fixed bound would say
+// more about the inputs than about the kernel).
+TEST(GpuOptimizer, NewtonSchulzBatchIsTheCpusAgainstFloat64) {
+  struct Case {
+    int64_t rows, cols;
+    int count;
+  };
+  for (const Case c : {Case{12, 20, 3}, Case{40, 8, 2}, Case{16, 16, 1}, Case{1, 1, 2}}) {
+    const size_t size = size_t(c.rows * c.cols);
+    std::vector<Floats> inputs;
+    std::vector<DeviceBuffer<float>> device;
+    std::vector<float*> pointers;
+    for (int k = 0; k < c.count; ++k) {
+      inputs.push_back(random_floats(size, 200 + uint32_t(k)));
+      device.emplace_back(inputs.back());
+      pointers.push_back(device.back().get());
+    }
+    cuda::newton_schulz_batch(pointers.data(), c.count, c.rows, c.cols, 5);
+    NsWorkspace ws;
+    for (int k = 0; k < c.count; ++k) {
+      Floats cpu(size);
+      newton_schulz(inputs[size_t(k)].data(), cpu.data(), c.rows, c.cols, 5, ws);
+      const std::vector<double> exact = newton_schulz_f64(inputs[size_t(k)], c.rows, c.cols, 5);
+      const double cpu_error = max_error(cpu, exact);
+      const double gpu_error = max_error(device[size_t(k)].download(), exact);
+      EXPECT_LE(gpu_error, 4 * cpu_error + 1e-7)
+          << c.rows << "x" << c.cols << " matrix " << k << ": the CPU's error " << cpu_error;
+    }
   }
 }
 

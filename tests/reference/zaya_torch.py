@@ -221,6 +221,7 @@ class _Attention(nn.Module):  # prefix model.layers.{i}.self_attn.
         self.qkv = _CCA(E, n_q, n_k, d)
         self.o_proj = _Linear(E, n_q * d)
         self.n_q, self.n_k, self.d, self.rotary_dim = n_q, n_k, d, rotary_dim
+        self.attention = "matmul"  # or "sdpa": F.scaled_dot_product_attention (benchmarks)
 
     def forward(self, x, cos, sin, causal_mask):
         B, S, _ = x.shape
@@ -266,7 +267,14 @@ class _Attention(nn.Module):  # prefix model.layers.{i}.self_attn.
         k2 = _rope(k2, cos, sin, self.rotary_dim)
 
         # 7. causal GQA; kv head = h // g. Lay q out as [B, n_k, g*S, d] so one batched matmul per
-        #    KV head serves its g query heads without materialising repeated keys.
+        #    KV head serves its g query heads without materialising repeated keys. (The benchmark
+        #    peer on a GPU takes PyTorch's fused attention instead: same math, no score matrix.)
+        if self.attention == "sdpa":
+            q = q2.permute(0, 2, 1, 3)  # [B,n_q,S,d], head h = j*g + r
+            k = k2.permute(0, 2, 1, 3).repeat_interleave(g, dim=1)  # kv head h // g
+            vv = v.permute(0, 2, 1, 3).repeat_interleave(g, dim=1)
+            o = F.scaled_dot_product_attention(q, k, vv, is_causal=True)  # scale 1/sqrt(d)
+            return F.linear(o.permute(0, 2, 1, 3).reshape(B, S, n_q * d), self.o_proj.weight)
         qh = q2.reshape(B, S, n_k, g, d).permute(0, 2, 3, 1, 4).reshape(B, n_k, g * S, d)
         kh = k2.permute(0, 2, 3, 1)  # [B,n_k,d,S]
         vh = v.permute(0, 2, 1, 3)  # [B,n_k,S,d]
@@ -460,6 +468,17 @@ class ZayaRef(nn.Module):
         for m in self.modules():
             if isinstance(m, _MoE):
                 m.dispatch = mode
+
+    def set_attention(self, mode):
+        """"matmul" (default: the explicit causal score matrix) or "sdpa" (PyTorch's fused
+        scaled_dot_product_attention, torch >= 2.0; the benchmark peer on a GPU)."""
+        if mode not in ("matmul", "sdpa"):
+            raise ValueError(f"attention {mode!r}, expected 'matmul' or 'sdpa'")
+        if mode == "sdpa" and not hasattr(F, "scaled_dot_product_attention"):
+            raise ValueError(f"attention 'sdpa' needs torch >= 2.0, this is {torch.__version__}")
+        for m in self.modules():
+            if isinstance(m, _Attention):
+                m.attention = mode
 
     @property
     def params(self):

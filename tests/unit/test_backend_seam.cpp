@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "dist/communicator.h"
 #include "model/zaya_model.h"
+#include "optim/optimizer.h"
 #include "test_util.h"
 
 namespace zaya {
@@ -128,6 +129,62 @@ TEST(BackendSeam, HostReadsAreTheExpertCountsAndTheGradients) {
   m.params().zero_grads();
   m.backward(1.0f);
   EXPECT_EQ(be.host_reads() - before, 1) << "the gradients, once";
+}
+
+// Training with the parameters resident on the backend (ZayaModel::set_resident) and the
+// optimizer there too: three steps of two micro-batches must give the host path's losses and
+// weights bitwise, and the only copies to the host are the experts' row counts (the gradients
+// and weights stay). Weights changed on the host after set_resident must not reach the backend
+// until push_weights: the forward reads the backend's own copy.
+TEST(BackendSeam, ResidentParametersAndOptimizerGiveTheHostPathsBits) {
+  const ModelConfig c = test::tiny_config();
+  const Backend& be = cpu_as_device_backend();
+  const int B = 1, S = 12;
+  OptimConfig oc;
+  oc.grad_clip = 0.05;  // the tiny model's norm is above it: the clip runs on the backend too
+  ZayaModel host(c), other(c);
+  test::randomise_weights(host.params(), 5, 6);
+  std::copy_n(host.params().weights(), host.params().size(), other.params().weights());
+  other.set_backend(be);
+  other.set_resident(true);
+  ASSERT_TRUE(other.resident());
+  Optimizer host_opt(host.params().registry(), oc),
+      other_opt(other.params().registry(), oc, nullptr, &be);
+  std::vector<float> host_losses, other_losses;
+  int64_t reads = 0;
+  for (int step = 0; step < 3; ++step)
+    for (ZayaModel* m : {&host, &other}) {
+      const bool on_host = m == &host;
+      const int64_t before = be.host_reads();
+      m->zero_grads();
+      float loss = 0;
+      for (int micro = 0; micro < 2; ++micro) {
+        std::vector<int32_t> tokens(size_t(B) * S);
+        for (size_t i = 0; i < tokens.size(); ++i)
+          tokens[i] = int32_t((i * 13 + 7 * micro + 31 * step) % c.vocab_size);
+        loss += m->forward(tokens, ZayaModel::shifted_targets(tokens, B, S), B, S);
+        m->backward(0.5f);
+      }
+      (on_host ? host_losses : other_losses).push_back(loss);
+      const float norm = on_host
+                             ? host_opt.step(host.params(), 1e-2)
+                             : other_opt.step(other.backend_weights(), other.backend_grads(), 1e-2);
+      ASSERT_GT(norm, oc.grad_clip);
+      if (!on_host) reads += be.host_reads() - before;
+    }
+  EXPECT_EQ(other_losses, host_losses);
+  EXPECT_EQ(reads, 3 * 2 * c.num_moe_stages()) << "only the expert counts cross to the host";
+  other.pull_weights();
+  EXPECT_TRUE(std::equal(host.params().weights(), host.params().weights() + host.params().size(),
+                         other.params().weights()));
+  // The backend's copy is the one the forward reads: a host change shows only once pushed.
+  std::vector<int32_t> tokens(size_t(B) * S, 3);
+  const std::vector<int32_t> targets = ZayaModel::shifted_targets(tokens, B, S);
+  const float before = other.forward(tokens, targets, B, S);
+  std::fill_n(other.params().weights(), other.params().size(), 0.0f);
+  EXPECT_EQ(other.forward(tokens, targets, B, S), before);
+  other.push_weights();
+  EXPECT_NE(other.forward(tokens, targets, B, S), before);
 }
 
 TEST(BackendSeam, ContextParallelismIsRefusedOffTheHost) {

@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "backend/device_select.h"
 #include "core/error.h"
 #include "model/config.h"
 #include "optim/optimizer.h"
@@ -193,6 +194,57 @@ TEST(Optimizer, RejectsNonMatrixMuonTensors) {
   size_t total = 0;
   const auto specs = flat_layout({{{2, 2, 2}, OptimGroup::Muon}}, total);
   EXPECT_THROW(Optimizer(specs, total, OptimConfig{}), Error);
+}
+
+// The optimizer on a backend of its own memory (the CPU ops behind every copy a GPU takes):
+// its state lives there, and four steps of AdamW and Muon with clipping must give the host
+// optimizer's weights and state bitwise, through pull_state; load_state reaches the backend.
+TEST(Optimizer, OnABackendOfItsOwnMemoryItIsBitwiseTheHostOptimizer) {
+  size_t total = 0;
+  const auto specs = flat_layout({{{6, 4}, OptimGroup::Muon},
+                                  {{10}, OptimGroup::AdamW},
+                                  {{6, 4}, OptimGroup::Muon},
+                                  {{3}, OptimGroup::Buffer},
+                                  {{9, 5}, OptimGroup::Muon},
+                                  {{4, 3}, OptimGroup::AdamW}},
+                                 total);
+  OptimConfig config;
+  config.grad_clip = 1.0;
+  config.weight_decay = 0.1;
+  const Backend& be = cpu_as_device_backend();
+  Optimizer host(specs, total, config), device(specs, total, config, nullptr, &be);
+  EXPECT_STREQ(device.backend().name(), be.name());
+  std::vector<float> w(total);
+  fill_normal(w, 40, 0.5f);
+  BackendBuffer dw(be, sizeof(float) * total), dg(be, sizeof(float) * total);
+  be.to_device(dw.floats(), w.data(), sizeof(float) * total);
+  for (int step = 1; step <= 4; ++step) {
+    std::vector<float> g(total);
+    fill_normal(g, 40 + uint32_t(step), 1.0f);
+    be.to_device(dg.floats(), g.data(), sizeof(float) * total);
+    const float a = host.step(w.data(), g.data(), 0.01);
+    const float b = device.step(dw.floats(), dg.floats(), 0.01);
+    EXPECT_EQ(a, b) << "step " << step;
+  }
+  std::vector<float> got(total);
+  be.to_host(got.data(), dw.floats(), sizeof(float) * total);
+  EXPECT_EQ(got, w);
+  device.pull_state();
+  for (const char* name : {"exp_avg", "exp_avg_sq"}) {
+    const Tensor x = host.state_tensors().at(name), y = device.state_tensors().at(name);
+    EXPECT_EQ(0, std::memcmp(x.raw(), y.raw(), sizeof(float) * total)) << name;
+  }
+  // A state loaded on the host side goes to the backend: the next steps agree again.
+  Optimizer restored(specs, total, config, nullptr, &be);
+  restored.load_state(host.state_tensors(), host.step_count());
+  std::vector<float> g(total);
+  fill_normal(g, 50, 1.0f);
+  be.to_device(dg.floats(), g.data(), sizeof(float) * total);
+  be.to_device(dw.floats(), w.data(), sizeof(float) * total);
+  host.step(w.data(), g.data(), 0.01);
+  restored.step(dw.floats(), dg.floats(), 0.01);
+  be.to_host(got.data(), dw.floats(), sizeof(float) * total);
+  EXPECT_EQ(got, w);
 }
 
 }  // namespace

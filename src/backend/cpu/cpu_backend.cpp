@@ -12,6 +12,7 @@
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/model_ops.h"
 #include "backend/cpu/norm.h"
+#include "backend/cpu/optim_ops.h"
 #include "backend/cpu/residual.h"
 #include "backend/cpu/rope.h"
 

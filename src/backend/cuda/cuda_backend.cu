@@ -23,6 +23,10 @@ bool CudaBackend::host_memory() const {
   return false;
 }
 
+void CudaBackend::synchronize() const {
+  cuda::synchronize();
+}
+
 void* CudaBackend::allocate(size_t bytes) const {
   return cuda::device_alloc(bytes);  // cudaMalloc: 256-byte aligned
 }

@@ -14,6 +14,7 @@ class CudaBackend final : public Backend {
   bool bf16() const { return bf16_; }
   const char* name() const override;
   bool host_memory() const override;
+  void synchronize() const override;
   void* allocate(size_t bytes) const override;
   void release(void* p) const noexcept override;
   void copy(void* dst, const void* src, size_t bytes) const override;

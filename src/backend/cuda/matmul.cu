@@ -18,6 +18,7 @@
 
 #include "backend/cuda/device.h"
 #include "backend/cuda/events.cuh"
+#include "backend/cuda/gemm.h"
 #include "backend/cuda/ops.h"
 #include "backend/cuda/reduce.cuh"
 #include "backend/cuda/timing.h"
@@ -82,17 +83,40 @@ uint32_t alignment_of(const void* p) {
   return alignment;
 }
 
-// The inputs' type, the output's, trans_a, trans_b, m, n, k, lda, ldb, ldc, and the alignments
-// of A, B and C (D is C).
-using PlanKey = std::array<int, 13>;
+// The alignment every matrix of a strided batch keeps: the first one's, reduced until the stride
+// (in bytes) is a multiple of it.
+uint32_t batch_alignment(const void* p, int64_t stride_bytes) {
+  uint32_t alignment = alignment_of(p);
+  while (alignment > 1 && stride_bytes % alignment != 0) alignment /= 2;
+  return alignment;
+}
+
+// The inputs' type, the output's, trans_a, trans_b, m, n, k, lda, ldb, ldc, the alignments of A, B
+// and C (D is C), and the batch: its count and the three strides.
+using PlanKey = std::array<int64_t, 17>;
 
 const LtPlan& plan_for(cudaDataType_t in_type, cudaDataType_t out_type, bool trans_a, bool trans_b,
                        int m, int n, int k, int lda, int ldb, int ldc, uint32_t align_a,
-                       uint32_t align_b, uint32_t align_c) {
+                       uint32_t align_b, uint32_t align_c, const GemmBatch& batch) {
   static std::map<PlanKey, std::unique_ptr<LtPlan>> plans;
   static std::mutex mutex;
-  const PlanKey key{int(in_type), int(out_type), trans_a,      trans_b,      m,           n, k, lda,
-                    ldb,          ldc,           int(align_a), int(align_b), int(align_c)};
+  const PlanKey key{int(in_type),
+                    int(out_type),
+                    trans_a,
+                    trans_b,
+                    m,
+                    n,
+                    k,
+                    lda,
+                    ldb,
+                    ldc,
+                    align_a,
+                    align_b,
+                    align_c,
+                    batch.count,
+                    batch.stride_a,
+                    batch.stride_b,
+                    batch.stride_c};
   const std::lock_guard<std::mutex> lock(mutex);
   std::unique_ptr<LtPlan>& slot = plans[key];
   if (slot) return *slot;
@@ -110,6 +134,17 @@ const LtPlan& plan_for(cudaDataType_t in_type, cudaDataType_t out_type, bool tra
   ZAYA_CUBLAS_CHECK(
       cublasLtMatrixLayoutCreate(&call.b, in_type, trans_b ? n : k, trans_b ? k : n, ldb));
   ZAYA_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&call.c, out_type, m, n, ldc));
+  if (batch.count > 1) {  // a strided batch: every layout repeats count times at its stride
+    const int32_t count = batch.count;
+    const std::pair<cublasLtMatrixLayout_t, int64_t> strided[] = {
+        {call.a, batch.stride_a}, {call.b, batch.stride_b}, {call.c, batch.stride_c}};
+    for (const auto& [layout, stride] : strided) {
+      ZAYA_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                                         &count, sizeof(count)));
+      ZAYA_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(
+          layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
+    }
+  }
   ZAYA_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&call.pref));
   const uint64_t workspace = kWorkspaceBytes;
   ZAYA_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
@@ -134,24 +169,32 @@ const LtPlan& plan_for(cudaDataType_t in_type, cudaDataType_t out_type, bool tra
   return *slot;
 }
 
-// Column-major C[m, n] = op(A) · op(B) + beta · C with fp32 accumulation (CUBLAS_COMPUTE_32F:
-// no TF32): A and B of in_type, C of out_type (fp32 throughout, bf16 inputs with an fp32 output
-// for the bf16 backend, or bf16 throughout for the timings).
+// Column-major C[m, n] = alpha · op(A) · op(B) + beta · C with fp32 accumulation
+// (CUBLAS_COMPUTE_32F: no TF32): A and B of in_type, C of out_type (fp32 throughout, bf16 inputs
+// with an fp32 output for the bf16 backend, or bf16 throughout for the timings); `batch` repeats
+// it over matrices at fixed strides.
 void gemm(cudaDataType_t in_type, cudaDataType_t out_type, bool trans_a, bool trans_b, int m, int n,
-          int k, const void* A, int lda, const void* B, int ldb, float beta, void* C, int ldc) {
+          int k, const void* A, int lda, const void* B, int ldb, float beta, void* C, int ldc,
+          float alpha = 1.0f, const GemmBatch& batch = {}) {
+  ZAYA_CHECK(batch.count >= 1, "gemm: batch of ", batch.count);
   if (m == 0 || n == 0) return;
   if (k == 0) {  // an empty sum: C = beta · C, without asking cuBLASLt about 0-wide layouts
     ZAYA_CHECK(beta == 0.0f || beta == 1.0f, "gemm: k == 0 with beta ", beta);
     if (beta == 0.0f) {
       const size_t elem = out_type == CUDA_R_16BF ? 2 : 4;
-      ZAYA_CUDA_CHECK(cudaMemset2D(C, size_t(ldc) * elem, 0, size_t(m) * elem, size_t(n)));
+      for (int b = 0; b < batch.count; ++b)
+        ZAYA_CUDA_CHECK(cudaMemset2D(static_cast<char*>(C) + size_t(b) * batch.stride_c * elem,
+                                     size_t(ldc) * elem, 0, size_t(m) * elem, size_t(n)));
     }
     return;
   }
   LtContext& ctx = lt();
+  const int64_t in_elem = in_type == CUDA_R_16BF ? 2 : 4,
+                out_elem = out_type == CUDA_R_16BF ? 2 : 4;
   const LtPlan& plan = plan_for(in_type, out_type, trans_a, trans_b, m, n, k, lda, ldb, ldc,
-                                alignment_of(A), alignment_of(B), alignment_of(C));
-  const float alpha = 1.0f;
+                                batch_alignment(A, batch.stride_a * in_elem),
+                                batch_alignment(B, batch.stride_b * in_elem),
+                                batch_alignment(C, batch.stride_c * out_elem), batch);
   ZAYA_CUBLAS_CHECK(cublasLtMatmul(ctx.handle, plan.call.op, &alpha, A, plan.call.a, B, plan.call.b,
                                    &beta, C, plan.call.c, C, plan.call.c, &plan.algo,
                                    ctx.workspace.get(), kWorkspaceBytes, nullptr));
@@ -241,6 +284,13 @@ void matmul_backward(float* din, float* dw, float* dbias, const float* dout, con
   // dwᵀ[k, m] += inᵀ[k, n] · dout[n, m].
   if (dw) gemm_f32(false, true, k, m, n, in, k, dout, m, 1.0f, dw, k);
   if (dbias && n > 0) add_column_sums(dbias, dout, n, m);
+}
+
+void gemm_f32_batched(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* A,
+                      int lda, const float* B, int ldb, float beta, float* C, int ldc,
+                      const GemmBatch& batch) {
+  gemm(CUDA_R_32F, CUDA_R_32F, trans_a, trans_b, m, n, k, A, lda, B, ldb, beta, C, ldc, alpha,
+       batch);
 }
 
 Bf16Gemms::Bf16Gemms(bool on) : previous_(t_bf16_gemms) {

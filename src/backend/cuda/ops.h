@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/cpu/lm_head_loss.h"
+#include "backend/optim_types.h"
 
 namespace zaya::cuda {
 
@@ -167,11 +168,6 @@ void cca_mix_forward(float* qk1, float* v, const float* proj, int n, int seq, in
 void cca_mix_backward(float* dproj, const float* dqk1, const float* du, const float* dv, int n,
                       int seq, int nq, int nk, int d);
 
-// Σ x² in a fixed order (fp64; one explicit copy of the per-block sums to the host), and x *= s:
-// the global norm and the clipping of the optimizer.
-double sum_of_squares(const float* x, long n);
-void scale_in_place(float* x, long n, float s);
-
 // dst[r·dst_stride + j] = src[r·src_stride + j] for j < width; dst[0 : n] = value; dst += src.
 void copy_rows(float* dst, size_t dst_stride, const float* src, size_t src_stride, int rows,
                int width);
@@ -181,22 +177,21 @@ void add_into(float* dst, const float* src, size_t n);
 void embedding_forward(float* out, const float* table, const int32_t* tokens, int n, int e);
 void embedding_backward(float* dtable, const float* dout, const int32_t* tokens, int n, int e);
 
-// AdamW, the constants of one step as Optimizer::adamw_update computes them.
-struct AdamwStep {
-  float beta1, one_minus_beta1, beta2, one_minus_beta2;
-  float step_size;     // lr / (1 − β1^t)
-  float inv_sqrt_bc2;  // 1 / sqrt(1 − β2^t)
-  float eps;
-};
-// One tensor of the group: elements [begin, begin + n) of w, g, m, v, decayed by `keep`
-// (1 − lr·wd, or 1 for tensors without weight decay). Segments lie back to back from 0.
-struct AdamwSegment {
-  int64_t begin = 0, n = 0;
-  float keep = 1.0f;
-};
-// m ← β1·m + (1−β1)·g;  v ← β2·v + (1−β2)·g²;  w ← w·keep − step_size·m / (√v·inv_sqrt_bc2 + ε),
-// every segment in one launch.
-void adamw_multi_tensor(float* w, const float* g, float* m, float* v,
-                        const std::vector<AdamwSegment>& segments, const AdamwStep& step);
+// The optimizer's ops, as backend/cpu/optim_ops.h defines them. Segment and chunk tables are host
+// memory; each call uploads them (a few hundred bytes to kilobytes, once per step).
+// sum_of_squares_chunks: one block per chunk, a fixed tree within it, and the chunks' sums added
+// on the host in table order (one explicit copy back), so the norm has the same bits every run.
+double sum_of_squares_chunks(const float* x, const OptimSegment* chunks, int count);
+// The elementwise updates run over every segment in one launch.
+void scale_segments(float* x, const OptimSegment* segments, int count, float s);
+void adamw_update(float* w, const float* g, float* m, float* v, const OptimSegment* segments,
+                  int count, const AdamwConstants& c);
+void muon_momentum(float* buf, float* d, const float* g, const OptimSegment* segments, int count,
+                   float beta, float one_minus_beta, bool nesterov);
+void decay_and_step(float* w, const float* d, const OptimSegment* segments, int count);
+// Newton–Schulz on `count` same-shape matrices at once: they are stacked, and each of the
+// iteration's three products is one strided-batched cuBLASLt GEMM over the stack (fp32, also on
+// the bf16 backend).
+void newton_schulz_batch(float* const* matrices, int count, int64_t rows, int64_t cols, int steps);
 
 }  // namespace zaya::cuda

@@ -1,0 +1,164 @@
+// The optimizer's ops on the GPU (backend/cpu/optim_ops.h defines each). The elementwise updates
+// run over a table of segments in one launch: thread j of the launch takes element j of the
+// segments laid end to end, finding its segment by binary search over their running starts, so
+// the AdamW group of ZAYA1-base (hundreds of tensors) is one kernel, not one per tensor. Each
+// element's arithmetic is the CPU's, term for term; no order questions arise but in the norm.
+#include <vector>
+
+#include "backend/cuda/device.h"
+#include "backend/cuda/ops.h"
+#include "backend/cuda/reduce.cuh"
+
+namespace zaya::cuda {
+
+namespace {
+
+// The segments of one call in device memory, empty ones dropped: where each starts in the
+// buffers and in the launch, and its keep and step.
+struct SegmentTable {
+  DeviceBuffer<int64_t> begin, first;  // first: the segment's first thread of the launch
+  DeviceBuffer<float> keep, step;
+  int count = 0;
+  int64_t total = 0;
+
+  SegmentTable(const OptimSegment* segments, int n) {
+    std::vector<int64_t> b, f;
+    std::vector<float> k, s;
+    for (int i = 0; i < n; ++i) {
+      if (segments[i].n == 0) continue;
+      b.push_back(segments[i].begin);
+      f.push_back(total);
+      k.push_back(segments[i].keep);
+      s.push_back(segments[i].step);
+      total += segments[i].n;
+    }
+    count = int(b.size());
+    if (count == 0) return;
+    begin = DeviceBuffer<int64_t>(b);
+    first = DeviceBuffer<int64_t>(f);
+    keep = DeviceBuffer<float>(k);
+    step = DeviceBuffer<float>(s);
+  }
+};
+
+// The segment of launch element j: the last one whose first thread is <= j.
+__device__ int segment_of(const int64_t* first, int count, int64_t j) {
+  int lo = 0, hi = count - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (first[mid] <= j)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+constexpr int kThreads = 256;
+
+__global__ void sum_of_squares_chunks_kernel(double* partial, const float* x, const int64_t* begin,
+                                             const int64_t* count) {
+  __shared__ double shared[kRowThreads];
+  const float* p = x + begin[blockIdx.x];
+  double s = 0.0;
+  for (int64_t i = threadIdx.x; i < count[blockIdx.x]; i += kRowThreads)
+    s += double(p[i]) * double(p[i]);
+  s = block_sum(s, shared);
+  if (threadIdx.x == 0) partial[blockIdx.x] = s;
+}
+
+__global__ void scale_kernel(float* x, const int64_t* begin, const int64_t* first, int count,
+                             int64_t total, float s) {
+  const int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j >= total) return;
+  const int k = segment_of(first, count, j);
+  x[begin[k] + (j - first[k])] *= s;
+}
+
+__global__ void adamw_kernel(float* w, const float* g, float* m, float* v, const int64_t* begin,
+                             const int64_t* first, const float* keep, int count, int64_t total,
+                             AdamwConstants c) {
+  const int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j >= total) return;
+  const int k = segment_of(first, count, j);
+  const int64_t i = begin[k] + (j - first[k]);
+  m[i] = c.beta1 * m[i] + c.one_minus_beta1 * g[i];
+  v[i] = c.beta2 * v[i] + c.one_minus_beta2 * g[i] * g[i];
+  w[i] = w[i] * keep[k] - c.step_size * m[i] / (sqrtf(v[i]) * c.inv_sqrt_bc2 + c.eps);
+}
+
+__global__ void muon_momentum_kernel(float* buf, float* d, const float* g, const int64_t* begin,
+                                     const int64_t* first, int count, int64_t total, float beta,
+                                     float one_minus_beta, bool nesterov) {
+  const int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j >= total) return;
+  const int k = segment_of(first, count, j);
+  const int64_t i = begin[k] + (j - first[k]);
+  buf[i] = beta * buf[i] + one_minus_beta * g[i];
+  d[i] = nesterov ? one_minus_beta * g[i] + beta * buf[i] : buf[i];
+}
+
+__global__ void decay_and_step_kernel(float* w, const float* d, const int64_t* begin,
+                                      const int64_t* first, const float* keep, const float* step,
+                                      int count, int64_t total) {
+  const int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j >= total) return;
+  const int k = segment_of(first, count, j);
+  const int64_t i = begin[k] + (j - first[k]);
+  w[i] = w[i] * keep[k] - step[k] * d[i];
+}
+
+}  // namespace
+
+double sum_of_squares_chunks(const float* x, const OptimSegment* chunks, int count) {
+  std::vector<int64_t> begin, n;
+  for (int i = 0; i < count; ++i) {
+    begin.push_back(chunks[i].begin);
+    n.push_back(chunks[i].n);
+  }
+  if (begin.empty()) return 0.0;
+  DeviceBuffer<int64_t> dbegin(begin), dn(n);
+  DeviceBuffer<double> partial(begin.size());
+  sum_of_squares_chunks_kernel<<<unsigned(begin.size()), kRowThreads>>>(partial.get(), x,
+                                                                        dbegin.get(), dn.get());
+  ZAYA_CUDA_LAUNCHED("sum_of_squares_chunks");
+  double total = 0.0;
+  for (const double p : partial.download()) total += p;  // table order, as on the CPU
+  return total;
+}
+
+void scale_segments(float* x, const OptimSegment* segments, int count, float s) {
+  SegmentTable t(segments, count);
+  if (t.total == 0) return;
+  scale_kernel<<<blocks_for(long(t.total), kThreads), kThreads>>>(x, t.begin.get(), t.first.get(),
+                                                                  t.count, t.total, s);
+  ZAYA_CUDA_LAUNCHED("scale_segments");
+}
+
+void adamw_update(float* w, const float* g, float* m, float* v, const OptimSegment* segments,
+                  int count, const AdamwConstants& c) {
+  SegmentTable t(segments, count);
+  if (t.total == 0) return;
+  adamw_kernel<<<blocks_for(long(t.total), kThreads), kThreads>>>(
+      w, g, m, v, t.begin.get(), t.first.get(), t.keep.get(), t.count, t.total, c);
+  ZAYA_CUDA_LAUNCHED("adamw_update");
+}
+
+void muon_momentum(float* buf, float* d, const float* g, const OptimSegment* segments, int count,
+                   float beta, float one_minus_beta, bool nesterov) {
+  SegmentTable t(segments, count);
+  if (t.total == 0) return;
+  muon_momentum_kernel<<<blocks_for(long(t.total), kThreads), kThreads>>>(
+      buf, d, g, t.begin.get(), t.first.get(), t.count, t.total, beta, one_minus_beta, nesterov);
+  ZAYA_CUDA_LAUNCHED("muon_momentum");
+}
+
+void decay_and_step(float* w, const float* d, const OptimSegment* segments, int count) {
+  SegmentTable t(segments, count);
+  if (t.total == 0) return;
+  decay_and_step_kernel<<<blocks_for(long(t.total), kThreads), kThreads>>>(
+      w, d, t.begin.get(), t.first.get(), t.keep.get(), t.step.get(), t.count, t.total);
+  ZAYA_CUDA_LAUNCHED("decay_and_step");
+}
+
+}  // namespace zaya::cuda
