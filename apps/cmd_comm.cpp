@@ -5,6 +5,8 @@
 #include <memory>
 #include <string>
 
+#include "backend/cuda/plugin_api.h"
+#include "backend/device_select.h"
 #include "bench/ckpt_bench.h"
 #include "bench/comm_bench.h"
 #include "core/error.h"
@@ -22,6 +24,7 @@ struct CommArgs {
   std::string min_bytes = "8", max_bytes = "64M", dtype = "float";
   CommBenchOptions opt;
   bool peer = false;
+  std::string device = "cpu";
   CkptBenchOptions ckpt;
 };
 
@@ -49,9 +52,17 @@ Runner add_comm_commands(CLI::App& bench) {
   comm->add_option("--ops", args->opt.ops, "comma-separated collectives")
       ->delimiter(',')
       ->capture_default_str();
-  comm->add_flag("--peer", args->peer,
-                 "also time MPI's own collectives (MPI_Allreduce, ...) out of place in the same "
-                 "run, with their busbw and zaya/peer ratio (under mpirun; float/int32)");
+  comm->add_flag(
+      "--peer", args->peer,
+      "also time the peer's own collectives out of place in the same run, with their "
+      "busbw and the zaya/peer ratio: MPI's (MPI_Allreduce, ...; float/int32) on the "
+      "CPU, NCCL's own reductions (ncclReduceScatter, ncclAllReduce) with --device cuda");
+  comm->add_option("--device", args->device,
+                   "cpu (MPI over host memory), cuda (NCCL over GPU memory, one GPU per local "
+                   "rank; sums in rank order: all-to-all plus a local reduction) or "
+                   "cpu-as-device (MPI over the memory of the CPU backend that stands in for a "
+                   "GPU: the buffers filled and checked through copies, as with cuda)")
+      ->capture_default_str();
 
   auto* ckpt = bench.add_subcommand(
       "ckpt",
@@ -76,6 +87,20 @@ Runner add_comm_commands(CLI::App& bench) {
     args->opt.dtype = parse_comm_dtype(args->dtype);
     auto communicator = dist::make_communicator();
     std::unique_ptr<dist::Communicator> peer;
+    if (args->device == "cuda") {
+      // The buffers in GPU memory, NCCL moving them, the host communicator for the numbers.
+      const cuda::PluginApi& gpu = usable_gpu("--device");
+      std::unique_ptr<dist::Communicator> nccl = gpu.make_nccl_communicator(*communicator, true);
+      if (args->peer) peer = gpu.make_nccl_communicator(*communicator, false);
+      const int64_t wrong = run_comm_bench(*nccl, args->opt, stdout, peer.get(),
+                                           &gpu.backend(false), communicator.get());
+      if (wrong != 0 && communicator->rank() == 0)
+        std::fprintf(stderr, "zaya: error: bench comm: %lld wrong values\n", (long long)wrong);
+      return wrong != 0 ? 1 : 0;
+    }
+    ZAYA_CHECK(args->device == "cpu" || args->device == "cpu-as-device",
+               "--device: expected cpu, cuda or cpu-as-device, got '", args->device, "'");
+    const Backend* memory = args->device == "cpu" ? nullptr : &cpu_as_device_backend();
     if (args->peer) {
 #ifdef ZAYA_HAVE_MPI
       ZAYA_CHECK(dist::mpi_active(),
@@ -86,7 +111,7 @@ Runner add_comm_commands(CLI::App& bench) {
       ZAYA_FAIL("--peer: this zaya was built without MPI, so there is no MPI peer to time");
 #endif
     }
-    const int64_t wrong = run_comm_bench(*communicator, args->opt, stdout, peer.get());
+    const int64_t wrong = run_comm_bench(*communicator, args->opt, stdout, peer.get(), memory);
     if (wrong != 0) {
       // Every rank has the same total; one report is enough.
       if (communicator->rank() == 0)

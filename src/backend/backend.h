@@ -91,6 +91,7 @@ class BackendBuffer {
     bytes_ = 0;
   }
   float* floats() const { return static_cast<float*>(p_); }
+  void* get() const { return p_; }
   size_t bytes() const { return bytes_; }
 
  private:

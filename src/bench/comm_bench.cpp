@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 
+#include "backend/cpu/cpu_backend.h"
 #include "core/error.h"
 
 namespace zaya {
@@ -98,8 +99,17 @@ Layout shape_for(Op op, size_t elems, int n) {
 
 class Runner {
  public:
-  Runner(Communicator& comm, const CommBenchOptions& opt)
-      : comm_(comm), opt_(opt), a_(opt.max_bytes / 8 + 1), b_(opt.max_bytes / 8 + 1) {}
+  // The buffers live in `memory` (host memory, or a GPU's for a communicator that moves it);
+  // `control` carries the host's numbers (the mean time, the count of wrong values).
+  Runner(Communicator& comm, Communicator& control, const Backend& memory,
+         const CommBenchOptions& opt)
+      : comm_(comm),
+        control_(control),
+        be_(memory),
+        opt_(opt),
+        host_(opt.max_bytes / 8 + 1),
+        a_(memory, host_.size() * 8),
+        b_(memory, host_.size() * 8) {}
 
   struct Result {
     double time_us = 0;
@@ -116,8 +126,10 @@ class Runner {
     unsigned char* out = in_place ? bytes(a_) : bytes(b_);
     if (in_place && op == Op::ReduceScatter) out = in + size_t(r) * s.out_count * esize;
     if (in_place && op == Op::AllGather) in = out + size_t(r) * s.in_count * esize;
-    auto fill = [&] {
-      for (size_t i = 0; i < s.in_count; ++i) put(in, i, t, fill_value(r, i));
+    unsigned char* host = bytes(host_);
+    auto fill = [&] {  // written on the host, copied into the buffers' memory
+      for (size_t i = 0; i < s.in_count; ++i) put(host, i, t, fill_value(r, i));
+      be_.to_device(in, host, s.in_count * esize);
     };
     auto once = [&] {
       switch (op) {
@@ -146,13 +158,14 @@ class Runner {
     Result res;
     // The reported time is the mean over ranks, as nccl-tests' default (-a 1).
     float sum_us = float(local_us);
-    comm_.all_reduce(&sum_us, &sum_us, 1, DType::F32, ReduceOp::Sum);
+    control_.all_reduce(&sum_us, &sum_us, 1, DType::F32, ReduceOp::Sum);
     res.time_us = double(sum_us) / comm_.world_size();
     if (opt_.check) {
       fill();
       once();
-      int32_t wrong = int32_t(std::min<int64_t>(count_wrong(op, s, out), INT32_MAX));
-      comm_.all_reduce(&wrong, &wrong, 1, DType::I32, ReduceOp::Sum);
+      be_.to_host(host, out, s.out_count * esize);
+      int32_t wrong = int32_t(std::min<int64_t>(count_wrong(op, s, host), INT32_MAX));
+      control_.all_reduce(&wrong, &wrong, 1, DType::I32, ReduceOp::Sum);
       res.wrong = wrong;
     }
     return res;
@@ -162,6 +175,7 @@ class Runner {
   static unsigned char* bytes(std::vector<uint64_t>& v) {
     return reinterpret_cast<unsigned char*>(v.data());
   }
+  static unsigned char* bytes(BackendBuffer& b) { return static_cast<unsigned char*>(b.get()); }
 
   int64_t count_wrong(Op op, const Layout& s, const void* out) const {
     const int n = comm_.world_size(), r = comm_.rank();
@@ -188,8 +202,11 @@ class Runner {
   }
 
   Communicator& comm_;
+  Communicator& control_;
+  const Backend& be_;
   const CommBenchOptions& opt_;
-  std::vector<uint64_t> a_, b_;  // uint64_t: 8-byte aligned for every dtype
+  std::vector<uint64_t> host_;  // the host's copy to fill and check (8-byte aligned)
+  BackendBuffer a_, b_;
 };
 
 void print_ranks(Communicator& comm, std::FILE* out) {
@@ -263,7 +280,10 @@ const char* comm_dtype_name(DType t) {
 }
 
 int64_t run_comm_bench(Communicator& comm, const CommBenchOptions& opt, std::FILE* out,
-                       Communicator* peer) {
+                       Communicator* peer, const Backend* memory, Communicator* control) {
+  const Backend& be = memory ? *memory : cpu_backend();
+  Communicator& host = control ? *control : comm;
+  ZAYA_CHECK(!host.device_memory(), "bench comm: the control communicator must move host memory");
   ZAYA_CHECK(opt.min_bytes > 0 && opt.min_bytes <= opt.max_bytes, "-b/-e: need 0 < -b <= -e, got ",
              opt.min_bytes, " and ", opt.max_bytes);
   ZAYA_CHECK(opt.factor > 1, "-f: size factor must be above 1, got ", opt.factor);
@@ -289,12 +309,12 @@ int64_t run_comm_bench(Communicator& comm, const CommBenchOptions& opt, std::FIL
                  "# Using devices\n",
                  comm.kind().c_str(), n, opt.min_bytes, opt.max_bytes, opt.factor, opt.warmup,
                  opt.iters, opt.check);
-  print_ranks(comm, out);
-  Runner runner(comm, opt);
+  print_ranks(host, out);
+  Runner runner(comm, host, be, opt);
   std::unique_ptr<Runner> peer_runner;
   CommBenchOptions peer_opt = opt;
   peer_opt.check = 0;  // the peer's sums are in MPI's order, not necessarily exact
-  if (peer) peer_runner = std::make_unique<Runner>(*peer, peer_opt);
+  if (peer) peer_runner = std::make_unique<Runner>(*peer, host, be, peer_opt);
   int64_t total_wrong = 0;
   for (const auto& info : ops) {
     if (print) {

@@ -1,5 +1,6 @@
 // `zaya bench comm`: nccl-tests-style bandwidth of the Communicator's collectives, so the same
-// table measures MPI today and NCCL/RCCL later. Every rank runs it; rank 0 prints.
+// table measures MPI over host memory and NCCL over GPU memory. Every rank runs it; rank 0
+// prints.
 #pragma once
 
 #include <cstdint>
@@ -7,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "core/tensor.h"
 #include "dist/communicator.h"
 
@@ -34,7 +36,10 @@ const char* comm_dtype_name(DType t);
 // tables to `out` on rank 0. Returns the number of wrong values over all ranks and sizes.
 // With a `peer` (e.g. MPI's own collectives), every size is also run out of place on the peer in
 // the same run, and two more columns give the peer's busbw and zaya's busbw over the peer's.
+// The buffers are in `memory`'s memory (nullptr: the host's), which comm and peer must move;
+// `control` (nullptr: comm) is a host communicator for the timings and the checks.
 int64_t run_comm_bench(dist::Communicator& comm, const CommBenchOptions& opt, std::FILE* out,
-                       dist::Communicator* peer = nullptr);
+                       dist::Communicator* peer = nullptr, const Backend* memory = nullptr,
+                       dist::Communicator* control = nullptr);
 
 }  // namespace zaya

@@ -1,9 +1,10 @@
 // Collective communication between the ranks of one training job. The Communicator is the only
-// thing the trainer and `zaya bench comm` talk to, so a later NCCL/RCCL implementation slots in
-// behind the same interface.
+// thing the trainer and `zaya bench comm` talk to: MPI over host memory, or NCCL/RCCL over GPU
+// memory (backend/cuda/nccl_communicator.h) behind the same interface.
 //
 // Conventions (the same as NCCL, so the bench measures like nccl-tests):
-//  - counts are elements, buffers are host memory of `dtype` elements;
+//  - counts are elements, buffers are host memory of `dtype` elements, or GPU memory where
+//    device_memory() says so;
 //  - all_reduce: send and recv hold `count` elements; send == recv is in-place;
 //  - reduce_scatter: send holds recv_count * world_size elements (equal chunks: rank r gets chunk
 //    r); callers with a count not divisible by the world size pad it. In-place is
@@ -59,7 +60,10 @@ class Communicator {
   virtual ~Communicator() = default;
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
-  virtual std::string kind() const = 0;  // "local", "mpi"
+  virtual std::string kind() const = 0;  // "local", "mpi", "nccl"
+  // True when the buffers are GPU memory (NCCL), false for host memory. Scalars the host holds
+  // (a loss, a norm) go over a host communicator.
+  virtual bool device_memory() const { return false; }
 
   virtual void all_reduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op) = 0;
   virtual void reduce_scatter(const void* send, void* recv, size_t recv_count, DType dtype,

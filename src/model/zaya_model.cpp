@@ -423,6 +423,9 @@ void ZayaModel::backward(float loss_scale) {
   // this backward's share from zero and adding it to the host's would round differently).
   // (Resident parameters: the gradients stay in the backend's memory from step to step.)
   const bool copy_grads = !on_host && !resident_;
+  // The gradients the backward writes are the ones the caller reads (host, or resident): each
+  // stage's are final as soon as it is done, and set_gradients_final reports them.
+  const bool in_place = !copy_grads;
   if (copy_grads) be_->to_device(G, params_.grads(), sizeof(float) * params_.size());
   auto w = [&](const char* name) { return W + reg.get(name).offset; };
   auto g = [&](const char* name) { return G + reg.get(name).offset; };
@@ -452,7 +455,7 @@ void ZayaModel::backward(float loss_scale) {
       acts_[L - 1].h, w("model.res_scale.hidden_states_bias"),
       w("model.res_scale.hidden_states_scale"), acts_[L - 1].r, w("model.res_scale.residual_bias"),
       w("model.res_scale.residual_scale"), N, E);
-  if (gradients_final_ && on_host) gradients_final_(final_from_[size_t(L)]);
+  if (gradients_final_ && in_place) gradients_final_(final_from_[size_t(L)]);
 
   // The gradients that flow from stage to stage live in two pairs of buffers taken here; what a
   // stage's backward takes besides is freed when the stage is done (and, with recompute, so is
@@ -497,7 +500,7 @@ void ZayaModel::backward(float loss_scale) {
     dr_next = dr;
     dh = dh_prev;
     dr = dr_prev;
-    if (gradients_final_ && on_host) gradients_final_(final_from_[size_t(i)]);
+    if (gradients_final_ && in_place) gradients_final_(final_from_[size_t(i)]);
   }
   // Embedding rows, accumulated in token order (deterministic).
   be_->embedding_backward(emb_g, dh, op_tokens_, N, E);

@@ -44,8 +44,9 @@ class ZayaModel {
 
   // Called by the following backward() calls each time the gradient at flat offsets
   // [offset, params().size()) is final for that backward: after the final norm and merge, after
-  // each stage, and with 0 at the end. The trainer starts ZeRO-1's reduce-scatter buckets from
-  // it while the backward goes on (Zero1Sync::grads_final_from). An empty function: no calls.
+  // each stage, and with 0 at the end; the gradients are params().grads(), or backend_grads()
+  // when resident. The trainer starts ZeRO-1's reduce-scatter buckets from it while the
+  // backward goes on (Zero1Sync::grads_final_from). An empty function: no calls.
   void set_gradients_final(std::function<void(int64_t offset)> fn) {
     gradients_final_ = std::move(fn);
   }
@@ -66,7 +67,8 @@ class ZayaModel {
   // A backend without host memory (a GPU) gets copies of the parameters in its memory and the
   // step's arena there too. The host ParamStore stays the master: forward() copies the weights
   // over, backward() computes the gradients there and adds them to params().grads() at its end
-  // (so set_gradients_final reports only offset 0, then). logits(), routes() and route_probs()
+  // (so set_gradients_final reports only offset 0, then, unless the parameters are resident:
+  // see set_resident). logits(), routes() and route_probs()
   // copy to the host. Context parallelism runs on host-memory backends only.
   void set_backend(const Backend& backend);
   const Backend& backend() const { return *be_; }

@@ -26,21 +26,29 @@ bool decays(const ParamSpec& p) {
 }  // namespace
 
 Optimizer::Optimizer(const ParamRegistry& registry, const OptimConfig& config,
-                     dist::Communicator* comm, const Backend* backend)
-    : Optimizer(registry.specs(), registry.total_floats(), config, comm, backend) {}
+                     dist::Communicator* comm, const Backend* backend, dist::Communicator* exchange)
+    : Optimizer(registry.specs(), registry.total_floats(), config, comm, backend, exchange) {}
 
 Optimizer::Optimizer(std::vector<ParamSpec> specs, size_t total_floats, const OptimConfig& config,
-                     dist::Communicator* comm, const Backend* backend)
+                     dist::Communicator* comm, const Backend* backend, dist::Communicator* exchange)
     : specs_(std::move(specs)),
       total_(total_floats),
       config_(config),
       comm_(comm),
+      exchange_(exchange ? exchange : comm),
       be_(backend ? backend : &cpu_backend()) {
   config_.validate("Optimizer");
   if (!config_.muon)
     for (ParamSpec& p : specs_)
       if (p.group == OptimGroup::Muon) p.group = OptimGroup::AdamW;
   shard_.total = int64_t(total_);
+  ZAYA_CHECK(comm_ == nullptr || !comm_->device_memory(),
+             "Optimizer: the communicator of the norm (", comm_ ? comm_->kind() : "",
+             ") must move host memory; pass the GPU's as `exchange`");
+  ZAYA_CHECK(
+      exchange_ == nullptr || comm_ == nullptr ||
+          (exchange_->world_size() == comm_->world_size() && exchange_->rank() == comm_->rank()),
+      "Optimizer: the exchange communicator's ranks differ from the norm's");
   if (comm_ != nullptr) {
     shard_.world = comm_->world_size();
     shard_.rank = comm_->rank();
@@ -175,21 +183,12 @@ void Optimizer::muon_step(float* shard_weights, const float* shard_grads, double
 // send meets its receive: the first matrix in that order whose exchange has not finished has
 // every participant at it.
 void Optimizer::exchange_pieces(bool to_owners) {
-  // The Communicator moves host memory: off the host a piece crosses through staging_.
-  const bool staged = !be_->host_memory();
+  // The pieces are in the backend's memory: exchange_ moves that memory.
   auto send = [&](const float* p, size_t n, int peer, int tag) {
-    if (staged) {
-      staging_.resize(std::max(staging_.size(), n));
-      be_->to_host(staging_.data(), p, sizeof(float) * n);
-      p = staging_.data();
-    }
-    comm_->send(p, n, DType::F32, peer, tag);
+    exchange_->send(p, n, DType::F32, peer, tag);
   };
   auto recv = [&](float* p, size_t n, int peer, int tag) {
-    if (!staged) return comm_->recv(p, n, DType::F32, peer, tag);
-    staging_.resize(std::max(staging_.size(), n));
-    comm_->recv(staging_.data(), n, DType::F32, peer, tag);
-    be_->to_device(p, staging_.data(), sizeof(float) * n);
+    exchange_->recv(p, n, DType::F32, peer, tag);
   };
   for (const MuonPlan::Matrix& m : muon_.matrices) {
     const ParamSpec& p = specs_[m.spec];

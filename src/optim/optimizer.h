@@ -32,9 +32,9 @@
 // The arithmetic runs as ops of a Backend (backend/cpu/optim_ops.h): the CPU's by default, or a
 // GPU's, where the weights, gradients and state live in its memory and the step never leaves it
 // (one copy back: the norm). The host keeps a copy of the state for checkpoints: pull_state()
-// refreshes it, push_state() sends it back after a restore. Across ranks the Muon exchange
-// goes through the Communicator, which moves host memory: on such a backend each piece is
-// staged through a host buffer (an explicit, counted copy each way).
+// refreshes it, push_state() sends it back after a restore. Across ranks the norm's sum
+// goes over `comm` (host memory) and the Muon pieces over `exchange`, a communicator that moves
+// the backend's memory (NCCL for a GPU; by default `comm` itself).
 #pragma once
 
 #include <cstdint>
@@ -59,12 +59,15 @@ class Communicator;
 class Optimizer {
  public:
   // comm == nullptr (or a one-rank communicator): the whole buffer is this process's shard.
-  // backend == nullptr: the CPU's.
+  // backend == nullptr: the CPU's. exchange: the communicator of the Muon pieces, which live in
+  // the backend's memory (nullptr: comm).
   Optimizer(const ParamRegistry& registry, const OptimConfig& config,
-            dist::Communicator* comm = nullptr, const Backend* backend = nullptr);
+            dist::Communicator* comm = nullptr, const Backend* backend = nullptr,
+            dist::Communicator* exchange = nullptr);
   // Any layout of specs (offset, numel, shape, group) over a flat buffer of total_floats.
   Optimizer(std::vector<ParamSpec> specs, size_t total_floats, const OptimConfig& config,
-            dist::Communicator* comm = nullptr, const Backend* backend = nullptr);
+            dist::Communicator* comm = nullptr, const Backend* backend = nullptr,
+            dist::Communicator* exchange = nullptr);
 
   // One update with learning rate `lr`; returns the global gradient norm before clipping. When
   // that norm is not finite the weights and state are left untouched (the caller decides).
@@ -110,6 +113,7 @@ class Optimizer {
   size_t total_ = 0;
   OptimConfig config_;
   dist::Communicator* comm_ = nullptr;
+  dist::Communicator* exchange_ = nullptr;
   const Backend* be_ = nullptr;
   ShardLayout shard_;
   MuonPlan muon_;
@@ -118,7 +122,6 @@ class Optimizer {
   // In the backend's memory (host memory: the tensors and vectors themselves).
   BackendBuffer dev_state_, dev_work_;  // [m | v] and [direction | owned] off the host
   std::vector<float> host_work_;        // [direction | owned] on the host
-  std::vector<float> staging_;          // a Muon piece between the backend and the Communicator
   float* m_ = nullptr;
   float* v_ = nullptr;
   float* direction_ = nullptr;  // Muon directions of this rank's range [shard().size()]

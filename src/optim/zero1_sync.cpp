@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backend/cpu/cpu_backend.h"
 #include "core/error.h"
 
 namespace zaya {
@@ -11,31 +12,61 @@ int64_t Zero1Sync::bucket_for(int64_t staging_floats, int world, int64_t chunk) 
   return std::max<int64_t>(1, std::min(staging_floats / std::max(world, 1), chunk));
 }
 
-Zero1Sync::Zero1Sync(dist::Communicator& comm, int64_t total_floats, int64_t staging_floats)
-    : comm_(comm), layout_{total_floats, comm.world_size(), comm.rank()} {
+Zero1Sync::Zero1Sync(dist::Communicator& comm, int64_t total_floats, int64_t staging_floats,
+                     const Backend* memory)
+    : comm_(comm),
+      be_(memory ? memory : &cpu_backend()),
+      layout_{total_floats, comm.world_size(), comm.rank()} {
   ZAYA_CHECK(staging_floats > 0, "Zero1Sync: the staging size must be > 0 floats, got ",
              staging_floats);
   bucket_ = bucket_for(staging_floats, layout_.world, layout_.chunk());
   for (Slot& s : slots_) {
-    s.staging.resize(size_t(bucket_ * layout_.world));
-    s.piece.resize(size_t(bucket_));
+    s.staging = BackendBuffer(*be_, sizeof(float) * size_t(bucket_ * layout_.world));
+    s.piece = BackendBuffer(*be_, sizeof(float) * size_t(bucket_));
   }
 }
 
 int64_t Zero1Sync::buffer_floats() const {
   int64_t n = 0;
-  for (const Slot& s : slots_) n += int64_t(s.staging.size() + s.piece.size());
+  for (const Slot& s : slots_) n += int64_t((s.staging.bytes() + s.piece.bytes()) / sizeof(float));
   return n;
 }
 
+// Ranks [0, whole) have all b floats of the bucket inside the buffer; the next may have part of
+// them, and the rest none (padding).
+namespace {
+int whole_ranks(int64_t total, int64_t chunk, int64_t at, int64_t b, int world) {
+  if (chunk == 0 || total - at - b < 0) return 0;
+  return int(std::min<int64_t>((total - at - b) / chunk + 1, world));
+}
+}  // namespace
+
 void Zero1Sync::pack(int64_t at, int64_t b, const float* full_grads, float* staging) const {
   const int64_t chunk = layout_.chunk(), total = layout_.total;
-  for (int r = 0; r < layout_.world; ++r) {
+  const int whole = whole_ranks(total, chunk, at, b, layout_.world);
+  if (whole > 0) be_->copy_rows(staging, size_t(b), full_grads + at, size_t(chunk), whole, int(b));
+  for (int r = whole; r < layout_.world; ++r) {
     const int64_t src = int64_t(r) * chunk + at;
     const int64_t n = std::clamp<int64_t>(total - src, 0, b);
     float* dst = staging + size_t(r) * size_t(b);
-    if (n > 0) std::memcpy(dst, full_grads + src, size_t(n) * sizeof(float));
-    std::fill(dst + n, dst + b, 0.0f);
+    if (n > 0) be_->copy(dst, full_grads + src, size_t(n) * sizeof(float));
+    if (n == 0) {  // this rank and every later one: padding
+      be_->fill(dst, size_t(layout_.world - r) * size_t(b), 0.0f);
+      break;
+    }
+    be_->fill(dst + n, size_t(b - n), 0.0f);
+  }
+}
+
+void Zero1Sync::unpack(int64_t at, int64_t b, const float* staging, float* weights) const {
+  const int64_t chunk = layout_.chunk(), total = layout_.total;
+  const int whole = whole_ranks(total, chunk, at, b, layout_.world);
+  if (whole > 0) be_->copy_rows(weights + at, size_t(chunk), staging, size_t(b), whole, int(b));
+  for (int r = whole; r < layout_.world; ++r) {
+    const int64_t dst = int64_t(r) * chunk + at;
+    const int64_t n = std::clamp<int64_t>(total - dst, 0, b);
+    if (n == 0) break;
+    be_->copy(weights + dst, staging + size_t(r) * size_t(b), size_t(n) * sizeof(float));
   }
 }
 
@@ -45,11 +76,11 @@ void Zero1Sync::reduce_scatter_grads(const float* full_grads, float* shard_grads
   Slot& s = slots_[0];
   for (int64_t at = 0; at < chunk; at += bucket_) {
     const int64_t b = std::min(bucket_, chunk - at);
-    pack(at, b, full_grads, s.staging.data());
-    comm_.reduce_scatter(s.staging.data(), s.piece.data(), size_t(b), DType::F32,
+    pack(at, b, full_grads, s.staging.floats());
+    comm_.reduce_scatter(s.staging.floats(), s.piece.floats(), size_t(b), DType::F32,
                          dist::ReduceOp::Sum);
     const int64_t keep = std::clamp<int64_t>(layout_.size() - at, 0, b);
-    std::memcpy(shard_grads + at, s.piece.data(), size_t(keep) * sizeof(float));
+    be_->copy(shard_grads + at, s.piece.floats(), size_t(keep) * sizeof(float));
   }
 }
 
@@ -89,10 +120,10 @@ void Zero1Sync::start_final_buckets(bool block) {
     complete(s);
     next_slot_ = (next_slot_ + 1) % kInFlight;
     const int64_t b = std::min(bucket_, layout_.chunk() - next_at_);
-    pack(next_at_, b, full_, s.staging.data());
+    pack(next_at_, b, full_, s.staging.floats());
     s.at = next_at_;
-    s.transfer = comm_.start_reduce_scatter(s.staging.data(), s.piece.data(), size_t(b), DType::F32,
-                                            dist::ReduceOp::Sum);
+    s.transfer = comm_.start_reduce_scatter(s.staging.floats(), s.piece.floats(), size_t(b),
+                                            DType::F32, dist::ReduceOp::Sum);
     next_at_ -= bucket_;
   }
 }
@@ -102,29 +133,21 @@ void Zero1Sync::complete(Slot& s) {
   s.transfer->wait();
   s.transfer.reset();
   const int64_t keep = std::clamp<int64_t>(layout_.size() - s.at, 0, bucket_);
-  std::memcpy(shard_ + s.at, s.piece.data(), size_t(keep) * sizeof(float));
+  be_->copy(shard_ + s.at, s.piece.floats(), size_t(keep) * sizeof(float));
   s.at = -1;
 }
 
 void Zero1Sync::all_gather_weights(float* weights) {
-  const int64_t chunk = layout_.chunk(), total = layout_.total;
+  const int64_t chunk = layout_.chunk();
+  float* piece = slots_[0].piece.floats();
+  float* staging = slots_[0].staging.floats();
   for (int64_t at = 0; at < chunk; at += bucket_) {
     const int64_t b = std::min(bucket_, chunk - at);
     const int64_t mine = std::clamp<int64_t>(layout_.size() - at, 0, b);
-    std::vector<float>& piece = slots_[0].piece;
-    std::vector<float>& staging = slots_[0].staging;
-    if (mine > 0)
-      std::memcpy(piece.data(), weights + layout_.begin() + at, size_t(mine) * sizeof(float));
-    std::fill(piece.begin() + mine, piece.begin() + b, 0.0f);
-    comm_.all_gather(piece.data(), staging.data(), size_t(b), DType::F32);
-    for (int r = 0; r < layout_.world; ++r) {
-      if (r == layout_.rank) continue;
-      const int64_t dst = int64_t(r) * chunk + at;
-      const int64_t n = std::clamp<int64_t>(total - dst, 0, b);
-      if (n > 0)
-        std::memcpy(weights + dst, staging.data() + size_t(r) * size_t(b),
-                    size_t(n) * sizeof(float));
-    }
+    if (mine > 0) be_->copy(piece, weights + layout_.begin() + at, size_t(mine) * sizeof(float));
+    be_->fill(piece + mine, size_t(b - mine), 0.0f);
+    comm_.all_gather(piece, staging, size_t(b), DType::F32);
+    unpack(at, b, staging, weights);  // this rank's own range too: the same values
   }
 }
 

@@ -21,12 +21,17 @@
 // report never blocks: it collects the buckets that have arrived (Transfer::test) and starts
 // final buckets in the slots they free; the rest start in finish_reduce, which waits for all.
 // The sums are the same calls on the same data as reduce_scatter_grads: bitwise the same shard.
+//
+// The buffers (the gradients, the shard, the weights, and the staging here) are in a backend's
+// memory: the host's, or a GPU's with a communicator that moves GPU memory (NCCL). The packing
+// runs as that backend's copy ops, one strided copy for the ranks whose range is whole.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "backend/backend.h"
 #include "dist/communicator.h"
 #include "optim/shard_layout.h"
 
@@ -35,8 +40,9 @@ namespace zaya {
 class Zero1Sync {
  public:
   static constexpr int64_t kDefaultStagingFloats = int64_t(1) << 21;  // 8 MiB
+  // memory == nullptr: the CPU backend's (host memory).
   Zero1Sync(dist::Communicator& comm, int64_t total_floats,
-            int64_t staging_floats = kDefaultStagingFloats);
+            int64_t staging_floats = kDefaultStagingFloats, const Backend* memory = nullptr);
   // Floats per rank of one bucket, for a world and a shard chunk (what the constructor picks).
   static int64_t bucket_for(int64_t staging_floats, int world, int64_t chunk);
 
@@ -68,17 +74,20 @@ class Zero1Sync {
  private:
   // One bucket's buffers: the packed [world × bucket] send and this rank's [bucket] sum.
   struct Slot {
-    std::vector<float> staging, piece;
+    BackendBuffer staging, piece;
     std::unique_ptr<dist::Transfer> transfer;
     int64_t at = -1;  // the bucket's offset within a rank's range while in flight
   };
   void pack(int64_t at, int64_t b, const float* full_grads, float* staging) const;
+  // weights[r·chunk + at + i] = staging[r·b + i] for every rank r and i < b inside the buffer.
+  void unpack(int64_t at, int64_t b, const float* staging, float* weights) const;
   // Starts the final buckets (next_at_ >= final_from_) while the oldest slot is free or its
   // bucket has arrived; with `block`, waits for the oldest instead.
   void start_final_buckets(bool block);
   void complete(Slot& slot);
 
   dist::Communicator& comm_;
+  const Backend* be_;
   ShardLayout layout_;
   int64_t bucket_;
   Slot slots_[kInFlight];

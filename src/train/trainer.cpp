@@ -17,6 +17,8 @@
 #include <omp.h>
 #include <nlohmann/json.hpp>
 
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cuda/plugin_api.h"
 #include "backend/device_select.h"
 #include "ckpt/async_saver.h"
 #include "ckpt/hf_interop.h"
@@ -320,24 +322,29 @@ TrainSummary run_training(const TrainOptions& opt) {
   // On a backend of its own memory the parameters, gradients and optimizer state stay there for
   // the whole run (resident): nothing crosses per micro-batch but the tokens and the experts'
   // row counts, and the host copies are refreshed for checkpoints and the end of the run. With
-  // several ranks ZeRO-1's collectives move host memory (MPI), so once per step the gradients
-  // come over, the rank's summed shard goes back, and so do the gathered weights.
+  // several ranks ZeRO-1's buckets and the Muon pieces move in that memory too: over NCCL on a
+  // GPU (sums in rank order, backend/cuda/nccl_communicator.h), while the loss, the loads and
+  // the norm go over the host communicator.
   const bool resident = !device.backend->host_memory();
-  Optimizer optimizer(model.params().registry(), oc, comm, resident ? device.backend : nullptr);
+  std::unique_ptr<dist::Communicator> nccl;
+  if (device.name == "cuda" && world > 1)
+    nccl = cuda_plugin().make_nccl_communicator(*comm, /*rank_order_sums=*/true);
+  dist::Communicator* data_comm = nccl ? nccl.get() : comm;  // cpu-as-device: host memory
+  Optimizer optimizer(model.params().registry(), oc, comm, resident ? device.backend : nullptr,
+                      data_comm);
   RouterBalancer balancer(model.params().registry(), oc);
   std::unique_ptr<Zero1Sync> zero1;
-  std::vector<float> shard_grads;
-  BackendBuffer device_shard_grads;  // resident: the summed shard in the backend's memory
+  BackendBuffer shard_grads;  // this rank's summed range, in the model's backend's memory
+  const Backend& param_memory = resident ? *device.backend : cpu_backend();
   if (world > 1) {
-    zero1 =
-        std::make_unique<Zero1Sync>(*comm, int64_t(model.params().size()), tc.zero1_bucket_floats);
-    shard_grads.resize(size_t(zero1->layout().size()));
-    if (resident)
-      device_shard_grads = BackendBuffer(*device.backend, sizeof(float) * shard_grads.size());
+    zero1 = std::make_unique<Zero1Sync>(*data_comm, int64_t(model.params().size()),
+                                        tc.zero1_bucket_floats, &param_memory);
+    shard_grads = BackendBuffer(param_memory, sizeof(float) * size_t(zero1->layout().size()));
   }
-  // The overlapped reduce-scatter needs the gradients on the host as the backward finishes each
-  // stage; resident gradients arrive at the end of the backward.
-  const bool overlap_reduce = tc.overlap_reduce && !resident;
+  // Where the step's weights and gradients are: the backend's copies when resident.
+  float* const weights = resident ? model.backend_weights() : model.params().weights();
+  float* const grads = resident ? model.backend_grads() : model.params().grads();
+  const bool overlap_reduce = tc.overlap_reduce;
   const int n_moe = int(mc.num_moe_stages()), n_routes = int(mc.num_routes());
   int64_t g = 0, tokens_done = 0, step = 0;
   if (!resume_dir.empty()) {
@@ -389,9 +396,10 @@ TrainSummary run_training(const TrainOptions& opt) {
     if (device.name != "cpu")
       std::fprintf(stderr, "device: %s; weights, gradients and optimizer state stay there%s\n",
                    device.description.c_str(),
-                   world > 1 ? " (ZeRO-1 moves the gradients and weights through host memory "
-                               "once per step)"
-                             : "");
+                   world > 1
+                       ? (nccl ? " (ZeRO-1 and the Muon exchange over NCCL, sums in rank order)"
+                               : " (ZeRO-1 and the Muon exchange over MPI)")
+                       : "");
     if (zero1)
       std::fprintf(
           stderr,
@@ -460,7 +468,7 @@ TrainSummary run_training(const TrainOptions& opt) {
       // the flat buffer down: ZeRO-1's buckets start moving as their stages are done.
       const bool last_micro = m + 1 == micro_steps;
       if (overlap && last_micro) {
-        zero1->begin_reduce(model.params().grads(), shard_grads.data());
+        zero1->begin_reduce(grads, shard_grads.floats());
         model.set_gradients_final([&zero1](int64_t from) { zero1->grads_final_from(from); });
       }
       model.backward(1.0f / float(micro_steps * data_world));
@@ -473,10 +481,7 @@ TrainSummary run_training(const TrainOptions& opt) {
     }
     if (nan_drill) {  // Aegis drill: NaN loss and gradients (update skipped)
       loss_sum = std::numeric_limits<double>::quiet_NaN();
-      if (resident)
-        device.backend->fill(model.backend_grads(), model.params().size(), std::nanf(""));
-      else
-        std::fill_n(model.params().grads(), model.params().size(), std::nanf(""));
+      param_memory.fill(grads, model.params().size(), std::nanf(""));
     }
     // This rank's own work, before it waits for the others (stragglers show up in heartbeats).
     const double own_s =
@@ -488,29 +493,16 @@ TrainSummary run_training(const TrainOptions& opt) {
     double grad_norm = 0;
     if (zero1) {
       const auto r0 = std::chrono::steady_clock::now();
-      if (resident) model.pull_grads();
       if (overlap)
         zero1->finish_reduce();
       else
-        zero1->reduce_scatter_grads(model.params().grads(), shard_grads.data());
+        zero1->reduce_scatter_grads(grads, shard_grads.floats());
       sum.grad_reduce_wait_s +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - r0).count();
-      if (resident) {  // the shard's update on the backend, the gather through the host
-        const Backend& be = *device.backend;
-        be.to_device(device_shard_grads.floats(), shard_grads.data(), device_shard_grads.bytes());
-        grad_norm = optimizer.step(model.backend_weights(), device_shard_grads.floats(), lr);
-        const ShardLayout& shard = zero1->layout();
-        model.pull_weights(size_t(shard.begin()), size_t(shard.size()));
-        zero1->all_gather_weights(model.params().weights());
-        model.push_weights();
-      } else {
-        grad_norm = optimizer.step(model.params().weights(), shard_grads.data(), lr);
-        zero1->all_gather_weights(model.params().weights());
-      }
-    } else if (resident) {
-      grad_norm = optimizer.step(model.backend_weights(), model.backend_grads(), lr);
+      grad_norm = optimizer.step(weights, shard_grads.floats(), lr);
+      zero1->all_gather_weights(weights);
     } else {
-      grad_norm = optimizer.step(model.params(), lr);
+      grad_norm = optimizer.step(weights, grads, lr);
     }
     std::vector<RouteCounts> stage_counts(static_cast<size_t>(n_moe));
     for (int k = 0; k < n_moe; ++k)

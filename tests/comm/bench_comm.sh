@@ -44,6 +44,12 @@ grep -v "^#" <<< "$peer" | grep -v "^$" |
   fail "peer rows"
 grep -q "^# Avg bus bandwidth of mpi-native (out-of-place): " <<< "$peer" || fail "no peer footer"
 
+# The buffers in a backend's memory (the CPU's stand-in for a GPU): filled and checked through
+# copies, as with --device cuda; every value right.
+dev=$(run -np 2 "$zaya" bench comm --device cpu-as-device -b 8 -e 64K -f 8 -c 1 -n 2 -w 1)
+[[ $(grep -c "^# Out of bounds values : 0 OK$" <<< "$dev") == 4 ]] ||
+  fail "cpu-as-device: expected 4 OK footers"
+
 # A bad flag fails on every rank, and each rank's error names the rank.
 set +e
 err=$(run -np 2 "$zaya" bench comm -d double 2>&1 >/dev/null)

@@ -6,7 +6,7 @@
 #ifdef ZAYA_FAKE_PLUGIN_WRONG_ABI
 extern "C" __attribute__((visibility("default"))) const zaya::cuda::PluginApi* zaya_cuda_plugin() {
   static const zaya::cuda::PluginApi api{
-      "0123456789abcdef", nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
+      "0123456789abcdef", nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
   return &api;
 }
 #else

@@ -3,6 +3,7 @@
 #include "backend/backend_abi.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/device.h"
+#include "backend/cuda/nccl_communicator.h"
 #include "backend/cuda/plugin_api.h"
 #include "backend/cuda/timing.h"
 
@@ -19,6 +20,7 @@ extern "C" __attribute__((visibility("default"))) const zaya::cuda::PluginApi* z
       &zaya::cuda::time_gemm,
       &zaya::cuda::time_stream_kernel,
       &zaya::cuda::device_memory_used,
+      &zaya::cuda::make_nccl_communicator,
   };
   return &api;
 }

@@ -13,7 +13,10 @@
 #include <cstddef>
 #include <string>
 
+#include <memory>
+
 #include "backend/backend.h"
+#include "dist/communicator.h"
 
 namespace zaya::cuda {
 
@@ -36,6 +39,10 @@ struct PluginApi {
   double (*time_stream_kernel)(int kernel, size_t n, int runs);
   // Bytes of device memory in use (total minus free), for the peak-memory figures.
   size_t (*device_memory_used)();
+  // A communicator over NCCL for GPU memory, of the ranks of `host` (nccl_communicator.h):
+  // sums in rank order, or NCCL's own reductions (the benchmark's peer).
+  std::unique_ptr<dist::Communicator> (*make_nccl_communicator)(dist::Communicator& host,
+                                                                bool rank_order_sums);
 };
 
 }  // namespace zaya::cuda
