@@ -151,7 +151,7 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
   const Shape s = shape_of(batch, seq, nq, nk, d, scale);
   const long q_rows = long(batch) * nq * seq, k_rows = long(batch) * nk * seq;
   if (q_rows == 0) return;
-  DeviceBuffer<float> D{size_t(q_rows)};
+  ScratchBuffer<float> D{size_t(q_rows)};
   attention_dq_kernel<<<row_blocks(q_rows), kWarpsPerBlock * ZAYA_WARP_SIZE>>>(
       dq, D.get(), dout, out, lse, q, k, v, s);
   ZAYA_CUDA_LAUNCHED("attention_backward (dq)");

@@ -1,6 +1,9 @@
 #include "backend/cuda/device.h"
 
 #include <cstdio>
+#include <map>
+#include <mutex>
+#include <vector>
 
 #include "backend/cuda/vendor.h"
 
@@ -49,6 +52,62 @@ void* device_alloc(size_t bytes) {
 
 void device_free(void* p) noexcept {
   if (p) (void)cudaFree(p);  // a destructor has nobody to tell
+}
+
+namespace {
+
+struct ScratchCache {
+  std::mutex mutex;
+  std::map<size_t, std::vector<void*>> free;  // by block size
+};
+
+ScratchCache& scratch_cache() {
+  static ScratchCache* cache = new ScratchCache;  // never destroyed: blocks outlive static order
+  return *cache;
+}
+
+size_t block_size(size_t bytes) {
+  size_t size = 256;
+  while (size < bytes) size *= 2;
+  return size;
+}
+
+}  // namespace
+
+void* scratch_take(size_t bytes) {
+  const size_t size = block_size(bytes);
+  ScratchCache& cache = scratch_cache();
+  {
+    const std::lock_guard<std::mutex> lock(cache.mutex);
+    std::vector<void*>& blocks = cache.free[size];
+    if (!blocks.empty()) {
+      void* p = blocks.back();
+      blocks.pop_back();
+      return p;
+    }
+  }
+  void* p = nullptr;
+  if (cudaMalloc(&p, size) == cudaSuccess) return p;
+  (void)cudaGetLastError();
+  {  // out of memory: give every cached block back to the driver and try once more
+    const std::lock_guard<std::mutex> lock(cache.mutex);
+    for (auto& [s, blocks] : cache.free)
+      for (void* b : blocks) (void)cudaFree(b);
+    cache.free.clear();
+  }
+  ZAYA_CUDA_CHECK(cudaMalloc(&p, size));
+  return p;
+}
+
+void scratch_give(void* p, size_t bytes) noexcept {
+  if (p == nullptr) return;
+  ScratchCache& cache = scratch_cache();
+  try {
+    const std::lock_guard<std::mutex> lock(cache.mutex);
+    cache.free[block_size(bytes)].push_back(p);
+  } catch (...) {  // no memory for the list: free it instead
+    (void)cudaFree(p);
+  }
 }
 
 void copy_to_device(void* dst, const void* src, size_t bytes) {

@@ -64,4 +64,50 @@ class DeviceBuffer {
   T* p_ = nullptr;
 };
 
+// Device memory for an op's temporaries, from a cache of blocks given back earlier: no
+// cudaMalloc per call and, above all, no cudaFree, which waits for the whole device. Reuse is safe
+// without a wait because every kernel runs in order on the default stream: a block taken again
+// is only touched by work queued after its previous holder's. (Work on another stream, NCCL's,
+// must be waited for before its block is given back.) Sizes are rounded up to a power of two,
+// at least 256 bytes; the cache is emptied when a cudaMalloc fails, and the allocation retried.
+void* scratch_take(size_t bytes);
+void scratch_give(void* p, size_t bytes) noexcept;
+
+// DeviceBuffer's interface over scratch_take / scratch_give: for temporaries of one op.
+template <typename T>
+class ScratchBuffer {
+ public:
+  ScratchBuffer() = default;
+  explicit ScratchBuffer(size_t n)
+      : n_(n), p_(static_cast<T*>(n ? scratch_take(n * sizeof(T)) : nullptr)) {}
+  explicit ScratchBuffer(const std::vector<T>& host) : ScratchBuffer(host.size()) { upload(host); }
+  ScratchBuffer(const ScratchBuffer&) = delete;
+  ScratchBuffer& operator=(const ScratchBuffer&) = delete;
+  ScratchBuffer(ScratchBuffer&& o) noexcept
+      : n_(std::exchange(o.n_, 0)), p_(std::exchange(o.p_, nullptr)) {}
+  ScratchBuffer& operator=(ScratchBuffer&& o) noexcept {
+    std::swap(n_, o.n_);
+    std::swap(p_, o.p_);
+    return *this;
+  }
+  ~ScratchBuffer() {
+    if (p_) scratch_give(p_, n_ * sizeof(T));
+  }
+
+  T* get() { return p_; }
+  const T* get() const { return p_; }
+  size_t size() const { return n_; }
+  void upload(const std::vector<T>& host) { copy_to_device(p_, host.data(), n_ * sizeof(T)); }
+  std::vector<T> download() const {
+    std::vector<T> host(n_);
+    copy_to_host(host.data(), p_, n_ * sizeof(T));
+    return host;
+  }
+  void zero() { fill_zero(p_, n_ * sizeof(T)); }
+
+ private:
+  size_t n_ = 0;
+  T* p_ = nullptr;
+};
+
 }  // namespace zaya::cuda

@@ -75,8 +75,8 @@ double lm_head_loss_forward(float* lse, const float* y, const float* w, const in
              " x ", chunk_vocab, " must be positive");
   *count = 0;
   if (n == 0) return 0.0;
-  DeviceBuffer<float> mx{size_t(n)}, target_logit{size_t(n)};
-  DeviceBuffer<double> sum{size_t(n)}, row_loss{size_t(n)};
+  ScratchBuffer<float> mx{size_t(n)}, target_logit{size_t(n)};
+  ScratchBuffer<double> sum{size_t(n)}, row_loss{size_t(n)};
   init_kernel<<<blocks_for(n, 128), 128>>>(mx.get(), sum.get(), target_logit.get(), n);
   ZAYA_CUDA_LAUNCHED("lm_head_loss_forward (init)");
   for (int t0 = 0; t0 < n; t0 += chunk_tokens) {

@@ -60,7 +60,7 @@ double cross_entropy_forward(float* lse, const float* logits, const int32_t* tar
                              int vocab, int64_t* count) {
   *count = 0;
   if (n == 0) return 0.0;
-  DeviceBuffer<double> row_loss{size_t(n)};
+  ScratchBuffer<double> row_loss{size_t(n)};
   cross_entropy_forward_kernel<<<n, kRowThreads>>>(lse, row_loss.get(), logits, targets, vocab);
   ZAYA_CUDA_LAUNCHED("cross_entropy_forward");
   return sum_row_losses(row_loss.get(), targets, n, count);

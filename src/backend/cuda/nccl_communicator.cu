@@ -143,7 +143,7 @@ void rank_order_reduce(void* out, const void* parts, size_t count, int world, DT
 // reduction runs in wait(), into the caller's buffer.
 class StreamTransfer final : public dist::Transfer {
  public:
-  StreamTransfer(cudaStream_t stream, DeviceBuffer<unsigned char> parts, void* recv, size_t count,
+  StreamTransfer(cudaStream_t stream, ScratchBuffer<unsigned char> parts, void* recv, size_t count,
                  int world, DType t, dist::ReduceOp op)
       : parts_(std::move(parts)), recv_(recv), count_(count), world_(world), t_(t), op_(op) {
     ZAYA_CUDA_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
@@ -166,7 +166,7 @@ class StreamTransfer final : public dist::Transfer {
 
  private:
   cudaEvent_t done_ = nullptr;
-  DeviceBuffer<unsigned char> parts_;  // a reduce-scatter's N contributions (empty: none)
+  ScratchBuffer<unsigned char> parts_;  // a reduce-scatter's N contributions (empty: none)
   void* recv_;
   size_t count_;
   int world_;
@@ -213,7 +213,7 @@ class NcclCommunicator final : public dist::Communicator {
       finish();
       return;
     }
-    DeviceBuffer<unsigned char> parts(count * size_of(t) * size_t(world_size()));
+    ScratchBuffer<unsigned char> parts(count * size_of(t) * size_t(world_size()));
     ZAYA_NCCL_CHECK(nccl().all_gather(send, parts.get(), count, nccl_type(t), comm_, stream_));
     finish();
     rank_order_reduce(recv, parts.get(), count, world_size(), t, op);
@@ -234,11 +234,11 @@ class NcclCommunicator final : public dist::Communicator {
     if (!rank_order_) {
       ZAYA_NCCL_CHECK(
           nccl().reduce_scatter(send, recv, recv_count, nccl_type(t), nccl_op(op), comm_, stream_));
-      return std::make_unique<StreamTransfer>(stream_, DeviceBuffer<unsigned char>(), recv, 0, 0, t,
-                                              op);
+      return std::make_unique<StreamTransfer>(stream_, ScratchBuffer<unsigned char>(), recv, 0, 0,
+                                              t, op);
     }
     // The all-to-all: rank r's chunk of every rank lands in r's parts, in rank order.
-    DeviceBuffer<unsigned char> parts(bytes * size_t(world_size()));
+    ScratchBuffer<unsigned char> parts(bytes * size_t(world_size()));
     const auto* in = static_cast<const unsigned char*>(send);
     ZAYA_NCCL_CHECK(nccl().group_start());
     for (int r = 0; r < world_size(); ++r) {
@@ -292,7 +292,7 @@ class NcclCommunicator final : public dist::Communicator {
       ZAYA_NCCL_CHECK(nccl().send(send, send_count, nccl_type(t), dest, comm_, stream_));
     if (src >= 0) ZAYA_NCCL_CHECK(nccl().recv(recv, recv_count, nccl_type(t), src, comm_, stream_));
     ZAYA_NCCL_CHECK(nccl().group_end());
-    return std::make_unique<StreamTransfer>(stream_, DeviceBuffer<unsigned char>(), recv, 0, 0, t,
+    return std::make_unique<StreamTransfer>(stream_, ScratchBuffer<unsigned char>(), recv, 0, 0, t,
                                             dist::ReduceOp::Sum);
   }
 

@@ -131,7 +131,7 @@ void l2norm_backward(float* din, float* dtemp, const float* dout, const float* i
                      const float* temp, const float* inv_norm, int n, int heads, int d) {
   const long rows = long(n) * heads;
   if (rows == 0) return;
-  DeviceBuffer<double> tsum(dtemp ? size_t(rows) : 0);
+  ScratchBuffer<double> tsum(dtemp ? size_t(rows) : 0);
   l2norm_backward_kernel<<<blocks_for(rows, 128), 128>>>(din, tsum.get(), dout, in, temp, inv_norm,
                                                          rows, heads, d);
   ZAYA_CUDA_LAUNCHED("l2norm_backward");

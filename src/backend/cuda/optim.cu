@@ -16,8 +16,8 @@ namespace {
 // The segments of one call in device memory, empty ones dropped: where each starts in the
 // buffers and in the launch, and its keep and step.
 struct SegmentTable {
-  DeviceBuffer<int64_t> begin, first;  // first: the segment's first thread of the launch
-  DeviceBuffer<float> keep, step;
+  ScratchBuffer<int64_t> begin, first;  // first: the segment's first thread of the launch
+  ScratchBuffer<float> keep, step;
   int count = 0;
   int64_t total = 0;
 
@@ -34,10 +34,10 @@ struct SegmentTable {
     }
     count = int(b.size());
     if (count == 0) return;
-    begin = DeviceBuffer<int64_t>(b);
-    first = DeviceBuffer<int64_t>(f);
-    keep = DeviceBuffer<float>(k);
-    step = DeviceBuffer<float>(s);
+    begin = ScratchBuffer<int64_t>(b);
+    first = ScratchBuffer<int64_t>(f);
+    keep = ScratchBuffer<float>(k);
+    step = ScratchBuffer<float>(s);
   }
 };
 
@@ -117,8 +117,8 @@ double sum_of_squares_chunks(const float* x, const OptimSegment* chunks, int cou
     n.push_back(chunks[i].n);
   }
   if (begin.empty()) return 0.0;
-  DeviceBuffer<int64_t> dbegin(begin), dn(n);
-  DeviceBuffer<double> partial(begin.size());
+  ScratchBuffer<int64_t> dbegin(begin), dn(n);
+  ScratchBuffer<double> partial(begin.size());
   sum_of_squares_chunks_kernel<<<unsigned(begin.size()), kRowThreads>>>(partial.get(), x,
                                                                         dbegin.get(), dn.get());
   ZAYA_CUDA_LAUNCHED("sum_of_squares_chunks");
