@@ -486,11 +486,9 @@ TrainSummary run_training(const TrainOptions& opt) {
     // This rank's own work, before it waits for the others (stragglers show up in heartbeats).
     const double own_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    // Global figures: the loss and the routers' loads over every rank's micro-batches.
-    dist::sum_over_ranks(comm, std::span<double>(&loss_sum, 1));
-    dist::sum_over_ranks(comm, route_counts);
-    const double lr = learning_rate(oc, step, schedule_steps);
-    double grad_norm = 0;
+    // The gradients' reduce-scatter first: every rank has started all of its buckets before it
+    // blocks in a host collective. (With NCCL a rank whose GPU waits for a bucket another rank
+    // has not started, while that rank waits in MPI for this one, would never move.)
     if (zero1) {
       const auto r0 = std::chrono::steady_clock::now();
       if (overlap)
@@ -499,6 +497,13 @@ TrainSummary run_training(const TrainOptions& opt) {
         zero1->reduce_scatter_grads(grads, shard_grads.floats());
       sum.grad_reduce_wait_s +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - r0).count();
+    }
+    // Global figures: the loss and the routers' loads over every rank's micro-batches.
+    dist::sum_over_ranks(comm, std::span<double>(&loss_sum, 1));
+    dist::sum_over_ranks(comm, route_counts);
+    const double lr = learning_rate(oc, step, schedule_steps);
+    double grad_norm = 0;
+    if (zero1) {
       grad_norm = optimizer.step(weights, shard_grads.floats(), lr);
       zero1->all_gather_weights(weights);
     } else {

@@ -214,7 +214,10 @@ __global__ void to_bf16_kernel(__nv_bfloat16* out, const float* in, long n) {
 __nv_bfloat16* bf16_scratch(int which, size_t n) {
   static DeviceBuffer<__nv_bfloat16> buffers[2];
   DeviceBuffer<__nv_bfloat16>& b = buffers[which];
-  if (b.size() < n) b = DeviceBuffer<__nv_bfloat16>(std::max(n, b.size() * 3 / 2));
+  if (b.size() < n) {
+    synchronize();  // queued products may still read the old buffer: let them finish first
+    b = DeviceBuffer<__nv_bfloat16>(std::max(n, b.size() * 3 / 2));
+  }
   return b.get();
 }
 

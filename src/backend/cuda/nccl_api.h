@@ -1,7 +1,11 @@
 // NCCL's entry points, resolved with dlopen/dlsym at first use (nccl_communicator.h says why).
 #pragma once
 
+#if defined(ZAYA_HIP)
+#include <rccl/rccl.h>  // RCCL keeps NCCL's names
+#else
 #include <nccl.h>
+#endif
 
 namespace zaya::cuda {
 

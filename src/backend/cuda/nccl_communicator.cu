@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -139,6 +140,25 @@ void rank_order_reduce(void* out, const void* parts, size_t count, int world, DT
   ZAYA_CUDA_LAUNCHED("rank_order_reduce");
 }
 
+// ncclGroupStart … ncclGroupEnd, closed on every path: a group left open by an error would take
+// in every later NCCL call of the thread.
+class NcclGroup {
+ public:
+  NcclGroup() { ZAYA_NCCL_CHECK(nccl().group_start()); }
+  ~NcclGroup() {
+    if (open_) (void)nccl().group_end();
+  }
+  void end() {
+    open_ = false;
+    ZAYA_NCCL_CHECK(nccl().group_end());
+  }
+  NcclGroup(const NcclGroup&) = delete;
+  NcclGroup& operator=(const NcclGroup&) = delete;
+
+ private:
+  bool open_ = true;
+};
+
 // A transfer on the communicator's stream: done when its event is; a reduce-scatter's local
 // reduction runs in wait(), into the caller's buffer.
 class StreamTransfer final : public dist::Transfer {
@@ -152,7 +172,8 @@ class StreamTransfer final : public dist::Transfer {
   ~StreamTransfer() override {
     try {
       wait();
-    } catch (...) {  // a destructor must not throw; the error was the caller's to see in wait()
+    } catch (const std::exception& e) {  // a destructor must not throw: say it at least
+      std::fprintf(stderr, "zaya: error: an NCCL transfer dropped unwaited failed: %s\n", e.what());
     }
     cudaEventDestroy(done_);
   }
@@ -162,7 +183,14 @@ class StreamTransfer final : public dist::Transfer {
     ZAYA_CUDA_CHECK(cudaEventSynchronize(done_));
     if (parts_.size()) rank_order_reduce(recv_, parts_.get(), count_, world_, t_, op_);
   }
-  bool test() override { return finished_ || cudaEventQuery(done_) == cudaSuccess; }
+  bool test() override {
+    if (finished_) return true;
+    const cudaError_t status = cudaEventQuery(done_);
+    if (status == cudaSuccess) return true;
+    ZAYA_CHECK(status == cudaErrorNotReady, "NCCL transfer: ", cudaGetErrorString(status));
+    (void)cudaGetLastError();  // "not ready" is no error: the next launch check must not see it
+    return false;
+  }
 
  private:
   cudaEvent_t done_ = nullptr;
@@ -182,9 +210,24 @@ class NcclCommunicator final : public dist::Communicator {
       : owned_host_(std::move(owned_host)),
         host_(owned_host_ ? *owned_host_ : host),
         rank_order_(rank_order_sums) {
+    // Rank 0 makes the id, and says whether it could, before anyone waits for the id: a rank
+    // that cannot load NCCL fails, and so does every rank with it, instead of hanging.
+    int32_t ok = 1;
+    std::string why;
+    try {
+      nccl();
+    } catch (const Error& e) {
+      ok = 0;
+      why = e.what();
+    }
+    host_.all_reduce(&ok, &ok, 1, DType::I32, dist::ReduceOp::Min);
+    ZAYA_CHECK(ok == 1, why.empty() ? "NCCL could not be loaded on another rank" : why);
     const NcclApi& api = nccl();
     ncclUniqueId id{};
-    if (host_.rank() == 0) ZAYA_NCCL_CHECK(api.get_unique_id(&id));
+    int32_t made = 1;
+    if (host_.rank() == 0) made = api.get_unique_id(&id) == ncclSuccess ? 1 : 0;
+    host_.broadcast(&made, &made, 1, DType::I32, 0);
+    ZAYA_CHECK(made == 1, "ncclGetUniqueId failed on rank 0");
     static_assert(sizeof(id) % 4 == 0);
     host_.broadcast(&id, &id, sizeof(id) / 4, DType::I32, 0);
     ZAYA_NCCL_CHECK(api.comm_init_rank(&comm_, host_.world_size(), id, host_.rank()));
@@ -240,14 +283,14 @@ class NcclCommunicator final : public dist::Communicator {
     // The all-to-all: rank r's chunk of every rank lands in r's parts, in rank order.
     ScratchBuffer<unsigned char> parts(bytes * size_t(world_size()));
     const auto* in = static_cast<const unsigned char*>(send);
-    ZAYA_NCCL_CHECK(nccl().group_start());
+    NcclGroup group;
     for (int r = 0; r < world_size(); ++r) {
       ZAYA_NCCL_CHECK(
           nccl().send(in + size_t(r) * bytes, recv_count, nccl_type(t), r, comm_, stream_));
       ZAYA_NCCL_CHECK(nccl().recv(parts.get() + size_t(r) * bytes, recv_count, nccl_type(t), r,
                                   comm_, stream_));
     }
-    ZAYA_NCCL_CHECK(nccl().group_end());
+    group.end();
     return std::make_unique<StreamTransfer>(stream_, std::move(parts), recv, recv_count,
                                             world_size(), t, op);
   }
@@ -287,11 +330,11 @@ class NcclCommunicator final : public dist::Communicator {
                                                  void* recv, size_t recv_count, int src, DType t,
                                                  int /*tag*/) override {
     after_queued_kernels();
-    ZAYA_NCCL_CHECK(nccl().group_start());
+    NcclGroup group;
     if (dest >= 0)
       ZAYA_NCCL_CHECK(nccl().send(send, send_count, nccl_type(t), dest, comm_, stream_));
     if (src >= 0) ZAYA_NCCL_CHECK(nccl().recv(recv, recv_count, nccl_type(t), src, comm_, stream_));
-    ZAYA_NCCL_CHECK(nccl().group_end());
+    group.end();
     return std::make_unique<StreamTransfer>(stream_, ScratchBuffer<unsigned char>(), recv, 0, 0, t,
                                             dist::ReduceOp::Sum);
   }

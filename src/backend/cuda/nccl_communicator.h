@@ -1,5 +1,7 @@
-// The Communicator over NCCL (RCCL on AMD), for buffers in GPU memory: ZeRO-1's buckets, the Muon
-// exchange and `zaya bench comm --device cuda`. Plain C++; the plugin exports it (plugin_api.h).
+// The Communicator over NCCL (RCCL on AMD: the same names, through vendor.h; Debian packages no
+// RCCL, so the HIP compile check leaves this file out), for buffers in GPU memory: ZeRO-1's
+// buckets, the Muon exchange and `zaya bench comm --device cuda`. Plain C++; the plugin exports it
+// (plugin_api.h).
 //
 // Sums. The Communicator promises sums in rank order (dist/communicator.h), which NCCL's own
 // reductions do not keep: a ring or tree adds the contributions in an order set by the topology

@@ -25,7 +25,10 @@ struct NsScratch {
 
 template <typename T>
 T* grown(DeviceBuffer<T>& b, size_t n) {
-  if (b.size() < n) b = DeviceBuffer<T>(n);
+  if (b.size() < n) {
+    synchronize();  // the old buffer may still be read by queued kernels: let them finish first
+    b = DeviceBuffer<T>(n);
+  }
   return b.get();
 }
 
@@ -64,8 +67,9 @@ __global__ void unstack_kernel(float* g, const float* x, int64_t rows, int64_t c
 void row_major_gemm(bool ta, bool tb, int M, int N, int K, float alpha, const float* A,
                     int64_t stride_a, const float* B, int64_t stride_b, float beta, float* C,
                     int64_t stride_c, int count) {
-  gemm_f32_batched(tb, ta, N, M, K, alpha, B, tb ? K : N, A, ta ? M : K, beta, C, N,
-                   GemmBatch{count, stride_b, stride_a, stride_c});
+  // One matrix: no strides, so that they do not lower the alignment cuBLASLt is told.
+  const GemmBatch batch = count > 1 ? GemmBatch{count, stride_b, stride_a, stride_c} : GemmBatch{};
+  gemm_f32_batched(tb, ta, N, M, K, alpha, B, tb ? K : N, A, ta ? M : K, beta, C, N, batch);
 }
 
 }  // namespace

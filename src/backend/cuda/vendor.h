@@ -35,6 +35,15 @@
 #define cudaEventSynchronize hipEventSynchronize
 #define cudaEventElapsedTime hipEventElapsedTime
 #define cudaMemGetInfo hipMemGetInfo
+#define cudaErrorNotReady hipErrorNotReady
+#define cudaEventCreateWithFlags hipEventCreateWithFlags
+#define cudaEventDisableTiming hipEventDisableTiming
+#define cudaEventQuery hipEventQuery
+#define cudaStreamCreateWithFlags hipStreamCreateWithFlags
+#define cudaStreamNonBlocking hipStreamNonBlocking
+#define cudaStreamWaitEvent hipStreamWaitEvent
+#define cudaStreamSynchronize hipStreamSynchronize
+#define cudaStreamDestroy hipStreamDestroy
 // CDNA GPUs (MI300X) run 64-lane wavefronts.
 #define ZAYA_WARP_SIZE 64
 #define ZAYA_SHFL_XOR(value, lane_mask) __shfl_xor(value, lane_mask)
