@@ -100,6 +100,12 @@ int main(int argc, char** argv) {
   step->add_flag("--optimizer", sopt.optimizer,
                  "time the optimizer's step too (AdamW and Muon with their default settings, on "
                  "the same device), and print its share");
+  std::string step_chunks;
+  step->add_option(
+      "--lm-head-chunks", step_chunks,
+      "TOKENS,VOCAB: the LM head and loss in blocks of that many logits, never the "
+      "whole [tokens x vocab] (default: the logits materialised, as the PyTorch peer "
+      "does; at ZAYA1's 262,272 tokens of vocabulary a GPU run wants e.g. 4096,32768)");
   step->add_flag("--json", step_json, "print one JSON line instead of text");
 
   // zaya debug-dump
@@ -175,6 +181,16 @@ int main(int argc, char** argv) {
       const zaya::ModelConfig c = zaya::load_model_config(step_config);
       ZAYA_CHECK(sopt.batch > 0 && sopt.seq > 0 && sopt.steps > 0 && sopt.warmup >= 0,
                  "--batch, --seq and --steps must be positive, --warmup non-negative");
+      if (!step_chunks.empty()) {
+        int t = 0, v = 0;
+        char rest = 0;
+        ZAYA_CHECK(
+            std::sscanf(step_chunks.c_str(), "%d,%d%c", &t, &v, &rest) == 2 && t > 0 && v > 0,
+            "--lm-head-chunks: expected TOKENS,VOCAB (two positive integers), got '", step_chunks,
+            "'");
+        sopt.lm_head_chunk_tokens = t;
+        sopt.lm_head_chunk_vocab = v;
+      }
       const int nthreads = omp_get_max_threads();
       if (!step_json)
         std::printf("bench step: %s, batch %d x seq %d, %d threads\n", step_config.c_str(),
@@ -203,7 +219,7 @@ int main(int argc, char** argv) {
         if (sopt.optimizer)
           std::printf("  optimizer: %.1f ms/step (%.1f %% of the step)\n", r.optimizer_ms,
                       100.0 * r.optimizer_ms / r.step_ms);
-        if (r.host_reads_per_step > 0)
+        if (!r.host_memory && r.host_reads_per_step > 0)
           std::printf("  %.0f copies to the host per step (%.1f MiB), each a GPU synchronisation\n",
                       r.host_reads_per_step, r.host_read_bytes_per_step / (1 << 20));
       }

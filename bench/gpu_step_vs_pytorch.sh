@@ -31,8 +31,9 @@ trap 'rm -rf "$WORK"' EXIT
 cd "$WORK"
 
 echo "config $CONFIG, batch $BATCH x seq $SEQ, $STEPS timed steps after 2 warm-up"
+# The LM head and loss in blocks: ZAYA1's vocabulary would make [tokens x 262,272] fp32 logits.
 common=(bench step --device cuda --precision bf16 --config "$CONFIG" --batch "$BATCH" --seq "$SEQ"
-  --steps "$STEPS" --warmup 2 --json)
+  --steps "$STEPS" --warmup 2 --lm-head-chunks 4096,32768 --json)
 "$ZAYA" "${common[@]}" --save-model "$WORK/model" > zaya.json
 "$ZAYA" "${common[@]}" --optimizer > zaya_opt.json
 "$ZAYA" bench gemm --device cuda --dtype bf16 --shapes "model:$CONFIG" --batch "$BATCH" \

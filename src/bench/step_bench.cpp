@@ -21,6 +21,7 @@ StepBenchResult run_step_bench(const ModelConfig& config, const StepBenchOptions
   model.params().init(opt.seed);
   model.set_backend(*device.backend);
   model.set_resident(true);
+  model.set_lm_head_chunks({opt.lm_head_chunk_tokens, opt.lm_head_chunk_vocab});
   std::unique_ptr<Optimizer> optimizer;
   if (opt.optimizer)
     optimizer = std::make_unique<Optimizer>(model.params().registry(), OptimConfig{}, nullptr,
@@ -34,6 +35,7 @@ StepBenchResult run_step_bench(const ModelConfig& config, const StepBenchOptions
   const auto targets = ZayaModel::shifted_targets(tokens, opt.batch, opt.seq);
   StepBenchResult r;
   r.device = device.description;
+  r.host_memory = device.backend->host_memory();
   double total_s = 0, optimizer_s = 0;
   int64_t reads = 0, read_bytes = 0;
   const Backend& be = *device.backend;

@@ -20,6 +20,8 @@ struct StepBenchOptions {
   std::string device = "auto";     // backend/device_select.h
   std::string precision = "auto";  // fp32, bf16 (cuda only) or auto: bf16 on cuda
   bool optimizer = false;          // time Optimizer::step (AdamW + Muon, default settings) too
+  // The LM head and loss in blocks of tokens × vocab logits (0 × 0: the logits materialised).
+  int lm_head_chunk_tokens = 0, lm_head_chunk_vocab = 0;
 };
 
 struct StepBenchResult {
@@ -29,6 +31,7 @@ struct StepBenchResult {
   float loss = 0;
   size_t arena_bytes = 0;
   std::string device;  // what it ran on (ComputeDevice::description)
+  bool host_memory = true;  // the device computes on the host's memory (the CPU backend)
   // Copies to the host per timed step (each a GPU synchronisation; backend/backend.h) and their
   // bytes; 0 on the host's own memory.
   double host_reads_per_step = 0, host_read_bytes_per_step = 0;
