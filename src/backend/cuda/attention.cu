@@ -5,8 +5,15 @@
 // query's warp and dk, dv by the key's warp (looping the queries of its head group in order):
 // every gradient element has one writer and one order, no atomics.
 //
-// This is the correctness kernel: one row per warp, keys read from global memory. Tiling keys
-// through shared memory (and bf16 tensor cores) is the performance work still to do.
+// The forward and dq kernels tile the keys: a block takes a tile of query positions for every
+// query head of one KV group (the rows that share those keys), loads each tile of keys and
+// values into shared memory once for all of them, and keeps each row's query (and, for dq, its
+// output gradient) in registers. Each row still visits its keys one by one in order, with the
+// same lane split and butterfly, so the results are bitwise those of one warp per row reading
+// global memory. The dk/dv kernel still reads global memory per key row. bf16 tensor cores are
+// the performance work still to do.
+#include <algorithm>
+
 #include "backend/cuda/device.h"
 #include "backend/cuda/ops.h"
 #include "backend/cuda/reduce.cuh"
@@ -45,51 +52,158 @@ __device__ inline float row_dot(const float* a, const float* b, int d) {
   return warp_sum(s);
 }
 
-__global__ void attention_forward_kernel(float* out, float* lse, const float* q, const float* k,
-                                         const float* v, Shape s) {
-  const WarpRow r = warp_row(s.nq, s);
-  if (r.b >= s.batch) return;
-  const int i = r.i, h = r.h, b = r.b, kvh = h / (s.nq / s.nk), lane = r.lane;
-  const float* qi = q + s.q_row(b, i, h);
-  float acc[kMaxDimPerLane] = {};
-  float m = -INFINITY, l = 0.0f;
-  for (int j = 0; j <= i; ++j) {
-    const float score = row_dot(qi, k + s.k_row(b, j, kvh), s.d) * s.scale;
-    const float m_new = fmaxf(m, score);
-    const float correction = expf(m - m_new), p = expf(score - m_new);
-    l = l * correction + p;
-    const float* vj = v + s.k_row(b, j, kvh);
-    for (int t = 0, c = lane; c < s.d; ++t, c += ZAYA_WARP_SIZE)
-      acc[t] = acc[t] * correction + p * vj[c];
-    m = m_new;
-  }
-  float* oi = out + s.q_row(b, i, h);
-  for (int t = 0, c = lane; c < s.d; ++t, c += ZAYA_WARP_SIZE) oi[c] = acc[t] / l;
-  if (lane == 0) lse[(size_t(b) * s.nq + h) * s.seq + i] = m + logf(l);
+// The tiled kernels' blocks: kTileWarps warps, each holding up to kRowsPerWarp query rows.
+constexpr int kTileWarps = 8;
+constexpr int kRowsPerWarp = 8;
+constexpr int kTileFloats = 6144;  // shared floats per key/value tile (2 tiles: 48 KiB)
+
+// A block's rows: tq positions × the `group` query heads of one KV head.
+struct QueryTile {
+  int b, kvh, i0, tq, group;
+  // Row r of the block (r = warp + kTileWarps · t): position i0 + r / group, head kvh·group + r %
+  // group.
+  __device__ int position(int r) const { return i0 + r / group; }
+  __device__ int head(int r) const { return kvh * group + r % group; }
+};
+
+__device__ inline QueryTile query_tile(const Shape& s, int tq) {
+  const int tiles = (s.seq + tq - 1) / tq;
+  const int blk = int(blockIdx.x);
+  return QueryTile{blk / (tiles * s.nk), (blk / tiles) % s.nk, (blk % tiles) * tq, tq, s.nq / s.nk};
 }
 
-// D[b, h, i] = Σ_c dout·out, then dq[i] += Σ_j ds_ij·k_j·scale with ds = p·(dout·v_j − D).
+// Keys [j0, j0 + n) of (b, kvh) into shared memory: rows of d floats, for K and V.
+__device__ inline void load_key_tile(float* ks, float* vs, const float* k, const float* v,
+                                     const Shape& s, int b, int kvh, int j0, int n) {
+  for (int e = int(threadIdx.x); e < n * s.d; e += int(blockDim.x)) {
+    const int jj = e / s.d, c = e % s.d;
+    ks[e] = k[s.k_row(b, j0 + jj, kvh) + c];
+    vs[e] = v[s.k_row(b, j0 + jj, kvh) + c];
+  }
+}
+
+// This lane's share of a row (elements lane, lane + warp, ...) into registers.
+__device__ inline void load_lanes(float* dst, const float* row, int d) {
+  for (int t = 0, c = int(threadIdx.x % ZAYA_WARP_SIZE); c < d; ++t, c += ZAYA_WARP_SIZE)
+    dst[t] = row[c];
+}
+
+// row_dot with the first operand in registers (the same products, order and butterfly).
+__device__ inline float lanes_dot(const float* mine, const float* row, int d) {
+  float s = 0.0f;
+  for (int t = 0, c = int(threadIdx.x % ZAYA_WARP_SIZE); c < d; ++t, c += ZAYA_WARP_SIZE)
+    s += mine[t] * row[c];
+  return warp_sum(s);
+}
+
+__global__ void attention_forward_kernel(float* out, float* lse, const float* q, const float* k,
+                                         const float* v, Shape s, int tq, int tile_keys) {
+  extern __shared__ float shared[];
+  float* ks = shared;
+  float* vs = shared + size_t(tile_keys) * s.d;
+  const QueryTile qt = query_tile(s, tq);
+  const int warp = int(threadIdx.x) / ZAYA_WARP_SIZE, lane = int(threadIdx.x) % ZAYA_WARP_SIZE;
+  const int rows = tq * qt.group;
+  const int last = min(qt.i0 + tq, s.seq) - 1;  // the tile's last position
+  float qr[kRowsPerWarp][kMaxDimPerLane], acc[kRowsPerWarp][kMaxDimPerLane];
+  float m[kRowsPerWarp], l[kRowsPerWarp];
+  for (int t = 0; t < kRowsPerWarp; ++t) {
+    m[t] = -INFINITY;
+    l[t] = 0.0f;
+    for (int e = 0; e < kMaxDimPerLane; ++e) acc[t][e] = 0.0f;
+    const int r = warp + kTileWarps * t;
+    if (r < rows && qt.position(r) < s.seq)
+      load_lanes(qr[t], q + s.q_row(qt.b, qt.position(r), qt.head(r)), s.d);
+  }
+  for (int j0 = 0; j0 <= last; j0 += tile_keys) {
+    const int n = min(tile_keys, last + 1 - j0);
+    __syncthreads();  // every warp is done with the previous tile
+    load_key_tile(ks, vs, k, v, s, qt.b, qt.kvh, j0, n);
+    __syncthreads();
+    for (int t = 0; t < kRowsPerWarp; ++t) {
+      const int r = warp + kTileWarps * t;  // the same for every lane: the branches are uniform
+      if (r >= rows) break;
+      const int i = qt.position(r);
+      if (i >= s.seq) continue;
+      const int end = min(n, i - j0 + 1);  // keys j ≤ i
+      for (int jj = 0; jj < end; ++jj) {
+        const float score = lanes_dot(qr[t], ks + size_t(jj) * s.d, s.d) * s.scale;
+        const float m_new = fmaxf(m[t], score);
+        const float correction = expf(m[t] - m_new), p = expf(score - m_new);
+        l[t] = l[t] * correction + p;
+        const float* vj = vs + size_t(jj) * s.d;
+        for (int e = 0, c = lane; c < s.d; ++e, c += ZAYA_WARP_SIZE)
+          acc[t][e] = acc[t][e] * correction + p * vj[c];
+        m[t] = m_new;
+      }
+    }
+  }
+  for (int t = 0; t < kRowsPerWarp; ++t) {
+    const int r = warp + kTileWarps * t;
+    if (r >= rows) break;
+    const int i = qt.position(r), h = qt.head(r);
+    if (i >= s.seq) continue;
+    float* oi = out + s.q_row(qt.b, i, h);
+    for (int e = 0, c = lane; c < s.d; ++e, c += ZAYA_WARP_SIZE) oi[c] = acc[t][e] / l[t];
+    if (lane == 0) lse[(size_t(qt.b) * s.nq + h) * s.seq + i] = m[t] + logf(l[t]);
+  }
+}
+
+// D[b, h, i] = Σ_c dout·out, then dq[i] += Σ_j ds_ij·k_j·scale with ds = p·(dout·v_j − D),
+// the keys tiled as in the forward.
 __global__ void attention_dq_kernel(float* dq, float* D, const float* dout, const float* out,
                                     const float* lse, const float* q, const float* k,
-                                    const float* v, Shape s) {
-  const WarpRow r = warp_row(s.nq, s);
-  if (r.b >= s.batch) return;
-  const int i = r.i, h = r.h, b = r.b, kvh = h / (s.nq / s.nk), lane = r.lane;
-  const float* qi = q + s.q_row(b, i, h);
-  const float* doi = dout + s.q_row(b, i, h);
-  const float di = row_dot(doi, out + s.q_row(b, i, h), s.d);
-  const float li = lse[(size_t(b) * s.nq + h) * s.seq + i];
-  if (lane == 0) D[(size_t(b) * s.nq + h) * s.seq + i] = di;
-  float acc[kMaxDimPerLane] = {};
-  for (int j = 0; j <= i; ++j) {
-    const float* kj = k + s.k_row(b, j, kvh);
-    const float p = expf(row_dot(qi, kj, s.d) * s.scale - li);
-    const float ds = p * (row_dot(doi, v + s.k_row(b, j, kvh), s.d) - di);
-    for (int t = 0, c = lane; c < s.d; ++t, c += ZAYA_WARP_SIZE) acc[t] += ds * kj[c];
+                                    const float* v, Shape s, int tq, int tile_keys) {
+  extern __shared__ float shared[];
+  float* ks = shared;
+  float* vs = shared + size_t(tile_keys) * s.d;
+  const QueryTile qt = query_tile(s, tq);
+  const int warp = int(threadIdx.x) / ZAYA_WARP_SIZE, lane = int(threadIdx.x) % ZAYA_WARP_SIZE;
+  const int rows = tq * qt.group;
+  const int last = min(qt.i0 + tq, s.seq) - 1;
+  float qr[kRowsPerWarp][kMaxDimPerLane], dor[kRowsPerWarp][kMaxDimPerLane],
+      acc[kRowsPerWarp][kMaxDimPerLane];
+  float di[kRowsPerWarp], li[kRowsPerWarp];
+  for (int t = 0; t < kRowsPerWarp; ++t) {
+    for (int e = 0; e < kMaxDimPerLane; ++e) acc[t][e] = 0.0f;
+    di[t] = li[t] = 0.0f;
+    const int r = warp + kTileWarps * t;
+    if (r >= rows || qt.position(r) >= s.seq) continue;
+    const int i = qt.position(r), h = qt.head(r);
+    load_lanes(qr[t], q + s.q_row(qt.b, i, h), s.d);
+    load_lanes(dor[t], dout + s.q_row(qt.b, i, h), s.d);
+    di[t] = lanes_dot(dor[t], out + s.q_row(qt.b, i, h), s.d);
+    const size_t at = (size_t(qt.b) * s.nq + h) * s.seq + i;
+    li[t] = lse[at];
+    if (lane == 0) D[at] = di[t];
   }
-  if (dq) {
-    float* dqi = dq + s.q_row(b, i, h);
-    for (int t = 0, c = lane; c < s.d; ++t, c += ZAYA_WARP_SIZE) dqi[c] += acc[t] * s.scale;
+  for (int j0 = 0; j0 <= last; j0 += tile_keys) {
+    const int n = min(tile_keys, last + 1 - j0);
+    __syncthreads();
+    load_key_tile(ks, vs, k, v, s, qt.b, qt.kvh, j0, n);
+    __syncthreads();
+    for (int t = 0; t < kRowsPerWarp; ++t) {
+      const int r = warp + kTileWarps * t;
+      if (r >= rows) break;
+      const int i = qt.position(r);
+      if (i >= s.seq) continue;
+      const int end = min(n, i - j0 + 1);
+      for (int jj = 0; jj < end; ++jj) {
+        const float* kj = ks + size_t(jj) * s.d;
+        const float p = expf(lanes_dot(qr[t], kj, s.d) * s.scale - li[t]);
+        const float ds = p * (lanes_dot(dor[t], vs + size_t(jj) * s.d, s.d) - di[t]);
+        for (int e = 0, c = lane; c < s.d; ++e, c += ZAYA_WARP_SIZE) acc[t][e] += ds * kj[c];
+      }
+    }
+  }
+  if (!dq) return;
+  for (int t = 0; t < kRowsPerWarp; ++t) {
+    const int r = warp + kTileWarps * t;
+    if (r >= rows) break;
+    const int i = qt.position(r);
+    if (i >= s.seq) continue;
+    float* dqi = dq + s.q_row(qt.b, i, qt.head(r));
+    for (int e = 0, c = lane; c < s.d; ++e, c += ZAYA_WARP_SIZE) dqi[c] += acc[t][e] * s.scale;
   }
 }
 
@@ -125,6 +239,25 @@ unsigned row_blocks(long rows) {
   return unsigned((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
 }
 
+// The query positions of a tiled block (kTileWarps · kRowsPerWarp rows over the group's heads)
+// and the keys of a shared-memory tile; the launch's grid and shared bytes follow.
+struct Tiling {
+  int tq, tile_keys;
+  unsigned blocks;
+  size_t shared_bytes;
+};
+Tiling tiling_of(const Shape& s) {
+  const int group = s.nq / s.nk;
+  ZAYA_CHECK(group <= kTileWarps * kRowsPerWarp, "cuda attention: ", group,
+             " query heads per key/value head exceed ", kTileWarps * kRowsPerWarp);
+  Tiling t{};
+  t.tq = (kTileWarps * kRowsPerWarp) / group;
+  t.tile_keys = std::max(1, std::min(32, kTileFloats / s.d));
+  t.blocks = unsigned(long(s.batch) * s.nk * ((s.seq + t.tq - 1) / t.tq));
+  t.shared_bytes = 2 * sizeof(float) * size_t(t.tile_keys) * size_t(s.d);
+  return t;
+}
+
 Shape shape_of(int batch, int seq, int nq, int nk, int d, float scale) {
   ZAYA_CHECK(d <= kMaxDimPerLane * ZAYA_WARP_SIZE, "cuda attention: head dim ", d, " exceeds ",
              kMaxDimPerLane * ZAYA_WARP_SIZE);
@@ -140,8 +273,9 @@ void attention_forward(float* out, float* lse, const float* q, const float* k, c
   const Shape s = shape_of(batch, seq, nq, nk, d, scale);
   const long rows = long(batch) * nq * seq;
   if (rows == 0) return;
-  attention_forward_kernel<<<row_blocks(rows), kWarpsPerBlock * ZAYA_WARP_SIZE>>>(out, lse, q, k, v,
-                                                                                  s);
+  const Tiling t = tiling_of(s);
+  attention_forward_kernel<<<t.blocks, kTileWarps * ZAYA_WARP_SIZE, t.shared_bytes>>>(
+      out, lse, q, k, v, s, t.tq, t.tile_keys);
   ZAYA_CUDA_LAUNCHED("attention_forward");
 }
 
@@ -152,8 +286,9 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
   const long q_rows = long(batch) * nq * seq, k_rows = long(batch) * nk * seq;
   if (q_rows == 0) return;
   ScratchBuffer<float> D{size_t(q_rows)};
-  attention_dq_kernel<<<row_blocks(q_rows), kWarpsPerBlock * ZAYA_WARP_SIZE>>>(
-      dq, D.get(), dout, out, lse, q, k, v, s);
+  const Tiling t = tiling_of(s);
+  attention_dq_kernel<<<t.blocks, kTileWarps * ZAYA_WARP_SIZE, t.shared_bytes>>>(
+      dq, D.get(), dout, out, lse, q, k, v, s, t.tq, t.tile_keys);
   ZAYA_CUDA_LAUNCHED("attention_backward (dq)");
   if (dk || dv) {
     attention_dkv_kernel<<<row_blocks(k_rows), kWarpsPerBlock * ZAYA_WARP_SIZE>>>(
