@@ -1,17 +1,17 @@
-// Causal grouped-query attention (cpu::attention_forward / attention_backward), one warp per
-// query row: the lanes split the head dimension, scores are warp sums (a fixed butterfly), and
-// the softmax runs online over the keys (FlashAttention's rule), so no seq × seq matrix exists.
-// The backward recomputes the probabilities from the saved log-sum-exp; dq is written by the
-// query's warp and dk, dv by the key's warp (looping the queries of its head group in order):
-// every gradient element has one writer and one order, no atomics.
+// Causal grouped-query attention (cpu::attention_forward / attention_backward). Each query row
+// is handled by one warp: the lanes split the head dimension, scores are warp sums (a fixed
+// butterfly), and the softmax runs online over the keys (FlashAttention's rule), so no seq × seq
+// matrix exists. The backward recomputes the probabilities from the saved log-sum-exp; dq is
+// written by the query's warp and dk, dv by the key's warp (looping the queries of its head
+// group in order): every gradient element has one writer and one order, no atomics.
 //
-// The forward and dq kernels tile the keys: a block takes a tile of query positions for every
-// query head of one KV group (the rows that share those keys), loads each tile of keys and
-// values into shared memory once for all of them, and keeps each row's query (and, for dq, its
-// output gradient) in registers. Each row still visits its keys one by one in order, with the
-// same lane split and butterfly, so the results are bitwise those of one warp per row reading
-// global memory. The dk/dv kernel still reads global memory per key row. bf16 tensor cores are
-// the performance work still to do.
+// The data a warp reads comes through shared memory in tiles. A forward or dq block takes a
+// tile of query positions for every query head of one KV group (the rows that share those
+// keys), keeps each row's query (and output gradient) in registers, and loads each tile of keys
+// and values once for all of them. A dk/dv block keeps a tile of key rows in registers and loads
+// the group's queries and output gradients tile by tile. Each row still visits its terms one by
+// one in the same order, so the results are bitwise those of one warp per row reading global
+// memory. bf16 tensor cores are the performance work still to do.
 #include <algorithm>
 
 #include "backend/cuda/device.h"
@@ -23,7 +23,6 @@ namespace zaya::cuda {
 namespace {
 
 constexpr int kMaxDimPerLane = 8;  // head dims up to 8 · warp size (256 on NVIDIA)
-constexpr int kWarpsPerBlock = 4;
 
 struct Shape {
   int batch, seq, nq, nk, d;
@@ -35,22 +34,6 @@ struct Shape {
     return ((size_t(b) * seq + j) * nk + h) * d;
   }
 };
-
-// The row (sequence b, head h of `heads`, position i) of this thread's warp, and its lane.
-struct WarpRow {
-  int b, h, i, lane;
-};
-__device__ inline WarpRow warp_row(int heads, const Shape& s) {
-  const long row = long(blockIdx.x) * kWarpsPerBlock + threadIdx.x / ZAYA_WARP_SIZE;
-  return WarpRow{int(row / (long(s.seq) * heads)), int((row / s.seq) % heads), int(row % s.seq),
-                 int(threadIdx.x % ZAYA_WARP_SIZE)};
-}
-
-__device__ inline float row_dot(const float* a, const float* b, int d) {
-  float s = 0.0f;
-  for (int c = threadIdx.x % ZAYA_WARP_SIZE; c < d; c += ZAYA_WARP_SIZE) s += a[c] * b[c];
-  return warp_sum(s);
-}
 
 // The tiled kernels' blocks: kTileWarps warps, each holding up to kRowsPerWarp query rows.
 constexpr int kTileWarps = 8;
@@ -88,7 +71,8 @@ __device__ inline void load_lanes(float* dst, const float* row, int d) {
     dst[t] = row[c];
 }
 
-// row_dot with the first operand in registers (the same products, order and butterfly).
+// a·b over the head dimension with a in registers: each lane sums its elements (lane, lane +
+// warp, ...) in order, then the warp adds the lanes by a fixed butterfly.
 __device__ inline float lanes_dot(const float* mine, const float* row, int d) {
   float s = 0.0f;
   for (int t = 0, c = int(threadIdx.x % ZAYA_WARP_SIZE); c < d; ++t, c += ZAYA_WARP_SIZE)
@@ -207,36 +191,74 @@ __global__ void attention_dq_kernel(float* dq, float* D, const float* dout, cons
   }
 }
 
-// dk[j] += Σ_{h in group} Σ_{i ≥ j} ds_ij·q_i·scale;  dv[j] += Σ p_ij·dout_i.
+// dk[j] += Σ_{h in group} Σ_{i ≥ j} ds_ij·q_i·scale;  dv[j] += Σ p_ij·dout_i. A block takes
+// kTileWarps · kKeyRowsPerWarp key positions of one KV head, keeps each row's key and value in
+// registers, and walks the group's query heads and then the later positions in shared-memory
+// tiles of queries and output gradients: per key row, the same terms in the same order as one
+// warp per row reading global memory.
+constexpr int kKeyRowsPerWarp = 4;
+
 __global__ void attention_dkv_kernel(float* dk, float* dv, const float* D, const float* dout,
                                      const float* lse, const float* q, const float* k,
-                                     const float* v, Shape s) {
-  const WarpRow r = warp_row(s.nk, s);
-  if (r.b >= s.batch) return;
-  const int j = r.i, kvh = r.h, b = r.b, group = s.nq / s.nk, lane = r.lane;
-  const float* kj = k + s.k_row(b, j, kvh);
-  const float* vj = v + s.k_row(b, j, kvh);
-  float ak[kMaxDimPerLane] = {}, av[kMaxDimPerLane] = {};
+                                     const float* v, Shape s, int tile_queries) {
+  extern __shared__ float shared[];
+  float* qs = shared;
+  float* dos = shared + size_t(tile_queries) * s.d;
+  float* ls = dos + size_t(tile_queries) * s.d;  // lse of the tile's rows
+  float* Ds = ls + tile_queries;                 // and their D
+  const int keys = kTileWarps * kKeyRowsPerWarp;
+  const int tiles = (s.seq + keys - 1) / keys;
+  const int blk = int(blockIdx.x);
+  const int b = blk / (tiles * s.nk), kvh = (blk / tiles) % s.nk, j0 = (blk % tiles) * keys;
+  const int group = s.nq / s.nk;
+  const int warp = int(threadIdx.x) / ZAYA_WARP_SIZE, lane = int(threadIdx.x) % ZAYA_WARP_SIZE;
+  float kr[kKeyRowsPerWarp][kMaxDimPerLane], vr[kKeyRowsPerWarp][kMaxDimPerLane];
+  float ak[kKeyRowsPerWarp][kMaxDimPerLane], av[kKeyRowsPerWarp][kMaxDimPerLane];
+  for (int t = 0; t < kKeyRowsPerWarp; ++t) {
+    for (int e = 0; e < kMaxDimPerLane; ++e) ak[t][e] = av[t][e] = 0.0f;
+    const int j = j0 + warp + kTileWarps * t;
+    if (j >= s.seq) continue;
+    load_lanes(kr[t], k + s.k_row(b, j, kvh), s.d);
+    load_lanes(vr[t], v + s.k_row(b, j, kvh), s.d);
+  }
   for (int h = kvh * group; h < (kvh + 1) * group; ++h)
-    for (int i = j; i < s.seq; ++i) {
-      const float* qi = q + s.q_row(b, i, h);
-      const float* doi = dout + s.q_row(b, i, h);
-      const size_t at = (size_t(b) * s.nq + h) * s.seq + i;
-      const float p = expf(row_dot(qi, kj, s.d) * s.scale - lse[at]);
-      const float ds = p * (row_dot(doi, vj, s.d) - D[at]);
-      for (int t = 0, c = lane; c < s.d; ++t, c += ZAYA_WARP_SIZE) {
-        ak[t] += ds * qi[c];
-        av[t] += p * doi[c];
+    for (int i0 = j0; i0 < s.seq; i0 += tile_queries) {
+      const int n = min(tile_queries, s.seq - i0);
+      __syncthreads();  // every warp is done with the previous tile
+      for (int e = int(threadIdx.x); e < n * s.d; e += int(blockDim.x)) {
+        const int ii = e / s.d, c = e % s.d;
+        qs[e] = q[s.q_row(b, i0 + ii, h) + c];
+        dos[e] = dout[s.q_row(b, i0 + ii, h) + c];
+      }
+      for (int ii = int(threadIdx.x); ii < n; ii += int(blockDim.x)) {
+        const size_t at = (size_t(b) * s.nq + h) * s.seq + i0 + ii;
+        ls[ii] = lse[at];
+        Ds[ii] = D[at];
+      }
+      __syncthreads();
+      for (int t = 0; t < kKeyRowsPerWarp; ++t) {
+        const int j = j0 + warp + kTileWarps * t;  // the same for every lane
+        if (j >= s.seq) break;
+        for (int ii = max(0, j - i0); ii < n; ++ii) {  // queries i ≥ j, in order
+          const float* qi = qs + size_t(ii) * s.d;
+          const float* doi = dos + size_t(ii) * s.d;
+          const float p = expf(lanes_dot(kr[t], qi, s.d) * s.scale - ls[ii]);
+          const float ds = p * (lanes_dot(vr[t], doi, s.d) - Ds[ii]);
+          for (int e = 0, c = lane; c < s.d; ++e, c += ZAYA_WARP_SIZE) {
+            ak[t][e] += ds * qi[c];
+            av[t][e] += p * doi[c];
+          }
+        }
       }
     }
-  for (int t = 0, c = lane; c < s.d; ++t, c += ZAYA_WARP_SIZE) {
-    if (dk) dk[s.k_row(b, j, kvh) + c] += ak[t] * s.scale;
-    if (dv) dv[s.k_row(b, j, kvh) + c] += av[t];
+  for (int t = 0; t < kKeyRowsPerWarp; ++t) {
+    const int j = j0 + warp + kTileWarps * t;
+    if (j >= s.seq) break;
+    for (int e = 0, c = lane; c < s.d; ++e, c += ZAYA_WARP_SIZE) {
+      if (dk) dk[s.k_row(b, j, kvh) + c] += ak[t][e] * s.scale;
+      if (dv) dv[s.k_row(b, j, kvh) + c] += av[t][e];
+    }
   }
-}
-
-unsigned row_blocks(long rows) {
-  return unsigned((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
 }
 
 // The query positions of a tiled block (kTileWarps · kRowsPerWarp rows over the group's heads)
@@ -283,7 +305,7 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
                         const float* lse, const float* q, const float* k, const float* v, int batch,
                         int seq, int nq, int nk, int d, float scale) {
   const Shape s = shape_of(batch, seq, nq, nk, d, scale);
-  const long q_rows = long(batch) * nq * seq, k_rows = long(batch) * nk * seq;
+  const long q_rows = long(batch) * nq * seq;
   if (q_rows == 0) return;
   ScratchBuffer<float> D{size_t(q_rows)};
   const Tiling t = tiling_of(s);
@@ -291,8 +313,13 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
       dq, D.get(), dout, out, lse, q, k, v, s, t.tq, t.tile_keys);
   ZAYA_CUDA_LAUNCHED("attention_backward (dq)");
   if (dk || dv) {
-    attention_dkv_kernel<<<row_blocks(k_rows), kWarpsPerBlock * ZAYA_WARP_SIZE>>>(
-        dk, dv, D.get(), dout, lse, q, k, v, s);
+    const int keys = kTileWarps * kKeyRowsPerWarp;
+    const unsigned blocks = unsigned(long(batch) * nk * ((seq + keys - 1) / keys));
+    // Two tiles of query rows and their lse and D: within the 48 KiB of kTileFloats pairs.
+    const int tile_queries = std::max(1, std::min(32, (kTileFloats - 32) / d));
+    const size_t shared_bytes = 2 * sizeof(float) * size_t(tile_queries) * size_t(d + 1);
+    attention_dkv_kernel<<<blocks, kTileWarps * ZAYA_WARP_SIZE, shared_bytes>>>(
+        dk, dv, D.get(), dout, lse, q, k, v, s, tile_queries);
     ZAYA_CUDA_LAUNCHED("attention_backward (dk, dv)");
   }
 }
