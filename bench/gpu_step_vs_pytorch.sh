@@ -22,7 +22,7 @@ PEAK_TFLOPS=${PEAK_TFLOPS:-989}  # dense bf16 of the H100 SXM; set it for other 
 ZAYA=${ZAYA:-$ROOT/build/zaya}
 if [[ ! -x $ZAYA && -x $ROOT/.gpu-bundle/bin/zaya ]]; then  # the bundle and its libraries
   ZAYA=$ROOT/.gpu-bundle/bin/zaya
-  export LD_LIBRARY_PATH=$ROOT/.gpu-bundle/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  source "$ROOT/scripts/gpu_env.sh"
 fi
 PYTHON=${PYTHON:-python3}
 [[ -x $ZAYA ]] || { echo "no zaya: build it, or set ZAYA" >&2; exit 1; }

@@ -2,7 +2,8 @@
 # Packs what the GPU tests need onto the lent GPU machine (see docs/gpu.md): that machine has
 # CUDA 13 and its driver but none of our Debian packages, so the test binary travels with the
 # shared libraries it links (OpenBLAS, Open MPI, RE2, ...) except glibc's and CUDA's own, which the
-# machine has. Output: .gpu-bundle/ (ignored by git through .git/info/exclude), to be named in the
+# machine has, packed with xz (scripts/gpu_env.sh unpacks them there). Output: .gpu-bundle/
+# (ignored by git through .git/info/exclude), to be named in the
 # device tool's `carry`, and run there as
 #   bash scripts/gpu_suite.sh
 # Usage: scripts/gpu_bundle.sh [BINARY...]   (default: the GPU op tests, zaya and its CUDA plugin,
@@ -35,4 +36,7 @@ if [[ -f data/brown/index.json && -f data/tokenizer.json ]]; then
 else
   echo "note: data/brown is not prepared (scripts/main.sh does it): the Brown demo check will be skipped"
 fi
+# The libraries packed (51 MB of them, OpenBLAS most, xz to about 9): scripts/gpu_env.sh unpacks
+# them on the GPU machine.
+tar -C .gpu-bundle -cJf .gpu-bundle/lib.tar.xz --transform 's|^lib/||' lib/ && rm -rf .gpu-bundle/lib
 du -sh .gpu-bundle | awk '{print "bundle: " $1 " in .gpu-bundle/ (the device tool carries at most 64 MiB)"}'

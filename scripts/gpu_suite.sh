@@ -16,10 +16,8 @@ PART=${1:-all}
 case $PART in tests | demo | bench | all) ;; *)
   echo "gpu_suite.sh: unknown part '$PART' (tests, demo, bench or all)" >&2; exit 2 ;;
 esac
-export LD_LIBRARY_PATH=$PWD/.gpu-bundle/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-# NCCL is loaded with dlopen (too large to carry): PyTorch's copy, where its wheel has one.
-nccl_lib=$(python3 -c "import nvidia.nccl as n; print(list(n.__path__)[0] + '/lib')" 2>/dev/null)
-[[ -n $nccl_lib && -d $nccl_lib ]] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$nccl_lib
+ROOT=$PWD
+source scripts/gpu_env.sh
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null
 rc=0
 if [[ $PART == tests || $PART == all ]]; then
