@@ -45,6 +45,10 @@ class Backend {
   }
   // Waits until the backend's queued work is done (timings; a no-op where ops run synchronously).
   virtual void synchronize() const {}
+  // The weights [base, base + n) that the following products read, unchanged until the next
+  // call: a backend whose products take lower-precision inputs rounds them once here instead of
+  // in every product (the bf16 CUDA backend). A no-op elsewhere.
+  virtual void set_product_weights(const float* /*base*/, size_t /*n*/) const {}
   // Counts of to_host since the process started (all threads).
   int64_t host_reads() const { return host_reads_.load(std::memory_order_relaxed); }
   int64_t host_read_bytes() const { return host_read_bytes_.load(std::memory_order_relaxed); }

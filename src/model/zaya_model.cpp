@@ -294,6 +294,8 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
   }
   const float* W = weights_base();
   const float* emb_w = W + params_.registry().get("model.embed_tokens.weight").offset;
+  // The weights stay as they are until the next forward (the backward reads the same ones).
+  be_->set_product_weights(W, params_.size());
 
   // Embedding (no sqrt(E) scaling): this is h_{-1}, the first "branch output".
   emb_ = arena_.floats(size_t(N) * E);

@@ -99,6 +99,38 @@ TEST(GpuBf16, ProductsAreWithinTheRoundingBoundAndRoundedToBf16) {
   }
 }
 
+// The weights rounded once (Backend::set_product_weights) give the products the same bits as
+// rounding each product's operand, forward and backward; and a weight changed afterwards is read
+// from the copy until the copy is renewed, which is why the model renews it every forward.
+TEST(GpuBf16, WeightsRoundedOnceGiveTheSameBits) {
+  const Backend& be = cuda_bf16_backend();
+  const int n = 24, k = 96, m = 40;
+  const Floats in = random_floats(size_t(n) * k, 51), dy = random_floats(size_t(n) * m, 53);
+  Floats weights = random_floats(7 + size_t(m) * k, 52);  // the weight at an odd offset
+  DeviceBuffer<float> din_(in), ddy(dy), dweights(weights), alone(size_t(m) * k);
+  const float* w = dweights.get() + 7;
+  cuda::copy_on_device(alone.get(), w, sizeof(float) * size_t(m) * k);
+  auto products = [&](const float* weight) {
+    DeviceBuffer<float> out(size_t(n) * m), gin(size_t(n) * k);
+    gin.zero();
+    be.matmul_forward(out.get(), din_.get(), weight, nullptr, n, k, m);
+    be.matmul_backward(gin.get(), nullptr, nullptr, ddy.get(), din_.get(), weight, n, k, m);
+    Floats both = out.download();
+    const Floats g = gin.download();
+    both.insert(both.end(), g.begin(), g.end());
+    return both;
+  };
+  const Floats each = products(alone.get());  // outside the range: rounded by each product
+  be.set_product_weights(dweights.get(), weights.size());
+  EXPECT_EQ(products(w), each);
+  weights[7] += 1.0f;  // a change the copy has not seen
+  dweights.upload(weights);
+  EXPECT_EQ(products(w), each) << "the copy is what the products read";
+  be.set_product_weights(dweights.get(), weights.size());
+  EXPECT_NE(products(w), each) << "a renewed copy carries the change";
+  be.set_product_weights(nullptr, 0);
+}
+
 TEST(GpuBf16, TheFp32BackendDoesNotRound) {
   const int n = 16, k = 256, m = 32;
   const Floats in = random_floats(size_t(n) * k, 41), w = random_floats(size_t(m) * k, 42);

@@ -7,8 +7,10 @@
 //
 // The data a warp reads comes through shared memory in tiles. A forward or dq block takes a
 // tile of query positions for every query head of one KV group (the rows that share those
-// keys), keeps each row's query (and output gradient) in registers, and loads each tile of keys
-// and values once for all of them. A dk/dv block keeps a tile of key rows in registers and loads
+// keys), keeps each row's query (and output gradient) in per-thread arrays (registers or local
+// memory, as the compiler decides), and loads each tile of keys and values once for all of them.
+// Groups of up to 64 query heads per KV head are supported. A dk/dv block keeps a tile of key rows
+// the same way and loads
 // the group's queries and output gradients tile by tile. Each row still visits its terms one by
 // one in the same order, so the results are bitwise those of one warp per row reading global
 // memory. bf16 tensor cores are the performance work still to do.
@@ -38,7 +40,10 @@ struct Shape {
 // The tiled kernels' blocks: kTileWarps warps, each holding up to kRowsPerWarp query rows.
 constexpr int kTileWarps = 8;
 constexpr int kRowsPerWarp = 8;
-constexpr int kTileFloats = 6144;  // shared floats per key/value tile (2 tiles: 48 KiB)
+// Shared floats per key/value tile: two tiles take 48 KiB, the most a launch gets without
+// opting in (cudaFuncSetAttribute); a static __shared__ array added to these kernels would
+// need that, or smaller tiles.
+constexpr int kTileFloats = 6144;
 
 // A block's rows: tq positions × the `group` query heads of one KV head.
 struct QueryTile {
@@ -281,8 +286,8 @@ Tiling tiling_of(const Shape& s) {
 }
 
 Shape shape_of(int batch, int seq, int nq, int nk, int d, float scale) {
-  ZAYA_CHECK(d <= kMaxDimPerLane * ZAYA_WARP_SIZE, "cuda attention: head dim ", d, " exceeds ",
-             kMaxDimPerLane * ZAYA_WARP_SIZE);
+  ZAYA_CHECK(d > 0 && d <= kMaxDimPerLane * ZAYA_WARP_SIZE, "cuda attention: head dim ", d,
+             " is not in 1..", kMaxDimPerLane * ZAYA_WARP_SIZE);
   ZAYA_CHECK(nk > 0 && nq % nk == 0, "cuda attention: ", nq, " query heads are not a multiple of ",
              nk, " key/value heads");
   return Shape{batch, seq, nq, nk, d, scale};

@@ -27,6 +27,10 @@ void CudaBackend::synchronize() const {
   cuda::synchronize();
 }
 
+void CudaBackend::set_product_weights(const float* base, size_t n) const {
+  if (bf16_) cuda::set_bf16_weights(base, n);
+}
+
 void* CudaBackend::allocate(size_t bytes) const {
   return cuda::device_alloc(bytes);  // cudaMalloc: 256-byte aligned
 }

@@ -15,6 +15,7 @@ class CudaBackend final : public Backend {
   const char* name() const override;
   bool host_memory() const override;
   void synchronize() const override;
+  void set_product_weights(const float* base, size_t n) const override;
   void* allocate(size_t bytes) const override;
   void release(void* p) const noexcept override;
   void copy(void* dst, const void* src, size_t bytes) const override;

@@ -221,7 +221,21 @@ __nv_bfloat16* bf16_scratch(int which, size_t n) {
   return b.get();
 }
 
+// The weights' bf16 copy (set_bf16_weights).
+struct Bf16Weights {
+  const float* base = nullptr;
+  size_t n = 0;
+  DeviceBuffer<__nv_bfloat16> copy;
+};
+Bf16Weights& bf16_weights() {
+  static Bf16Weights w;
+  return w;
+}
+
 const __nv_bfloat16* to_bf16(int which, const float* in, size_t n) {
+  const Bf16Weights& w = bf16_weights();
+  if (w.base != nullptr && in >= w.base && in + n <= w.base + w.n)
+    return w.copy.get() + (in - w.base);  // a weight: rounded once already
   __nv_bfloat16* out = bf16_scratch(which, n);
   if (n) {
     to_bf16_kernel<<<blocks_for(long(n), 256), 256>>>(out, in, long(n));
@@ -294,6 +308,20 @@ void gemm_f32_batched(bool trans_a, bool trans_b, int m, int n, int k, float alp
                       const GemmBatch& batch) {
   gemm(CUDA_R_32F, CUDA_R_32F, trans_a, trans_b, m, n, k, A, lda, B, ldb, beta, C, ldc, alpha,
        batch);
+}
+
+void set_bf16_weights(const float* base, size_t n) {
+  Bf16Weights& w = bf16_weights();
+  if (w.copy.size() < n) {
+    synchronize();  // queued products may still read the old copy
+    w.copy = DeviceBuffer<__nv_bfloat16>(n);
+  }
+  w.base = base;
+  w.n = n;
+  if (n) {
+    to_bf16_kernel<<<blocks_for(long(n), 256), 256>>>(w.copy.get(), base, long(n));
+    ZAYA_CUDA_LAUNCHED("set_bf16_weights");
+  }
 }
 
 Bf16Gemms::Bf16Gemms(bool on) : previous_(t_bf16_gemms) {

@@ -116,6 +116,13 @@ class Bf16Gemms {
   bool previous_;
 };
 
+// The model's weights [base, base + n) in bf16, rounded once (to nearest even) for the products
+// that follow: under Bf16Gemms an operand inside that range is read from this copy instead of
+// being rounded again by each product, which gives the same bits for half the conversions (a
+// weight is an operand of the forward product and of the backward's input gradient). The caller
+// renews it whenever the weights may have changed (ZayaModel: every forward).
+void set_bf16_weights(const float* base, size_t n);
+
 // out[n, m] = in[n, k] · w[m, k]ᵀ (+ bias[m]) through cuBLASLt in fp32 (no TF32; bf16 inputs
 // under Bf16Gemms), and its backward (cpu::matmul_*).
 void matmul_forward(float* out, const float* in, const float* w, const float* bias, int n, int k,
