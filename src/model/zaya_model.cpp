@@ -305,11 +305,10 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
   const float* h_prev = emb_;
   const float* r_prev = nullptr;
   for (int i = 0; i < L; ++i) {
-    const Stage& st = stages_[i];
     StageActivations& a = acts_[i];
-    a.r = arena_.floats(size_t(N) * E);
-    be_->residual_merge_forward(a.r, h_prev, st.hb, st.hs, r_prev, st.rb, st.rs, N, E);
+    a.r = arena_.floats(size_t(N) * E);  // merged in stage_forward, with the norm
     a.h = arena_.floats(size_t(N) * E);
+    const MergeInputs merge{h_prev, r_prev};
     if (recompute_) {
       // Keep the stage's input and output (and a MoE stage's routes and router state, which the
       // trainer and the next MoE stage read); the rest is recomputed in backward().
@@ -318,14 +317,14 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
         a.kept_state = arena_.floats(size_t(N) * size_t(config_.router_dim));
       }
       const Arena::Mark mark = arena_.mark();
-      stage_forward(i, a.h, rope, shard);
+      stage_forward(i, a.h, rope, shard, &merge);
       if (!ModelConfig::is_attention_stage(i)) {
         be_->copy(a.kept_route, a.moe.route, sizeof(int32_t) * size_t(N));
         be_->copy(a.kept_state, a.moe.state, sizeof(float) * size_t(N) * config_.router_dim);
       }
       arena_.rewind(mark);
     } else {
-      stage_forward(i, a.h, rope, shard);
+      stage_forward(i, a.h, rope, shard, &merge);
     }
     h_prev = a.h;
     r_prev = a.r;
@@ -334,16 +333,15 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
   // Final merge with model.res_scale, final_norm, tied LM head.
   const ParamRegistry& reg = params_.registry();
   final_r_ = arena_.floats(size_t(N) * E);
-  be_->residual_merge_forward(final_r_, h_prev,
-                              W + reg.get("model.res_scale.hidden_states_bias").offset,
-                              W + reg.get("model.res_scale.hidden_states_scale").offset, r_prev,
-                              W + reg.get("model.res_scale.residual_bias").offset,
-                              W + reg.get("model.res_scale.residual_scale").offset, N, E);
   final_rstd_ = arena_.floats(N);
   final_y_ = arena_.floats(size_t(N) * E);
-  be_->rmsnorm_forward(final_y_, final_rstd_, final_r_,
-                       W + reg.get("model.final_norm.weight").offset, N, E,
-                       float(config_.norm_eps));
+  be_->merge_rmsnorm_forward(final_r_, final_y_, final_rstd_, h_prev,
+                             W + reg.get("model.res_scale.hidden_states_bias").offset,
+                             W + reg.get("model.res_scale.hidden_states_scale").offset, r_prev,
+                             W + reg.get("model.res_scale.residual_bias").offset,
+                             W + reg.get("model.res_scale.residual_scale").offset,
+                             W + reg.get("model.final_norm.weight").offset, N, E,
+                             float(config_.norm_eps));
   have_loss_ = !targets_.empty();
   chunked_loss_ = have_loss_ && lm_chunks_.enabled();
   if (chunked_loss_) {
@@ -380,13 +378,19 @@ const float* ZayaModel::router_state_out(int i) const {
   return a.kept_state ? a.kept_state : a.moe.state;
 }
 
-void ZayaModel::stage_forward(int i, float* h, const RopeTables& rope, const ContextShard* shard) {
+void ZayaModel::stage_forward(int i, float* h, const RopeTables& rope, const ContextShard* shard,
+                              const MergeInputs* merge_from) {
   const int N = B_ * T_, E = int(config_.hidden_size);
   const Stage& st = stages_[size_t(i)];
   StageActivations& a = acts_[size_t(i)];
   a.rstd = arena_.floats(N);
   a.x = arena_.floats(size_t(N) * E);
-  be_->rmsnorm_forward(a.x, a.rstd, a.r, st.norm_w, N, E, float(config_.norm_eps));
+  const float eps = float(config_.norm_eps);
+  if (merge_from)  // r_i = (h_{i-1} + hb) ⊙ hs + (r_{i-1} + rb) ⊙ rs, then x_i = RMSNorm(r_i)
+    be_->merge_rmsnorm_forward(a.r, a.x, a.rstd, merge_from->h_prev, st.hb, st.hs,
+                               merge_from->r_prev, st.rb, st.rs, st.norm_w, N, E, eps);
+  else
+    be_->rmsnorm_forward(a.x, a.rstd, a.r, st.norm_w, N, E, eps);
   if (ModelConfig::is_attention_stage(i)) {
     cca_forward(h, a.cca, a.x, st.cca, rope, config_, B_, T_, arena_, shard, *be_);
     return;

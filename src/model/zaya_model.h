@@ -154,7 +154,15 @@ class ZayaModel {
   float* grads_base();
   // RMSNorm of stage i's merged residual and its block (CCA or MoE) into h [N, E]; fills
   // acts_[i] but r and h. Used by forward() and, with recompute, by backward().
-  void stage_forward(int i, float* h, const RopeTables& rope, const ContextShard* shard);
+  // With merge_from (the previous stage's h and r), the merge into acts_[i].r comes first, fused
+  // with the norm (Backend::merge_rmsnorm_forward); without it acts_[i].r already holds the
+  // merged residual (recompute in the backward).
+  struct MergeInputs {
+    const float* h_prev;
+    const float* r_prev;
+  };
+  void stage_forward(int i, float* h, const RopeTables& rope, const ContextShard* shard,
+                     const MergeInputs* merge_from = nullptr);
   // The router state MoE stage i passes on.
   const float* router_state_out(int i) const;
   // The mean loss from this rank's sum (and loss_count_), over the context group when sharded.

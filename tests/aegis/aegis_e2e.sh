@@ -29,7 +29,9 @@ hang)  # rank 0 hangs at step 6; the timeout comes from the observed step interv
   check "aegis exits 0" test "$AEGIS_RC" = 0
   check "one hang detected after step 5" \
     test "$(events "$OUT" hang)/$(state "$OUT" "['faults'][0]['step']")" = 1/5
-  # The first attempt's heartbeats (archived by Aegis) give the step intervals it saw.
+  # The first attempt's heartbeats (archived by Aegis) give the step intervals it saw. The hang
+  # must be detected after the timeout and within a second of it: the supervisor polls every
+  # 0.05 s, but on a loaded 2-core CI machine a poll can wait for the scheduler.
   check "timeout = max(floor, factor x longest step interval); detected within it (+ polling)" py "
 import glob, json, sys
 files = sorted(glob.glob('$OUT/aegis/heartbeat-attempt-1/rank-*.jsonl'))
@@ -43,7 +45,7 @@ e = [json.loads(l) for l in open('$OUT/aegis/events.jsonl') if '\"hang\"' in l][
 print('steps per rank', steps, 'longest interval %.3f s: expected timeout %.3f s, got %.3f s, detected after %.3f s'
       % (max(gaps), expect, e['timeout_s'], e['stalled_s']))
 sys.exit(not (len(files) == $NP and steps == [5] * $NP and abs(e['timeout_s'] - expect) < 1e-6 and expect > 1.0 and
-              expect < e['stalled_s'] <= expect + 0.3))"
+              expect < e['stalled_s'] <= expect + 1.0))"
   # A hung rank cannot finish its step, so the graceful stop that zaya train makes of SIGTERM
   # cannot happen: the grace period ends in SIGKILL.
   check "the hung job was stopped (SIGTERM, then SIGKILL after the grace period)" \

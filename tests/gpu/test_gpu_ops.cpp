@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "backend/cpu/activation.h"
@@ -103,6 +104,32 @@ TEST(GpuOps, ResidualMerge) {
               std::tuple{&dgrs, &grs, "drs"}, std::tuple{&dghb, &ghb, "dhb (untouched)"}})
           EXPECT_LE(relative_error(got->download(), *want), kTolerance)
               << name << " " << n << "x" << c << (with_r ? " with r" : "");
+      }
+}
+
+// The stage's start in one op: the merge and the RMSNorm of its output, against the CPU's two.
+TEST(GpuOps, MergeRmsnormForward) {
+  for (const int n : kRows)
+    for (const int c : {1, 9, 300, 2048})
+      for (const bool with_r : {false, true}) {
+        const size_t nc = size_t(n) * c;
+        const Floats h = random_floats(nc, 22), r = random_floats(nc, 23);
+        const Floats hb = random_floats(c, 24), hs = random_floats(c, 25, 0.5f, 1.5f);
+        const Floats rb = random_floats(c, 26), rs = random_floats(c, 27, 0.5f, 1.5f);
+        const Floats w = random_floats(c, 28, 0.5f, 1.5f);
+        DeviceBuffer<float> dh_(h), dr_(r), dhb_(hb), dhs_(hs), drb_(rb), drs_(rs), dw_(w);
+        DeviceBuffer<float> dmerged(nc), dnormed(nc), drstd{static_cast<size_t>(n)};
+        Floats merged(nc), normed(nc), rstd(static_cast<size_t>(n));
+        cpu::residual_merge_forward(merged.data(), h.data(), hb.data(), hs.data(),
+                                    with_r ? r.data() : nullptr, rb.data(), rs.data(), n, c);
+        cpu::rmsnorm_forward(normed.data(), rstd.data(), merged.data(), w.data(), n, c, 1e-5f);
+        cuda::merge_rmsnorm_forward(dmerged.get(), dnormed.get(), drstd.get(), dh_.get(),
+                                    dhb_.get(), dhs_.get(), with_r ? dr_.get() : nullptr,
+                                    drb_.get(), drs_.get(), dw_.get(), n, c, 1e-5f);
+        const std::string what = std::to_string(n) + "x" + std::to_string(c) + (with_r ? " r" : "");
+        EXPECT_LE(relative_error(dmerged.download(), merged), kTolerance) << "merged " << what;
+        EXPECT_LE(relative_error(dnormed.download(), normed), kTolerance) << "normed " << what;
+        EXPECT_LE(relative_error(drstd.download(), rstd), kTolerance) << "rstd " << what;
       }
 }
 

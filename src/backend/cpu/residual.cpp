@@ -1,8 +1,9 @@
 #include "backend/cpu/residual.h"
 
+#include <cstddef>
 #include <vector>
 
-#include <cstddef>
+#include "backend/cpu/norm.h"
 #include "backend/cpu/reduce.h"
 
 namespace zaya::cpu {
@@ -46,6 +47,13 @@ void residual_merge_backward(float* dh, float* dhb, float* dhs, float* dr, float
       if (drb) drb[j] += float(sum[j] * rs[j]);
     }
   }
+}
+
+void merge_rmsnorm_forward(float* r_out, float* x_out, float* rstd, const float* h, const float* hb,
+                           const float* hs, const float* r, const float* rb, const float* rs,
+                           const float* w, int n, int c, float eps) {
+  residual_merge_forward(r_out, h, hb, hs, r, rb, rs, n, c);
+  rmsnorm_forward(x_out, rstd, r_out, w, n, c, eps);
 }
 
 }  // namespace zaya::cpu

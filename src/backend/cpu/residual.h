@@ -11,5 +11,11 @@ void residual_merge_forward(float* out, const float* h, const float* hb, const f
 void residual_merge_backward(float* dh, float* dhb, float* dhs, float* dr, float* drb, float* drs,
                              const float* dout, const float* h, const float* hb, const float* hs,
                              const float* r, const float* rb, const float* rs, int n, int c);
+// The merge and then the RMSNorm of its output (cpu::rmsnorm_forward with weight w): every
+// stage's start and the model's end. One op so that a GPU reads each row once (the CPU runs
+// the two in turn).
+void merge_rmsnorm_forward(float* r_out, float* x_out, float* rstd, const float* h, const float* hb,
+                           const float* hs, const float* r, const float* rb, const float* rs,
+                           const float* w, int n, int c, float eps);
 
 }  // namespace zaya::cpu

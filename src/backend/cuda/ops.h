@@ -40,6 +40,11 @@ void residual_merge_forward(float* out, const float* h, const float* hb, const f
 void residual_merge_backward(float* dh, float* dhb, float* dhs, float* dr, float* drb, float* drs,
                              const float* dout, const float* h, const float* hb, const float* hs,
                              const float* r, const float* rb, const float* rs, int n, int c);
+// residual_merge_forward then rmsnorm_forward of its output, one block per row reading it once
+// (cpu::merge_rmsnorm_forward).
+void merge_rmsnorm_forward(float* r_out, float* x_out, float* rstd, const float* h, const float* hb,
+                           const float* hs, const float* r, const float* rb, const float* rs,
+                           const float* w, int n, int c, float eps);
 
 // Partial rotary embedding in place on x[batch, seq, heads, d] (cpu::rope_apply); the tables
 // [seq, rot/2] are device copies of cpu::rope_tables'.

@@ -50,7 +50,39 @@ __global__ void residual_merge_backward_channels_kernel(float* dhb, float* dhs, 
   if (r && drb) drb[j] += float(sum * rs[j]);
 }
 
+// One block per row: the merge as residual_merge_forward_kernel, then the RMSNorm of the merged
+// row as rmsnorm_forward_kernel (fp64 sum of squares over the same thread shares and tree), each
+// thread reading back the elements it wrote.
+__global__ void merge_rmsnorm_forward_kernel(float* r_out, float* x_out, float* rstd,
+                                             const float* h, const float* hb, const float* hs,
+                                             const float* r, const float* rb, const float* rs,
+                                             const float* w, int c, float eps) {
+  __shared__ double shared[kRowThreads];
+  const size_t row = size_t(blockIdx.x) * c;
+  double ss = 0.0;
+  for (int j = threadIdx.x; j < c; j += kRowThreads) {
+    const size_t i = row + j;
+    float v = (h[i] + hb[j]) * hs[j];
+    if (r) v += (r[i] + rb[j]) * rs[j];
+    r_out[i] = v;
+    ss += double(v) * v;
+  }
+  ss = block_sum(ss, shared);
+  const float inv = float(1.0 / sqrt(ss / c + eps));
+  for (int j = threadIdx.x; j < c; j += kRowThreads) x_out[row + j] = r_out[row + j] * inv * w[j];
+  if (rstd && threadIdx.x == 0) rstd[blockIdx.x] = inv;
+}
+
 }  // namespace
+
+void merge_rmsnorm_forward(float* r_out, float* x_out, float* rstd, const float* h, const float* hb,
+                           const float* hs, const float* r, const float* rb, const float* rs,
+                           const float* w, int n, int c, float eps) {
+  if (n == 0) return;
+  merge_rmsnorm_forward_kernel<<<n, kRowThreads>>>(r_out, x_out, rstd, h, hb, hs, r, rb, rs, w, c,
+                                                   eps);
+  ZAYA_CUDA_LAUNCHED("merge_rmsnorm_forward");
+}
 
 void residual_merge_forward(float* out, const float* h, const float* hb, const float* hs,
                             const float* r, const float* rb, const float* rs, int n, int c) {
