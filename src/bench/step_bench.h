@@ -30,7 +30,7 @@ struct StepBenchResult {
   double optimizer_ms = 0;  // the optimizer's part of step_ms
   float loss = 0;
   size_t arena_bytes = 0;
-  std::string device;  // what it ran on (ComputeDevice::description)
+  std::string device;       // what it ran on (ComputeDevice::description)
   bool host_memory = true;  // the device computes on the host's memory (the CPU backend)
   // Copies to the host per timed step (each a GPU synchronisation; backend/backend.h) and their
   // bytes; 0 on the host's own memory.
