@@ -86,32 +86,33 @@ Runner add_comm_commands(CLI::App& bench) {
     args->opt.max_bytes = parse_byte_size(args->max_bytes, "-e/--maxbytes");
     args->opt.dtype = parse_comm_dtype(args->dtype);
     auto communicator = dist::make_communicator();
-    std::unique_ptr<dist::Communicator> peer;
-    if (args->device == "cuda") {
-      // The buffers in GPU memory, NCCL moving them, the host communicator for the numbers.
+    // What moves the buffers, in whose memory; the host communicator carries the numbers.
+    std::unique_ptr<dist::Communicator> nccl, peer;
+    dist::Communicator* moving = communicator.get();
+    const Backend* memory = nullptr;
+    if (args->device == "cuda") {  // GPU memory, NCCL moving it
       const cuda::PluginApi& gpu = usable_gpu("--device");
-      std::unique_ptr<dist::Communicator> nccl = gpu.make_nccl_communicator(*communicator, true);
+      nccl = gpu.make_nccl_communicator(*communicator, true);
       if (args->peer) peer = gpu.make_nccl_communicator(*communicator, false);
-      const int64_t wrong = run_comm_bench(*nccl, args->opt, stdout, peer.get(),
-                                           &gpu.backend(false), communicator.get());
-      if (wrong != 0 && communicator->rank() == 0)
-        std::fprintf(stderr, "zaya: error: bench comm: %lld wrong values\n", (long long)wrong);
-      return wrong != 0 ? 1 : 0;
-    }
-    ZAYA_CHECK(args->device == "cpu" || args->device == "cpu-as-device",
-               "--device: expected cpu, cuda or cpu-as-device, got '", args->device, "'");
-    const Backend* memory = args->device == "cpu" ? nullptr : &cpu_as_device_backend();
-    if (args->peer) {
+      moving = nccl.get();
+      memory = &gpu.backend(false);
+    } else {
+      ZAYA_CHECK(args->device == "cpu" || args->device == "cpu-as-device",
+                 "--device: expected cpu, cuda or cpu-as-device, got '", args->device, "'");
+      if (args->device == "cpu-as-device") memory = &cpu_as_device_backend();
+      if (args->peer) {
 #ifdef ZAYA_HAVE_MPI
-      ZAYA_CHECK(dist::mpi_active(),
-                 "--peer: MPI's collectives are the peer, so run under "
-                 "mpirun or srun (this process was not started by an MPI launcher)");
-      peer = std::make_unique<dist::NativeMpiCommunicator>();
+        ZAYA_CHECK(dist::mpi_active(),
+                   "--peer: MPI's collectives are the peer, so run under "
+                   "mpirun or srun (this process was not started by an MPI launcher)");
+        peer = std::make_unique<dist::NativeMpiCommunicator>();
 #else
-      ZAYA_FAIL("--peer: this zaya was built without MPI, so there is no MPI peer to time");
+        ZAYA_FAIL("--peer: this zaya was built without MPI, so there is no MPI peer to time");
 #endif
+      }
     }
-    const int64_t wrong = run_comm_bench(*communicator, args->opt, stdout, peer.get(), memory);
+    const int64_t wrong =
+        run_comm_bench(*moving, args->opt, stdout, peer.get(), memory, communicator.get());
     if (wrong != 0) {
       // Every rank has the same total; one report is enough.
       if (communicator->rank() == 0)

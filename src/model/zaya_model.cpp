@@ -82,19 +82,8 @@ void ZayaModel::push_weights(size_t offset, size_t n) {
 }
 
 void ZayaModel::pull_weights() {
-  pull_weights(0, params_.size());
-}
-
-void ZayaModel::pull_weights(size_t offset, size_t n) {
-  ZAYA_CHECK(offset + n <= params_.size(), "ZayaModel::pull_weights: [", offset, ", ", offset + n,
-             ") is outside the ", params_.size(), " parameters");
   if (!be_->host_memory())
-    be_->to_host(params_.weights() + offset, dev_weights_.floats() + offset, sizeof(float) * n);
-}
-
-void ZayaModel::pull_grads() {
-  if (!be_->host_memory())
-    be_->to_host(params_.grads(), dev_grads_.floats(), sizeof(float) * params_.size());
+    be_->to_host(params_.weights(), dev_weights_.floats(), sizeof(float) * params_.size());
 }
 
 const float* ZayaModel::weights_base() const {

@@ -89,8 +89,6 @@ class ZayaModel {
   void push_weights();                         // host → backend, every weight
   void push_weights(size_t offset, size_t n);  // host → backend, flat [offset, offset + n)
   void pull_weights();                         // backend → host, every weight
-  void pull_weights(size_t offset, size_t n);  // backend → host, flat [offset, offset + n)
-  void pull_grads();                           // backend → host, every gradient
 
   // RoPE base for the following forward() calls (curriculum phases change it).
   void set_rope_theta(double theta);

@@ -17,7 +17,6 @@
 #include <omp.h>
 #include <nlohmann/json.hpp>
 
-#include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/plugin_api.h"
 #include "backend/device_select.h"
 #include "ckpt/async_saver.h"
@@ -319,32 +318,27 @@ TrainSummary run_training(const TrainOptions& opt) {
                    init.path.c_str(), init.kind.c_str());
     }
   }
-  // On a backend of its own memory the parameters, gradients and optimizer state stay there for
-  // the whole run (resident): nothing crosses per micro-batch but the tokens and the experts'
-  // row counts, and the host copies are refreshed for checkpoints and the end of the run. With
-  // several ranks ZeRO-1's buckets and the Muon pieces move in that memory too: over NCCL on a
-  // GPU (sums in rank order, backend/cuda/nccl_communicator.h), while the loss, the loads and
-  // the norm go over the host communicator.
-  const bool resident = !device.backend->host_memory();
+  // The parameters, gradients and optimizer state live in the backend's memory for the whole
+  // run (on a GPU: resident there, and nothing crosses per micro-batch but the tokens and the
+  // experts' row counts; the host copies are refreshed for checkpoints and the end of the run;
+  // on the CPU the pulls and pushes below do nothing). With several ranks ZeRO-1's buckets and
+  // the Muon pieces move in that memory too: over NCCL on a GPU (sums in rank order,
+  // backend/cuda/nccl_communicator.h), while the loss, the loads and the norm go over the host
+  // communicator.
+  const Backend& be = *device.backend;
   std::unique_ptr<dist::Communicator> nccl;
   if (device.name == "cuda" && world > 1)
     nccl = cuda_plugin().make_nccl_communicator(*comm, /*rank_order_sums=*/true);
   dist::Communicator* data_comm = nccl ? nccl.get() : comm;  // cpu-as-device: host memory
-  Optimizer optimizer(model.params().registry(), oc, comm, resident ? device.backend : nullptr,
-                      data_comm);
+  Optimizer optimizer(model.params().registry(), oc, comm, &be, data_comm);
   RouterBalancer balancer(model.params().registry(), oc);
   std::unique_ptr<Zero1Sync> zero1;
-  BackendBuffer shard_grads;  // this rank's summed range, in the model's backend's memory
-  const Backend& param_memory = resident ? *device.backend : cpu_backend();
+  BackendBuffer shard_grads;  // this rank's summed range, in the backend's memory
   if (world > 1) {
     zero1 = std::make_unique<Zero1Sync>(*data_comm, int64_t(model.params().size()),
-                                        tc.zero1_bucket_floats, &param_memory);
-    shard_grads = BackendBuffer(param_memory, sizeof(float) * size_t(zero1->layout().size()));
+                                        tc.zero1_bucket_floats, &be);
+    shard_grads = BackendBuffer(be, sizeof(float) * size_t(zero1->layout().size()));
   }
-  // Where the step's weights and gradients are: the backend's copies when resident.
-  float* const weights = resident ? model.backend_weights() : model.params().weights();
-  float* const grads = resident ? model.backend_grads() : model.params().grads();
-  const bool overlap_reduce = tc.overlap_reduce;
   const int n_moe = int(mc.num_moe_stages()), n_routes = int(mc.num_routes());
   int64_t g = 0, tokens_done = 0, step = 0;
   if (!resume_dir.empty()) {
@@ -360,7 +354,11 @@ TrainSummary run_training(const TrainOptions& opt) {
                    world, (long long)step, (long long)g, (long long)tokens_done,
                    double(read) / 1048576.0);
   }
-  model.set_resident(resident);  // sends the initial or restored weights over
+  model.set_resident(true);  // sends the initial or restored weights over (off the host)
+  // Where the step's weights and gradients are: the backend's copies (the ParamStore's on the
+  // CPU).
+  float* const weights = model.backend_weights();
+  float* const grads = model.backend_grads();
   std::vector<std::pair<size_t, size_t>> balancer_ranges;  // the biases the balancer writes
   for (const ParamSpec& p : model.params().registry().specs())
     if (p.group == OptimGroup::Buffer) balancer_ranges.emplace_back(p.offset, size_t(p.numel));
@@ -408,7 +406,7 @@ TrainSummary run_training(const TrainOptions& opt) {
           "Muon exchange (split and rebalanced matrices)\n",
           (long long)zero1->layout().chunk(), double(zero1->bytes_per_step()) / 1048576.0,
           (long long)zero1->bucket_count(),
-          overlap_reduce ? "overlapping the backward" : "after the backward",
+          tc.overlap_reduce ? "overlapping the backward" : "after the backward",
           double(optimizer.muon_exchange_bytes()) / 1024.0);
   }
 
@@ -440,7 +438,7 @@ TrainSummary run_training(const TrainOptions& opt) {
     // Aegis drill "NaN loss and gradients" overwrites the gradients after the backward, so that
     // step's reduce-scatter waits for it.
     const bool nan_drill = faults.loss_fault(step + 1);
-    const bool overlap = zero1 && overlap_reduce && !nan_drill;
+    const bool overlap = zero1 && tc.overlap_reduce && !nan_drill;
     std::vector<int64_t> route_counts(size_t(n_moe) * size_t(n_routes), 0);
     double loss_sum = 0;
     window.resize(size_t(S) + 1);
@@ -481,7 +479,7 @@ TrainSummary run_training(const TrainOptions& opt) {
     }
     if (nan_drill) {  // Aegis drill: NaN loss and gradients (update skipped)
       loss_sum = std::numeric_limits<double>::quiet_NaN();
-      param_memory.fill(grads, model.params().size(), std::nanf(""));
+      be.fill(grads, model.params().size(), std::nanf(""));
     }
     // This rank's own work, before it waits for the others (stragglers show up in heartbeats).
     const double own_s =
@@ -514,8 +512,8 @@ TrainSummary run_training(const TrainOptions& opt) {
       stage_counts[size_t(k)].assign(route_counts.begin() + k * n_routes,
                                      route_counts.begin() + (k + 1) * n_routes);
     balancer.update(model.params(), stage_counts);  // same counts on every rank: same biases
-    if (resident)  // the host holds the biases' master copy: the backend gets the new ones
-      for (const auto& [offset, n] : balancer_ranges) model.push_weights(offset, n);
+    // The host holds the biases' master copy: the backend gets the new ones.
+    for (const auto& [offset, n] : balancer_ranges) model.push_weights(offset, n);
     tokens_done += seqs * S;
     // Every context rank of a data rank holds the same (group-wide) loss: world = data × context.
     const double loss = loss_sum / double(micro_steps * world);
@@ -586,10 +584,8 @@ TrainSummary run_training(const TrainOptions& opt) {
       st.sample_index = g;
       st.seed = tc.seed;
       st.config = root;
-      if (resident) {  // the host copies the checkpoint is written from
-        model.pull_weights();
-        optimizer.pull_state();
-      }
+      model.pull_weights();  // the host copies the checkpoint is written from
+      optimizer.pull_state();
       checkpoints.save(model.params(), optimizer, balancer, st);  // writes in the background
     }
     if (stop > 0) {
@@ -617,8 +613,8 @@ TrainSummary run_training(const TrainOptions& opt) {
   sum.tokens = tokens_done;
   sum.final_val_loss = last_eval.loss;
   sum.unigram_val_loss = last_eval.unigram;
-  model.set_context_group(nullptr);    // the end-of-run samples decode whole sequences on rank 0
-  if (resident) model.pull_weights();  // the saved model and the samples read the host copy
+  model.set_context_group(nullptr);  // the end-of-run samples decode whole sequences on rank 0
+  model.pull_weights();              // the saved model and the samples read the host copy
   if (lead) write_run_outputs(sum, model, tc, sample_tokenizer.get(), loader.eos_id(), path);
   // Every rank's peak resident memory (KiB from getrusage), for the summary.
   struct rusage usage {};

@@ -29,41 +29,6 @@ void copy_to_host(void* dst, const void* src, size_t bytes);
 void fill_zero(void* dst, size_t bytes);
 void copy_on_device(void* dst, const void* src, size_t bytes);
 
-// Device memory of n elements of T, freed with the object.
-template <typename T>
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(size_t n)
-      : n_(n), p_(static_cast<T*>(n ? device_alloc(n * sizeof(T)) : nullptr)) {}
-  explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size()) { upload(host); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  DeviceBuffer(DeviceBuffer&& o) noexcept
-      : n_(std::exchange(o.n_, 0)), p_(std::exchange(o.p_, nullptr)) {}
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
-    std::swap(n_, o.n_);
-    std::swap(p_, o.p_);
-    return *this;
-  }
-  ~DeviceBuffer() { device_free(p_); }
-
-  T* get() { return p_; }
-  const T* get() const { return p_; }
-  size_t size() const { return n_; }
-  void upload(const std::vector<T>& host) { copy_to_device(p_, host.data(), n_ * sizeof(T)); }
-  std::vector<T> download() const {
-    std::vector<T> host(n_);
-    copy_to_host(host.data(), p_, n_ * sizeof(T));
-    return host;
-  }
-  void zero() { fill_zero(p_, n_ * sizeof(T)); }
-
- private:
-  size_t n_ = 0;
-  T* p_ = nullptr;
-};
-
 // Device memory for an op's temporaries, from a cache of blocks given back earlier: no
 // cudaMalloc per call and, above all, no cudaFree, which waits for the whole device. Reuse is safe
 // without a wait because every kernel runs in order on the default stream: a block taken again
@@ -73,25 +38,37 @@ class DeviceBuffer {
 void* scratch_take(size_t bytes);
 void scratch_give(void* p, size_t bytes) noexcept;
 
-// DeviceBuffer's interface over scratch_take / scratch_give: for temporaries of one op.
-template <typename T>
-class ScratchBuffer {
+// Where a buffer's memory comes from: cudaMalloc and cudaFree, or the scratch cache.
+struct FreshMemory {
+  static void* take(size_t bytes) { return device_alloc(bytes); }
+  static void give(void* p, size_t) noexcept { device_free(p); }
+};
+struct ScratchMemory {
+  static void* take(size_t bytes) { return scratch_take(bytes); }
+  static void give(void* p, size_t bytes) noexcept { scratch_give(p, bytes); }
+};
+
+// Device memory of n elements of T, given back with the object.
+template <typename T, typename Memory>
+class BasicDeviceBuffer {
  public:
-  ScratchBuffer() = default;
-  explicit ScratchBuffer(size_t n)
-      : n_(n), p_(static_cast<T*>(n ? scratch_take(n * sizeof(T)) : nullptr)) {}
-  explicit ScratchBuffer(const std::vector<T>& host) : ScratchBuffer(host.size()) { upload(host); }
-  ScratchBuffer(const ScratchBuffer&) = delete;
-  ScratchBuffer& operator=(const ScratchBuffer&) = delete;
-  ScratchBuffer(ScratchBuffer&& o) noexcept
+  BasicDeviceBuffer() = default;
+  explicit BasicDeviceBuffer(size_t n)
+      : n_(n), p_(static_cast<T*>(n ? Memory::take(n * sizeof(T)) : nullptr)) {}
+  explicit BasicDeviceBuffer(const std::vector<T>& host) : BasicDeviceBuffer(host.size()) {
+    upload(host);
+  }
+  BasicDeviceBuffer(const BasicDeviceBuffer&) = delete;
+  BasicDeviceBuffer& operator=(const BasicDeviceBuffer&) = delete;
+  BasicDeviceBuffer(BasicDeviceBuffer&& o) noexcept
       : n_(std::exchange(o.n_, 0)), p_(std::exchange(o.p_, nullptr)) {}
-  ScratchBuffer& operator=(ScratchBuffer&& o) noexcept {
+  BasicDeviceBuffer& operator=(BasicDeviceBuffer&& o) noexcept {
     std::swap(n_, o.n_);
     std::swap(p_, o.p_);
     return *this;
   }
-  ~ScratchBuffer() {
-    if (p_) scratch_give(p_, n_ * sizeof(T));
+  ~BasicDeviceBuffer() {
+    if (p_) Memory::give(p_, n_ * sizeof(T));
   }
 
   T* get() { return p_; }
@@ -109,5 +86,22 @@ class ScratchBuffer {
   size_t n_ = 0;
   T* p_ = nullptr;
 };
+
+// Buffers of their own (freed with the object), and temporaries of one op (the scratch cache).
+template <typename T>
+using DeviceBuffer = BasicDeviceBuffer<T, FreshMemory>;
+template <typename T>
+using ScratchBuffer = BasicDeviceBuffer<T, ScratchMemory>;
+
+// A reused buffer with room for n elements: replaced when it holds fewer, once the device has
+// finished the queued work that may still read the old one. Its contents are not kept.
+template <typename T>
+T* grown(DeviceBuffer<T>& b, size_t n) {
+  if (b.size() < n) {
+    synchronize();
+    b = DeviceBuffer<T>(n);
+  }
+  return b.get();
+}
 
 }  // namespace zaya::cuda

@@ -214,11 +214,7 @@ __global__ void to_bf16_kernel(__nv_bfloat16* out, const float* in, long n) {
 __nv_bfloat16* bf16_scratch(int which, size_t n) {
   static DeviceBuffer<__nv_bfloat16> buffers[2];
   DeviceBuffer<__nv_bfloat16>& b = buffers[which];
-  if (b.size() < n) {
-    synchronize();  // queued products may still read the old buffer: let them finish first
-    b = DeviceBuffer<__nv_bfloat16>(std::max(n, b.size() * 3 / 2));
-  }
-  return b.get();
+  return grown(b, b.size() < n ? std::max(n, b.size() * 3 / 2) : n);
 }
 
 // The weights' bf16 copy (set_bf16_weights).
@@ -312,10 +308,7 @@ void gemm_f32_batched(bool trans_a, bool trans_b, int m, int n, int k, float alp
 
 void set_bf16_weights(const float* base, size_t n) {
   Bf16Weights& w = bf16_weights();
-  if (w.copy.size() < n) {
-    synchronize();  // queued products may still read the old copy
-    w.copy = DeviceBuffer<__nv_bfloat16>(n);
-  }
+  grown(w.copy, n);
   w.base = base;
   w.n = n;
   if (n) {

@@ -23,15 +23,6 @@ struct NsScratch {
   DeviceBuffer<double> sum_sq;
 };
 
-template <typename T>
-T* grown(DeviceBuffer<T>& b, size_t n) {
-  if (b.size() < n) {
-    synchronize();  // the old buffer may still be read by queued kernels: let them finish first
-    b = DeviceBuffer<T>(n);
-  }
-  return b.get();
-}
-
 // Σ g² of each matrix of the stack (one block per matrix, a fixed order).
 __global__ void frobenius_kernel(double* sum_sq, const float* stack, int64_t size) {
   __shared__ double shared[kRowThreads];
