@@ -57,6 +57,14 @@ Runner add_train_commands(CLI::App& app) {
   train->add_option("--device", args->train.device, kDeviceFlagHelp)->capture_default_str();
   train->add_option("--precision", args->train.precision, kPrecisionFlagHelp)
       ->capture_default_str();
+  train
+      ->add_option("--weight-storage", args->train.weight_storage,
+                   "with --precision bf16: bf16 (the weights in bf16 alone, fp32 master weights "
+                   "only in the rank's ZeRO-1 range: 2 bytes per parameter plus 4 per parameter "
+                   "of the range) or fp32 (full fp32 weights on every rank and a bf16 copy: 6 "
+                   "bytes per parameter); the losses and weights are bitwise the same")
+      ->check(CLI::IsMember({"bf16", "fp32"}))
+      ->capture_default_str();
   train->add_flag("--no-progress", args->no_progress, "no live progress line");
   train->add_flag("--fixed-threads", args->fixed_threads,
                   "keep the thread count of --threads for the whole run; by default it drops "

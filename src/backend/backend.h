@@ -16,6 +16,7 @@
 
 #include "backend/cpu/lm_head_loss.h"
 #include "backend/optim_types.h"
+#include "core/error.h"
 
 namespace zaya {
 
@@ -49,6 +50,19 @@ class Backend {
   // call: a backend whose products take lower-precision inputs rounds them once here instead of
   // in every product (the bf16 CUDA backend). A no-op elsewhere.
   virtual void set_product_weights(const float* /*base*/, size_t /*n*/) const {}
+  // Whether the products take bf16 weights (set_product_weights rounds them), so that the weights
+  // may be kept in bf16 alone (set_stored_bf16_weights).
+  virtual bool bf16_weights() const { return false; }
+  // The model's bf16 weight storage (ZayaModel::set_bf16_weight_storage): the weight addresses
+  // [base, base + n) stand for the bf16 values at bf16[0, n), in the backend's memory. Every op
+  // that reads a weight there (the products and the embedding's gather) reads the bf16 value
+  // instead, and no op reads or writes the fp32 addresses themselves (the model reserves them as
+  // addresses only). Holds until the next call of this or set_product_weights. Backends without
+  // bf16_weights() refuse.
+  virtual void set_stored_bf16_weights(const float* /*base*/, size_t /*n*/,
+                                       const uint16_t* /*bf16*/) const {
+    ZAYA_FAIL("the '", name(), "' backend has no bf16 weights (its products take fp32)");
+  }
   // Counts of to_host since the process started (all threads).
   int64_t host_reads() const { return host_reads_.load(std::memory_order_relaxed); }
   int64_t host_read_bytes() const { return host_read_bytes_.load(std::memory_order_relaxed); }

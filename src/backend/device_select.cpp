@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "backend/backend_abi.h"
+#include "backend/cpu/cpu_as_device_backend.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/plugin_api.h"
 #include "core/error.h"
@@ -17,12 +18,6 @@ namespace zaya {
 namespace {
 
 constexpr const char* kPluginFile = "libzaya_cuda_backend.so";
-
-class CpuAsDeviceBackend final : public CpuBackend {
- public:
-  const char* name() const override { return "cpu-as-device"; }
-  bool host_memory() const override { return false; }
-};
 
 }  // namespace
 
@@ -64,9 +59,9 @@ const cuda::PluginApi* load_cuda_plugin(const std::string& path, std::string* er
   return api;
 }
 
-const Backend& cpu_as_device_backend() {
-  static const CpuAsDeviceBackend backend;
-  return backend;
+const Backend& cpu_as_device_backend(bool bf16_weights) {
+  static const CpuAsDeviceBackend fp32(false), bf16(true);
+  return bf16_weights ? bf16 : fp32;
 }
 
 const cuda::PluginApi& cuda_plugin(const std::string& flag) {
@@ -144,9 +139,17 @@ ComputeDevice open_device(const std::string& value, const std::string& precision
   ComputeDevice d = open_device_fp32(value, flag);
   const bool gpu = d.name == "cuda";
   if (precision == "bf16" || (precision == "auto" && gpu)) {
-    ZAYA_CHECK(gpu, "--precision bf16: the ", d.name,
-               " backend computes in fp32 (bf16 GEMM inputs run on GPUs: --device cuda)");
-    d.backend = &cuda_plugin(flag).backend(true);
+    ZAYA_CHECK(gpu || d.name == "cpu-as-device", "--precision bf16: the ", d.name,
+               " backend computes in fp32 (bf16 GEMM inputs run on GPUs: --device cuda; "
+               "cpu-as-device stands in for their bf16 weights)");
+    if (gpu) {
+      d.backend = &cuda_plugin(flag).backend(true);
+    } else {
+      d.backend = &cpu_as_device_backend(true);
+      d.description =
+          "cpu-as-device (the CPU ops through the copies a GPU takes, with its bf16 "
+          "weights: products read the weights rounded to bf16, activations fp32)";
+    }
     d.precision = "bf16";
   }
   if (gpu) {

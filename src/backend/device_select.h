@@ -25,9 +25,10 @@ inline constexpr const char* kDeviceFlagHelp =
     "bitwise the cpu results)";
 
 inline constexpr const char* kPrecisionFlagHelp =
-    "fp32, bf16 (matrix products take bf16 weights and activations and accumulate in fp32; "
-    "master weights, optimizer, residual stream, norms, softmax and loss stay fp32; cuda only) "
-    "or auto (bf16 on cuda, fp32 elsewhere)";
+    "fp32, bf16 (matrix products take bf16 weights and activations and accumulate in fp32; the "
+    "weights are kept in bf16, with fp32 master weights in the rank's ZeRO-1 range; optimizer, "
+    "gradients, residual stream, norms, softmax and loss stay fp32; cuda, or cpu-as-device, "
+    "which rounds the weights only) or auto (bf16 on cuda, fp32 elsewhere)";
 
 struct ComputeDevice {
   const Backend* backend = nullptr;
@@ -61,7 +62,9 @@ std::string cuda_plugin_path();
 // file missing, a dlopen failure, no entry, another build's interface).
 const cuda::PluginApi* load_cuda_plugin(const std::string& path, std::string* error);
 
-// The CPU backend that keeps "device" memory of its own (the cpu-as-device above).
-const Backend& cpu_as_device_backend();
+// The CPU backend that keeps "device" memory of its own (the cpu-as-device above); with
+// bf16_weights, standing in for the bf16 GPU backend's weights
+// (backend/cpu/cpu_as_device_backend.h).
+const Backend& cpu_as_device_backend(bool bf16_weights = false);
 
 }  // namespace zaya

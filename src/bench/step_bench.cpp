@@ -19,6 +19,10 @@ StepBenchResult run_step_bench(const ModelConfig& config, const StepBenchOptions
   const ComputeDevice device = open_device(opt.device, opt.precision);
   ZayaModel model(config);
   model.params().init(opt.seed);
+  // The weights as training keeps them: in bf16 alone on a bf16 GPU, with the master weights of
+  // one rank's range, all of them here (model/zaya_model.h).
+  if (device.backend->bf16_weights() && !device.backend->host_memory())
+    model.set_bf16_weight_storage(0, model.params().size());
   model.set_backend(*device.backend);
   model.set_resident(true);
   model.set_lm_head_chunks({opt.lm_head_chunk_tokens, opt.lm_head_chunk_vocab});
@@ -48,7 +52,12 @@ StepBenchResult run_step_bench(const ModelConfig& config, const StepBenchOptions
     be.synchronize();
     const auto t1 = std::chrono::steady_clock::now();
     if (optimizer) {
-      optimizer->step(model.backend_weights(), model.backend_grads(), 1e-4);
+      if (model.bf16_weight_storage()) {
+        optimizer->step_shard(model.master_weights(), model.backend_grads(), 1e-4);
+        model.store_weights(0, model.params().size(), model.master_weights());
+      } else {
+        optimizer->step(model.backend_weights(), model.backend_grads(), 1e-4);
+      }
       be.synchronize();
     }
     const auto t2 = std::chrono::steady_clock::now();

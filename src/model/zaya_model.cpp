@@ -41,15 +41,27 @@ void ZayaModel::set_backend(const Backend& backend) {
     arena_memory_.reset();
     dev_weights_.reset();
     dev_grads_.reset();
+    stored_runs_.clear();
     bind_weights(params_.weights(), params_.grads());
   } else {
     auto memory = std::make_unique<BackendArenaMemory>(backend);
     arena_.set_memory(memory.get());  // drops the blocks of the previous memory first
     arena_memory_ = std::move(memory);
     const size_t bytes = sizeof(float) * params_.size();
-    dev_weights_ = BackendBuffer(backend, bytes);
+    dev_weights_.reset();
+    stored_runs_.clear();
     dev_grads_ = BackendBuffer(backend, bytes);
-    bind_weights(dev_weights_.floats(), dev_grads_.floats());
+    if (bf16_storage_wanted_ && backend.bf16_weights()) {
+      lay_out_bf16_storage();  // binds the views, and fills it from the host
+    } else {
+      dev_w16_.reset();
+      dev_w32_.reset();
+      dev_master_.reset();
+      dev_staging_.reset();
+      weight_addresses_.reset();
+      dev_weights_ = BackendBuffer(backend, bytes);
+      bind_weights(dev_weights_.floats(), dev_grads_.floats());
+    }
     if (resident_) set_resident(true);  // the new memory gets the weights
   }
   acts_.clear();
@@ -77,13 +89,24 @@ void ZayaModel::push_weights() {
 void ZayaModel::push_weights(size_t offset, size_t n) {
   ZAYA_CHECK(offset + n <= params_.size(), "ZayaModel::push_weights: [", offset, ", ", offset + n,
              ") is outside the ", params_.size(), " parameters");
-  if (!be_->host_memory())
+  if (bf16_weight_storage())
+    push_stored(offset, n);
+  else if (!be_->host_memory())
     be_->to_device(dev_weights_.floats() + offset, params_.weights() + offset, sizeof(float) * n);
 }
 
 void ZayaModel::pull_weights() {
-  if (!be_->host_memory())
+  if (bf16_weight_storage())
+    pull_stored();
+  else if (!be_->host_memory())
     be_->to_host(params_.weights(), dev_weights_.floats(), sizeof(float) * params_.size());
+}
+
+float* ZayaModel::backend_weights() {
+  ZAYA_CHECK(!bf16_weight_storage(),
+             "ZayaModel::backend_weights: with bf16 weight storage the weights are not one fp32 "
+             "buffer (master_weights(), store_weights())");
+  return const_cast<float*>(weights_base());
 }
 
 const float* ZayaModel::weights_base() const {
@@ -101,6 +124,14 @@ void ZayaModel::bind_weights(const float* W, float* G) {
     const ParamSpec* s = reg.find(name);
     return s ? base + s->offset : nullptr;
   };
+  // Where the ops read a weight: W's layout, or the bf16 weight storage's (weight_address).
+  auto wat = [&](size_t offset) {
+    return bf16_weight_storage() ? weight_address(offset) : W + offset;
+  };
+  auto optw = [&](const std::string& name) -> const float* {
+    const ParamSpec* s = reg.find(name);
+    return s ? wat(s->offset) : nullptr;
+  };
   const int L = int(config_.num_stages);
   // After stage i's backward the tensors of stages < i and the embedding may still receive
   // gradient; everything above the highest of them is final, whatever the registry's order.
@@ -116,15 +147,15 @@ void ZayaModel::bind_weights(const float* W, float* G) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
     Stage& s = stages_[i];
     StageGrads& g = grads_[i];
-    s.norm_w = W + off(p + "input_norm.weight");
+    s.norm_w = wat(off(p + "input_norm.weight"));
     g.norm_w = G + off(p + "input_norm.weight");
-    s.hs = W + off(p + "res_scale.hidden_states_scale");
+    s.hs = wat(off(p + "res_scale.hidden_states_scale"));
     g.hs = G + off(p + "res_scale.hidden_states_scale");
-    s.hb = W + off(p + "res_scale.hidden_states_bias");
+    s.hb = wat(off(p + "res_scale.hidden_states_bias"));
     g.hb = G + off(p + "res_scale.hidden_states_bias");
-    s.rs = opt(p + "res_scale.residual_scale", W);
+    s.rs = optw(p + "res_scale.residual_scale");
     g.rs = opt(p + "res_scale.residual_scale", G);
-    s.rb = opt(p + "res_scale.residual_bias", W);
+    s.rb = optw(p + "res_scale.residual_bias");
     g.rb = opt(p + "res_scale.residual_bias", G);
     if (ModelConfig::is_attention_stage(i)) {
       const std::string a = p + "self_attn.";
@@ -134,13 +165,13 @@ void ZayaModel::bind_weights(const float* W, float* G) {
           off(a + "qkv.val_proj2.weight") ==
               q + size_t(config_.conv_channels() + config_.kv_dim() / 2) * config_.hidden_size,
           "parameter layout: CCA projections of stage ", i, " are not contiguous");
-      s.cca = CcaWeights{W + q,
-                         W + off(a + "qkv.conv_qk.0.weight"),
-                         W + off(a + "qkv.conv_qk.0.bias"),
-                         W + off(a + "qkv.conv_qk.1.weight"),
-                         W + off(a + "qkv.conv_qk.1.bias"),
-                         W + off(a + "qkv.temp"),
-                         W + off(a + "o_proj.weight")};
+      s.cca = CcaWeights{wat(q),
+                         wat(off(a + "qkv.conv_qk.0.weight")),
+                         wat(off(a + "qkv.conv_qk.0.bias")),
+                         wat(off(a + "qkv.conv_qk.1.weight")),
+                         wat(off(a + "qkv.conv_qk.1.bias")),
+                         wat(off(a + "qkv.temp")),
+                         wat(off(a + "o_proj.weight"))};
       g.cca = CcaGrads{G + q,
                        G + off(a + "qkv.conv_qk.0.weight"),
                        G + off(a + "qkv.conv_qk.0.bias"),
@@ -152,30 +183,30 @@ void ZayaModel::bind_weights(const float* W, float* G) {
       const std::string r = p + "zaya_block.router.";
       MoeWeights& mw = s.moe;
       MoeGrads& mg = g.moe;
-      mw.down_w = W + off(r + "down_proj.weight");
+      mw.down_w = wat(off(r + "down_proj.weight"));
       mg.down_w = G + off(r + "down_proj.weight");
-      mw.down_b = W + off(r + "down_proj.bias");
+      mw.down_b = wat(off(r + "down_proj.bias"));
       mg.down_b = G + off(r + "down_proj.bias");
-      mw.states_scale = opt(r + "router_states_scale", W);
+      mw.states_scale = optw(r + "router_states_scale");
       mg.states_scale = opt(r + "router_states_scale", G);
-      mw.rms_w = W + off(r + "rmsnorm_eda.weight");
+      mw.rms_w = wat(off(r + "rmsnorm_eda.weight"));
       mg.rms_w = G + off(r + "rmsnorm_eda.weight");
-      mw.mlp0_w = W + off(r + "router_mlp.0.weight");
+      mw.mlp0_w = wat(off(r + "router_mlp.0.weight"));
       mg.mlp0_w = G + off(r + "router_mlp.0.weight");
-      mw.mlp0_b = W + off(r + "router_mlp.0.bias");
+      mw.mlp0_b = wat(off(r + "router_mlp.0.bias"));
       mg.mlp0_b = G + off(r + "router_mlp.0.bias");
-      mw.mlp2_w = W + off(r + "router_mlp.2.weight");
+      mw.mlp2_w = wat(off(r + "router_mlp.2.weight"));
       mg.mlp2_w = G + off(r + "router_mlp.2.weight");
-      mw.mlp2_b = W + off(r + "router_mlp.2.bias");
+      mw.mlp2_b = wat(off(r + "router_mlp.2.bias"));
       mg.mlp2_b = G + off(r + "router_mlp.2.bias");
-      mw.mlp4_w = W + off(r + "router_mlp.4.weight");
+      mw.mlp4_w = wat(off(r + "router_mlp.4.weight"));
       mg.mlp4_w = G + off(r + "router_mlp.4.weight");
-      mw.balancing_biases = W + off(r + "balancing_biases");
+      mw.balancing_biases = wat(off(r + "balancing_biases"));
       for (int e = 0; e < int(config_.num_experts); ++e) {
         const std::string x = p + "zaya_block.experts.local_experts." + std::to_string(e) + ".";
-        mw.fc1.push_back(W + off(x + "linear_fc1.weight"));
+        mw.fc1.push_back(wat(off(x + "linear_fc1.weight")));
         mg.fc1.push_back(G + off(x + "linear_fc1.weight"));
-        mw.fc2.push_back(W + off(x + "linear_fc2.weight"));
+        mw.fc2.push_back(wat(off(x + "linear_fc2.weight")));
         mg.fc2.push_back(G + off(x + "linear_fc2.weight"));
       }
     }
@@ -263,8 +294,7 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
   if (!be_->host_memory()) {
     // The master weights, the tokens, the targets and the RoPE rows go to the backend's memory:
     // explicit copies, once per forward.
-    if (!resident_)
-      be_->to_device(dev_weights_.floats(), params_.weights(), sizeof(float) * params_.size());
+    if (!resident_) push_weights();
     int32_t* tok = arena_.ints(tokens_.size());
     be_->to_device(tok, tokens_.data(), sizeof(int32_t) * tokens_.size());
     op_tokens_ = tok;
@@ -281,10 +311,13 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
     rope = RopeTables{cos_t, sin_t};
     dev_rope_ = rope;
   }
-  const float* W = weights_base();
-  const float* emb_w = W + params_.registry().get("model.embed_tokens.weight").offset;
+  const float* emb_w = weight_address(params_.registry().get("model.embed_tokens.weight").offset);
   // The weights stay as they are until the next forward (the backward reads the same ones).
-  be_->set_product_weights(W, params_.size());
+  if (bf16_weight_storage())
+    be_->set_stored_bf16_weights(static_cast<const float*>(weight_addresses_.get()), params_.size(),
+                                 static_cast<const uint16_t*>(dev_w16_.get()));
+  else
+    be_->set_product_weights(weights_base(), params_.size());
 
   // Embedding (no sqrt(E) scaling): this is h_{-1}, the first "branch output".
   emb_ = arena_.floats(size_t(N) * E);
@@ -324,13 +357,13 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
   final_r_ = arena_.floats(size_t(N) * E);
   final_rstd_ = arena_.floats(N);
   final_y_ = arena_.floats(size_t(N) * E);
-  be_->merge_rmsnorm_forward(final_r_, final_y_, final_rstd_, h_prev,
-                             W + reg.get("model.res_scale.hidden_states_bias").offset,
-                             W + reg.get("model.res_scale.hidden_states_scale").offset, r_prev,
-                             W + reg.get("model.res_scale.residual_bias").offset,
-                             W + reg.get("model.res_scale.residual_scale").offset,
-                             W + reg.get("model.final_norm.weight").offset, N, E,
-                             float(config_.norm_eps));
+  be_->merge_rmsnorm_forward(
+      final_r_, final_y_, final_rstd_, h_prev,
+      weight_address(reg.get("model.res_scale.hidden_states_bias").offset),
+      weight_address(reg.get("model.res_scale.hidden_states_scale").offset), r_prev,
+      weight_address(reg.get("model.res_scale.residual_bias").offset),
+      weight_address(reg.get("model.res_scale.residual_scale").offset),
+      weight_address(reg.get("model.final_norm.weight").offset), N, E, float(config_.norm_eps));
   have_loss_ = !targets_.empty();
   chunked_loss_ = have_loss_ && lm_chunks_.enabled();
   if (chunked_loss_) {
@@ -409,7 +442,6 @@ void ZayaModel::backward(float loss_scale) {
                                               : RopeTables{rope_cos_.data(), rope_sin_.data()};
   const ContextShard* shard = sharded_ ? &shard_ : nullptr;
   const ParamRegistry& reg = params_.registry();
-  const float* W = weights_base();
   float* G = grads_base();
   const bool on_host = be_->host_memory();
   // On a backend of its own memory the backward adds into a copy of the host's gradients there,
@@ -422,7 +454,7 @@ void ZayaModel::backward(float loss_scale) {
   // stage's are final as soon as it is done, and set_gradients_final reports them.
   const bool in_place = !copy_grads;
   if (copy_grads) be_->to_device(G, params_.grads(), sizeof(float) * params_.size());
-  auto w = [&](const char* name) { return W + reg.get(name).offset; };
+  auto w = [&](const char* name) { return weight_address(reg.get(name).offset); };
   auto g = [&](const char* name) { return G + reg.get(name).offset; };
   const float* emb_w = w("model.embed_tokens.weight");
   float* emb_g = g("model.embed_tokens.weight");

@@ -12,6 +12,7 @@
 
 #include "backend/cpu/lm_head_loss.h"
 #include "core/arena.h"
+#include "core/reserved_addresses.h"
 #include "model/cca.h"
 #include "model/config.h"
 #include "model/context_shard.h"
@@ -83,12 +84,36 @@ class ZayaModel {
   void set_resident(bool resident);
   bool resident() const { return resident_ && !be_->host_memory(); }
   // The weights and gradients the ops use, in the backend's memory (the ParamStore's on the host).
-  float* backend_weights() { return const_cast<float*>(weights_base()); }
+  // Not with bf16 weight storage, where the weights are not one fp32 buffer (master_weights()).
+  float* backend_weights();
   float* backend_grads() { return grads_base(); }
   void zero_grads();
   void push_weights();                         // host → backend, every weight
   void push_weights(size_t offset, size_t n);  // host → backend, flat [offset, offset + n)
   void pull_weights();                         // backend → host, every weight
+
+  // bf16 weight storage, for a backend whose products take bf16 weights (Backend::bf16_weights):
+  // the weights of the products (the Muon matrices and the tied embedding, which is also
+  // gathered) live in the backend's memory as bf16 alone, the other tensors (norms, biases,
+  // convolutions, scales: a few per mille of the parameters) in fp32, and the fp32 master
+  // weights of the flat range [master_begin, master_end) (the rank's ZeRO-1 range, which its
+  // optimizer updates) beside them: 2 bytes per parameter plus 4 per parameter of the range,
+  // where full fp32 weights and their bf16 copy take 6. The products read the bf16 values the
+  // fp32 path would round them to, so the two paths compute the same bits.
+  //
+  // Takes effect on a backend with bf16 weights and its own memory (now or at the next
+  // set_backend); elsewhere the weights stay one fp32 buffer. The trainer then updates
+  // master_weights() and writes every range it changes back with store_weights; push_weights
+  // and pull_weights convert (the host copy holds the master values in the range and the stored
+  // values elsewhere).
+  void set_bf16_weight_storage(size_t master_begin, size_t master_end);
+  bool bf16_weight_storage() const { return !stored_runs_.empty(); }  // in effect
+  float* master_weights() { return dev_master_.floats(); }            // [end − begin]
+  // Writes flat [offset, offset + n) from fp32 values in the backend's memory: the bf16 tensors
+  // rounded, the others copied (not the master weights).
+  void store_weights(size_t offset, size_t n, const float* values);
+  // Bytes of weights in the backend's memory (fp32 buffer, or bf16 + fp32 + master).
+  size_t weight_bytes() const;
 
   // RoPE base for the following forward() calls (curriculum phases change it).
   void set_rope_theta(double theta);
@@ -149,6 +174,15 @@ class ZayaModel {
   // their copies in a backend's memory).
   void bind_weights(const float* W, float* G);
   const float* weights_base() const;
+  // The address the ops read the weight at flat `offset` from: weights_base() + offset, or with
+  // bf16 weight storage the reserved address (bf16 tensors) or the fp32 tensors' buffer.
+  const float* weight_address(size_t offset) const;
+  // Lays out the bf16 weight storage in the backend's memory and fills it from the host.
+  void lay_out_bf16_storage();
+  // Moves host [offset, offset + n) into the storage (push) or back (pull), through the staging
+  // buffer, a chunk at a time.
+  void push_stored(size_t offset, size_t n);
+  void pull_stored();
   float* grads_base();
   // RMSNorm of stage i's merged residual and its block (CCA or MoE) into h [N, E]; fills
   // acts_[i] but r and h. Used by forward() and, with recompute, by backward().
@@ -174,6 +208,19 @@ class ZayaModel {
   // arena's memory (declared before arena_, which releases its blocks through it).
   BackendBuffer dev_weights_, dev_grads_;
   bool resident_ = false;  // see set_resident
+  // bf16 weight storage (set_bf16_weight_storage): the flat layout as runs of tensors of one
+  // kind, the reserved fp32 addresses of the bf16 ones, and the buffers.
+  struct StoredRun {
+    size_t begin = 0, n = 0;  // flat [begin, begin + n)
+    bool bf16 = false;
+    size_t fp32_at = 0;  // fp32 runs: where in dev_w32_
+  };
+  const StoredRun& stored_run(size_t offset) const;
+  bool bf16_storage_wanted_ = false;
+  size_t master_begin_ = 0, master_end_ = 0;
+  std::vector<StoredRun> stored_runs_;
+  ReservedAddresses weight_addresses_;
+  BackendBuffer dev_w16_, dev_w32_, dev_master_, dev_staging_;
   std::unique_ptr<ArenaMemory> arena_memory_;
   // final_from_[i]: the lowest flat offset above every tensor whose gradient stages i-1 … 0 and
   // the embedding still write (final_from_[L]: above every stage); see set_gradients_final.

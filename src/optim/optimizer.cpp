@@ -129,6 +129,10 @@ double Optimizer::grad_norm(const float* shard_grads) const {
 }
 
 float Optimizer::step(float* weights, float* shard_grads, double lr) {
+  return step_shard(weights + shard_.begin(), shard_grads, lr);
+}
+
+float Optimizer::step_shard(float* shard_weights, float* shard_grads, double lr) {
   const double norm = grad_norm(shard_grads);
   if (!std::isfinite(norm)) return float(norm);
   if (config_.grad_clip > 0 && norm > config_.grad_clip) {
@@ -137,7 +141,6 @@ float Optimizer::step(float* weights, float* shard_grads, double lr) {
                         float(config_.grad_clip / norm));
   }
   ++step_count_;
-  float* shard_weights = weights + shard_.begin();
   if (!adamw_segments_.empty()) {
     const double t = double(step_count_);
     AdamwConstants c;

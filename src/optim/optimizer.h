@@ -77,6 +77,9 @@ class Optimizer {
   // are in the backend's memory.
   float step(ParamStore& store, double lr);  // one process on host memory only
   float step(float* weights, float* shard_grads, double lr);
+  // The same on the shard's weights alone: shard_weights[0] is flat element shard().begin() (the
+  // master weights of ZayaModel's bf16 weight storage).
+  float step_shard(float* shard_weights, float* shard_grads, double lr);
 
   // Checkpointing: the shard's state ("exp_avg", "exp_avg_sq", each [shard().size()], element 0
   // at flat offset shard().begin()) and the number of steps taken (AdamW's bias-correction t).

@@ -70,6 +70,16 @@ void Zero1Sync::unpack(int64_t at, int64_t b, const float* staging, float* weigh
   }
 }
 
+void Zero1Sync::unpack(int64_t at, int64_t b, const float* staging, const WeightSink& store) const {
+  const int64_t chunk = layout_.chunk(), total = layout_.total;
+  for (int r = 0; r < layout_.world; ++r) {
+    const int64_t dst = int64_t(r) * chunk + at;
+    const int64_t n = std::clamp<int64_t>(total - dst, 0, b);
+    if (n == 0) break;
+    store(dst, staging + size_t(r) * size_t(b), n);
+  }
+}
+
 void Zero1Sync::reduce_scatter_grads(const float* full_grads, float* shard_grads) {
   ZAYA_CHECK(full_ == nullptr, "Zero1Sync: reduce_scatter_grads during an overlapped reduce");
   const int64_t chunk = layout_.chunk();
@@ -138,16 +148,27 @@ void Zero1Sync::complete(Slot& s) {
 }
 
 void Zero1Sync::all_gather_weights(float* weights) {
+  gather(weights + layout_.begin(),
+         [&](int64_t at, int64_t b, const float* staging) { unpack(at, b, staging, weights); });
+}
+
+void Zero1Sync::all_gather_weights(const float* shard_weights, const WeightSink& store) {
+  gather(shard_weights,
+         [&](int64_t at, int64_t b, const float* staging) { unpack(at, b, staging, store); });
+}
+
+void Zero1Sync::gather(const float* shard_weights,
+                       const std::function<void(int64_t, int64_t, const float*)>& unpack_bucket) {
   const int64_t chunk = layout_.chunk();
   float* piece = slots_[0].piece.floats();
   float* staging = slots_[0].staging.floats();
   for (int64_t at = 0; at < chunk; at += bucket_) {
     const int64_t b = std::min(bucket_, chunk - at);
     const int64_t mine = std::clamp<int64_t>(layout_.size() - at, 0, b);
-    if (mine > 0) be_->copy(piece, weights + layout_.begin() + at, size_t(mine) * sizeof(float));
+    if (mine > 0) be_->copy(piece, shard_weights + at, size_t(mine) * sizeof(float));
     be_->fill(piece + mine, size_t(b - mine), 0.0f);
     comm_.all_gather(piece, staging, size_t(b), DType::F32);
-    unpack(at, b, staging, weights);  // this rank's own range too: the same values
+    unpack_bucket(at, b, staging);  // this rank's own range too: the same values
   }
 }
 

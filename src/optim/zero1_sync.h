@@ -28,6 +28,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -52,6 +53,12 @@ class Zero1Sync {
   void reduce_scatter_grads(const float* full_grads, float* shard_grads);
   // weights: [total]; this rank's range is sent, every other range is overwritten.
   void all_gather_weights(float* weights);
+  // The same from the rank's range alone (shard_weights: [layout().size()]), each gathered piece
+  // handed to `store` (flat offset, values in the backend's memory, count) instead of written
+  // into one buffer: ZayaModel::store_weights for the bf16 weight storage. The pieces cover every
+  // range, this rank's too, in fp32.
+  using WeightSink = std::function<void(int64_t offset, const float* values, int64_t n)>;
+  void all_gather_weights(const float* shard_weights, const WeightSink& store);
   // The overlapped reduce-scatter, for the same two buffers: begin_reduce before the last
   // backward of the step; grads_final_from(x) whenever full_grads will not change at offsets
   // [x, total) any more (ZayaModel::set_gradients_final does this per stage); finish_reduce()
@@ -81,6 +88,11 @@ class Zero1Sync {
   void pack(int64_t at, int64_t b, const float* full_grads, float* staging) const;
   // weights[r·chunk + at + i] = staging[r·b + i] for every rank r and i < b inside the buffer.
   void unpack(int64_t at, int64_t b, const float* staging, float* weights) const;
+  // The pieces of a gathered bucket: store(r·chunk + at, staging + r·b, n) for each rank r.
+  void unpack(int64_t at, int64_t b, const float* staging, const WeightSink& store) const;
+  // The all-gather's buckets of the rank's range, each handed to unpack_bucket(at, b, staging).
+  void gather(const float* shard_weights,
+              const std::function<void(int64_t, int64_t, const float*)>& unpack_bucket);
   // Starts the final buckets (next_at_ >= final_from_) while the oldest slot is free or its
   // bucket has arrived; with `block`, waits for the oldest instead.
   void start_final_buckets(bool block);

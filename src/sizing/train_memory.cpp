@@ -92,17 +92,29 @@ int64_t activation_bytes(const ModelConfig& c, int64_t batch, int64_t seq,
 
 TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq, int world,
                          int64_t runtime, int value_bytes) {
-  ZAYA_CHECK(world >= 1, "train_memory: world size must be >= 1, got ", world);
   ZAYA_CHECK(value_bytes == 4 || value_bytes == 2, "train_memory: values are 4 or 2 bytes");
+  return train_memory(c, micro_batch, seq, world, runtime,
+                      ValueBytes{value_bytes, value_bytes, value_bytes});
+}
+
+TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq, int world,
+                         int64_t runtime, ValueBytes bytes) {
+  ZAYA_CHECK(world >= 1, "train_memory: world size must be >= 1, got ", world);
+  for (int b : {bytes.weights, bytes.gradients, bytes.activations})
+    ZAYA_CHECK(b == 4 || b == 2, "train_memory: values are 4 or 2 bytes, got ", b);
   const ParamRegistry registry(c);
   const int64_t P = int64_t(registry.total_floats());
   ShardLayout layout{P, world, 0};
   TrainMemory m;
-  m.weights = value_bytes * P;
-  m.gradients = value_bytes * P;
+  m.weights = bytes.weights * P;
+  if (bytes.weights == 2)  // the tensors kept in fp32 beside their unused bf16 slots
+    for (const ParamSpec& p : registry.specs())
+      if (p.group != OptimGroup::Muon && p.name != "model.embed_tokens.weight")
+        m.weights += 4 * p.numel;
+  m.gradients = bytes.gradients * P;
   // exp_avg, exp_avg_sq and the update direction, each the size of the rank's range (+ the fp32
-  // master weights under bf16).
-  m.optimizer = (value_bytes == 4 ? 3 : 4) * 4 * layout.chunk();
+  // master weights with bf16 weights).
+  m.optimizer = (bytes.weights == 4 ? 3 : 4) * 4 * layout.chunk();
   // The busiest rank's whole matrices, and one Newton–Schulz workspace (two copies of the largest
   // matrix and two Gram-sized squares; optim/newton_schulz.cpp).
   int64_t owned = 0, largest = 0, gram = 0;
@@ -125,7 +137,7 @@ TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq,
         Zero1Sync::bucket_for(Zero1Sync::kDefaultStagingFloats, world, layout.chunk());
     m.zero1 = 4 * (layout.chunk() + Zero1Sync::kInFlight * (2 * bucket * world + bucket));
   }
-  m.activations = activation_bytes(c, micro_batch, seq) / 4 * value_bytes;
+  m.activations = activation_bytes(c, micro_batch, seq) / 4 * bytes.activations;
   m.checkpoint = 3 * 4 * layout.chunk();  // weights, exp_avg, exp_avg_sq of the range
   m.runtime = runtime;
   return m;

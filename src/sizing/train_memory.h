@@ -46,10 +46,19 @@ struct TrainMemory {
 // The memory of one rank out of `world` at `micro_batch` × `seq`; `runtime` comes from the
 // hardware profile (measured on CPU, the framework's context on a GPU). `value_bytes` 4 is the
 // CPU backend (fp32 throughout); 2 is bf16 mixed precision as a GPU backend keeps it: bf16
-// weights, gradients and activations, plus fp32 master weights for the rank's range (an estimate
-// until the GPU backend exists).
+// weights, gradients and activations, plus fp32 master weights for the rank's range (the
+// target; `zaya size` sizes for it).
 TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq, int world,
                          int64_t runtime, int value_bytes = 4);
+// The same with each kind of value's own width. Weights of 2 bytes are the bf16 weight storage
+// (model/zaya_model.h): the products' weights in bf16, the other tensors in fp32, and the fp32
+// master weights of the range counted with the optimizer. The GPU backend as built keeps bf16
+// weights and fp32 gradients and activations: {2, 4, 4}.
+struct ValueBytes {
+  int weights = 4, gradients = 4, activations = 4;
+};
+TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq, int world,
+                         int64_t runtime, ValueBytes bytes);
 
 // "123.4 MiB", "2.50 GiB".
 std::string format_bytes(double bytes);

@@ -296,6 +296,12 @@ TrainSummary run_training(const TrainOptions& opt) {
 
   ZayaModel model(mc);
   model.params().init(tc.seed);
+  // bf16 weights (a GPU in bf16, or cpu-as-device standing in for one): kept in bf16 alone,
+  // with the fp32 master weights of the optimizer's ZeRO-1 range (model/zaya_model.h).
+  const ShardLayout optimizer_range{int64_t(model.params().size()), world, rank};
+  if (opt.weight_storage == "bf16" && device.backend->bf16_weights() &&
+      !device.backend->host_memory())
+    model.set_bf16_weight_storage(size_t(optimizer_range.begin()), size_t(optimizer_range.end()));
   model.set_backend(*device.backend);
   model.set_context_group(context_comm);
   model.set_recompute(tc.recompute);
@@ -331,6 +337,9 @@ TrainSummary run_training(const TrainOptions& opt) {
     nccl = cuda_plugin().make_nccl_communicator(*comm, /*rank_order_sums=*/true);
   dist::Communicator* data_comm = nccl ? nccl.get() : comm;  // cpu-as-device: host memory
   Optimizer optimizer(model.params().registry(), oc, comm, &be, data_comm);
+  ZAYA_CHECK(optimizer.shard().begin() == optimizer_range.begin() &&
+                 optimizer.shard().end() == optimizer_range.end(),
+             "train: the optimizer's range differs from the master weights' range");
   RouterBalancer balancer(model.params().registry(), oc);
   std::unique_ptr<Zero1Sync> zero1;
   BackendBuffer shard_grads;  // this rank's summed range, in the backend's memory
@@ -357,8 +366,14 @@ TrainSummary run_training(const TrainOptions& opt) {
   model.set_resident(true);  // sends the initial or restored weights over (off the host)
   // Where the step's weights and gradients are: the backend's copies (the ParamStore's on the
   // CPU).
-  float* const weights = model.backend_weights();
+  // With bf16 weight storage the optimizer updates the master weights of its range, and the
+  // new values are stored (rounded to bf16 where the products read them) on every rank.
+  const bool bf16_storage = model.bf16_weight_storage();
+  float* const weights = bf16_storage ? model.master_weights() : model.backend_weights();
   float* const grads = model.backend_grads();
+  const Zero1Sync::WeightSink store = [&model](int64_t offset, const float* values, int64_t n) {
+    model.store_weights(size_t(offset), size_t(n), values);
+  };
   std::vector<std::pair<size_t, size_t>> balancer_ranges;  // the biases the balancer writes
   for (const ParamSpec& p : model.params().registry().specs())
     if (p.group == OptimGroup::Buffer) balancer_ranges.emplace_back(p.offset, size_t(p.numel));
@@ -392,12 +407,13 @@ TrainSummary run_training(const TrainOptions& opt) {
                  omp_get_max_threads(),
                  threads.active() ? " (fewer while other work holds the CPU)" : "");
     if (device.name != "cpu")
-      std::fprintf(stderr, "device: %s; weights, gradients and optimizer state stay there%s\n",
-                   device.description.c_str(),
-                   world > 1
-                       ? (nccl ? " (ZeRO-1 and the Muon exchange over NCCL, sums in rank order)"
-                               : " (ZeRO-1 and the Muon exchange over MPI)")
-                       : "");
+      std::fprintf(
+          stderr, "device: %s; weights, gradients and optimizer state stay there%s%s\n",
+          device.description.c_str(),
+          bf16_storage ? " (weights in bf16, fp32 master weights of the ZeRO-1 range)" : "",
+          world > 1 ? (nccl ? " (ZeRO-1 and the Muon exchange over NCCL, sums in rank order)"
+                            : " (ZeRO-1 and the Muon exchange over MPI)")
+                    : "");
     if (zero1)
       std::fprintf(
           stderr,
@@ -501,7 +517,13 @@ TrainSummary run_training(const TrainOptions& opt) {
     dist::sum_over_ranks(comm, route_counts);
     const double lr = learning_rate(oc, step, schedule_steps);
     double grad_norm = 0;
-    if (zero1) {
+    if (bf16_storage) {
+      grad_norm = optimizer.step_shard(weights, zero1 ? shard_grads.floats() : grads, lr);
+      if (zero1)
+        zero1->all_gather_weights(weights, store);
+      else
+        store(0, weights, int64_t(model.params().size()));
+    } else if (zero1) {
       grad_norm = optimizer.step(weights, shard_grads.floats(), lr);
       zero1->all_gather_weights(weights);
     } else {
@@ -615,6 +637,10 @@ TrainSummary run_training(const TrainOptions& opt) {
   sum.unigram_val_loss = last_eval.unigram;
   model.set_context_group(nullptr);  // the end-of-run samples decode whole sequences on rank 0
   model.pull_weights();              // the saved model and the samples read the host copy
+  if (bf16_storage && zero1)  // whose weights outside this rank's range are the other masters'
+    zero1->all_gather_weights(weights, [&](int64_t offset, const float* values, int64_t n) {
+      be.to_host(model.params().weights() + offset, values, sizeof(float) * size_t(n));
+    });
   if (lead) write_run_outputs(sum, model, tc, sample_tokenizer.get(), loader.eos_id(), path);
   // Every rank's peak resident memory (KiB from getrusage), for the summary.
   struct rusage usage {};

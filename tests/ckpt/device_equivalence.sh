@@ -14,21 +14,7 @@ source "$SRC/tests/check.sh"
 bash "$SRC/tests/train/prepare_brown_slice.sh" "$ZAYA" "$SRC" "$WORK" 300 || exit 1
 source "$SRC/tests/train/device_run_config.sh"
 write_device_run_config "$WORK"
-run() {  # run NP LOG args...
-  local np=$1 log=$2; shift 2
-  local launch=()
-  if ((np > 1)); then launch=("$MPIRUN" -np "$np" --oversubscribe --allow-run-as-root); fi
-  "${launch[@]}" "$ZAYA" --threads 1 train --config "$WORK/train.json" --no-progress "$@" > "$log" 2>&1 \
-    || { echo "zaya train $* failed:"; cat "$log"; return 1; }
-}
-# same_metrics A B: every step's record equal but the timing (losses, val losses, norms, loads).
-same_metrics() {
-  $PY -c "
-import json, sys
-strip = lambda r: {k: v for k, v in r.items() if k not in ('tokens_per_s',)}
-a, b = [[strip(json.loads(l)) for l in open(f'$WORK/{r}/metrics.jsonl')] for r in sys.argv[1:3]]
-sys.exit(not (len(a) == len(b) == 16 and a == b))" "$1" "$2"
-}
+run() { device_run "$@"; }  # run NP LOG args...
 
 for np in 1 2; do
   if ((np > 1)) && [[ -z "$MPIRUN" ]]; then echo "skip 2 ranks: no MPI in this build"; continue; fi
@@ -79,7 +65,7 @@ check "an unknown --device is refused by name" \
 check "... before the run directory is made" test ! -e "$WORK/bad"
 "$ZAYA" train --config "$WORK/train.json" --out "$WORK/bad16" --device cpu --precision bf16 > "$WORK/bad16.log" 2>&1
 check "--precision bf16 on the CPU is refused, saying why" \
-  grep -q "precision bf16: the cpu backend computes in fp32 (bf16 GEMM inputs run on GPUs: --device cuda)" "$WORK/bad16.log"
+  grep -q "precision bf16: the cpu backend computes in fp32 (bf16 GEMM inputs run on GPUs: --device cuda; cpu-as-device stands in for their bf16 weights)" "$WORK/bad16.log"
 check "... before the run directory is made" test ! -e "$WORK/bad16"
 echo "$passes passed, $fails failed"
 ((fails == 0))

@@ -169,5 +169,48 @@ TEST(GpuBf16, TinyModelLossAndRoutesMatchTheCpu) {
               total);
 }
 
+// The bf16 weight storage (ZayaModel::set_bf16_weight_storage: the products' weights in bf16
+// alone, at reserved addresses no kernel may read) gives the bits of full fp32 weights rounded
+// each forward: the same loss and gradients, and after a store of the same new values, the same
+// loss again. (On the CPU: tests/unit/test_bf16_weight_storage.cpp.)
+TEST(GpuBf16, StoredWeightsGiveTheBitsOfTheRoundedCopy) {
+  const ModelConfig config = tiny_config();
+  const int B = 2, S = 24;
+  std::vector<int32_t> tokens(size_t(B) * S);
+  for (size_t i = 0; i < tokens.size(); ++i)
+    tokens[i] = int32_t((i * 41 + 5) % size_t(config.vocab_size));
+  const std::vector<int32_t> targets = ZayaModel::shifted_targets(tokens, B, S);
+  ZayaModel copy(config), stored(config);
+  randomise_weights(copy.params(), 8, 2);
+  const size_t n = copy.params().size();
+  std::copy_n(copy.params().weights(), n, stored.params().weights());
+  copy.set_backend(cuda_bf16_backend());
+  copy.set_resident(true);
+  stored.set_bf16_weight_storage(0, n);
+  stored.set_backend(cuda_bf16_backend());
+  stored.set_resident(true);
+  ASSERT_TRUE(stored.bf16_weight_storage());
+  auto step = [&](ZayaModel& m) {
+    m.zero_grads();
+    const float loss = m.forward(tokens, targets, B, S);
+    m.backward();
+    Floats g(n);
+    cuda_bf16_backend().to_host(g.data(), m.backend_grads(), sizeof(float) * n);
+    return std::make_pair(loss, g);
+  };
+  const auto [copy_loss, copy_grads] = step(copy);
+  const auto [stored_loss, stored_grads] = step(stored);
+  EXPECT_EQ(stored_loss, copy_loss);
+  EXPECT_EQ(stored_grads, copy_grads);
+  // New weights: halved in both (the fp32 buffer in place; the store from the master).
+  DeviceBuffer<float> halved(n);
+  Floats h(copy.params().weights(), copy.params().weights() + n);
+  for (float& x : h) x *= 0.5f;
+  halved.upload(h);
+  cuda::copy_on_device(copy.backend_weights(), halved.get(), sizeof(float) * n);
+  stored.store_weights(0, n, halved.get());
+  EXPECT_EQ(step(stored).first, step(copy).first);
+}
+
 }  // namespace
 }  // namespace zaya

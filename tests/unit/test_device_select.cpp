@@ -41,19 +41,25 @@ TEST(DeviceSelect, UnknownNamesAreRefusedByName) {
   EXPECT_NE(error_of("CPU").find("'CPU' is not a device"), std::string::npos);
 }
 
-TEST(DeviceSelect, Bf16IsRefusedOffTheGpuAndAutoIsFp32There) {
+// bf16 is the GPU's; cpu-as-device takes it as the stand-in for a bf16 GPU's weights (its own
+// backend object, whose products read bf16 weights), and auto stays fp32 off the GPU.
+TEST(DeviceSelect, Bf16IsRefusedOnTheCpuAndAutoIsFp32OffTheGpu) {
   EXPECT_EQ(open_device("cpu", "auto").precision, "fp32");
+  EXPECT_EQ(open_device("cpu-as-device", "auto").precision, "fp32");
   EXPECT_EQ(open_device("cpu-as-device", "fp32").precision, "fp32");
-  for (const char* device : {"cpu", "cpu-as-device"}) {
-    try {
-      open_device(device, "bf16");
-      ADD_FAILURE() << device << " took --precision bf16";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("--precision bf16: the " + std::string(device) +
-                                           " backend computes in fp32"),
-                std::string::npos)
-          << e.what();
-    }
+  EXPECT_FALSE(open_device("cpu-as-device", "fp32").backend->bf16_weights());
+  const ComputeDevice stand_in = open_device("cpu-as-device", "bf16");
+  EXPECT_EQ(stand_in.precision, "bf16");
+  EXPECT_TRUE(stand_in.backend->bf16_weights());
+  EXPECT_FALSE(stand_in.backend->host_memory());
+  EXPECT_EQ(stand_in.backend, &cpu_as_device_backend(true));
+  try {
+    open_device("cpu", "bf16");
+    ADD_FAILURE() << "cpu took --precision bf16";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--precision bf16: the cpu backend computes in fp32"),
+              std::string::npos)
+        << e.what();
   }
   try {
     open_device("cpu", "fp16");

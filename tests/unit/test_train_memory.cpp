@@ -117,31 +117,43 @@ TEST(TrainMemory, ZeroOneShardsTheOptimizerState) {
                              one.checkpoint + one.runtime);
 }
 
-// `zaya info`'s GPU plan for ZAYA1-base: bf16 weights are 2 bytes × its 8,840,488,784 parameters
-// (the count Zyphra's checkpoint has); alone on one GPU it fits neither an H100 nor an MI300X,
-// and the fewest ranks it names are the first power of two at which micro-batch 1 fits in 90 %
-// of the device (and half as many do not).
+// `zaya info`'s GPU plan for ZAYA1-base, as the GPU backend keeps it: bf16 weights are 2 bytes ×
+// its 8,840,489,464 values plus 4 bytes × the 14,189,048 values of the tensors kept in fp32
+// (norms, biases, convolutions, scales, routing biases: all but the Muon matrices and embedding);
+// the gradients fp32, 4 bytes each. Weights, gradients and fp32 activations alone (16.52 + 32.93
+// + 24.47 GiB) exceed 90 % of an H100 at any world size; an MI300X takes micro-batch 1 from 4
+// ranks. With bf16 gradients and activations too, an H100 needs 16 ranks: the first power of two
+// at which micro-batch 1 fits in 90 % of the device (and half as many do not).
 TEST(TrainMemory, GpuPlanForZaya1Base) {
   const ModelConfig c = load_model_config(ZAYA_SOURCE_DIR "/configs/zaya1-base.json");
   const std::string one = format_gpu_memory_plan(c, 4096, 1);
-  EXPECT_NE(one.find("weights (bf16)                          16.47 GiB      16.47 GiB"),
+  EXPECT_NE(one.find("weights (bf16)                          16.52 GiB      16.52 GiB"),
             std::string::npos)
-      << one;  // 2 × 8,840,488,784 B = 16.466 GiB
+      << one;  // 2 × 8,840,489,464 + 4 × 14,189,048 B = 16.5196 GiB
+  EXPECT_NE(one.find("gradients (fp32)                        32.93 GiB      32.93 GiB"),
+            std::string::npos)
+      << one;  // 4 × 8,840,489,464 B = 32.933 GiB
   EXPECT_NE(one.find("does not fit   does not fit"), std::string::npos) << one;
   // 80 GB and 192 GB are 74.5 and 178.8 GiB (the built-in profiles, docs/sizing.md).
   const double gib = double(int64_t(1) << 30), h100 = 0.9 * int64_t(74.5 * gib),
                mi300x = 0.9 * int64_t(178.8 * gib);
   const int64_t runtime = int64_t(2) << 30;
-  auto fits = [&](int world, double limit) {
-    return double(train_memory(c, 1, 4096, world, runtime, 2).total()) <= limit;
+  auto fits = [&](int world, double limit, ValueBytes bytes) {
+    return double(train_memory(c, 1, 4096, world, runtime, bytes).total()) <= limit;
   };
-  EXPECT_TRUE(fits(16, h100) && !fits(8, h100));
-  EXPECT_TRUE(fits(4, mi300x) && !fits(2, mi300x));
-  EXPECT_NE(one.find("fewest ranks for micro-batch 1                 16              4"),
+  const ValueBytes built{2, 4, 4}, target{2, 2, 2};
+  EXPECT_FALSE(fits(1 << 20, h100, built));
+  EXPECT_TRUE(fits(4, mi300x, built) && !fits(2, mi300x, built));
+  EXPECT_TRUE(fits(16, h100, target) && !fits(8, h100, target));
+  EXPECT_TRUE(fits(4, mi300x, target) && !fits(2, mi300x, target));
+  EXPECT_NE(one.find("fewest ranks for micro-batch 1               none              4"),
+            std::string::npos)
+      << one;
+  EXPECT_NE(one.find("... with bf16 gradients, activations             16              4"),
             std::string::npos)
       << one;
   const std::string cluster = format_gpu_memory_plan(c, 4096, 1024);
-  EXPECT_NE(cluster.find("largest that fits in 90 %           micro-batch 2  micro-batch 8"),
+  EXPECT_NE(cluster.find("largest that fits in 90 %            does not fit  micro-batch 4"),
             std::string::npos)
       << cluster;
 }

@@ -7,6 +7,7 @@
 
 #include "backend/cpu/activation.h"
 #include "backend/cpu/attention.h"
+#include "backend/cpu/bf16_ops.h"
 #include "backend/cpu/conv.h"
 #include "backend/cpu/loss.h"
 #include "backend/cpu/matmul.h"

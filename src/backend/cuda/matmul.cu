@@ -217,11 +217,23 @@ __nv_bfloat16* bf16_scratch(int which, size_t n) {
   return grown(b, b.size() < n ? std::max(n, b.size() * 3 / 2) : n);
 }
 
-// The weights' bf16 copy (set_bf16_weights).
+// The weights' bf16 values: a copy rounded from their fp32 memory (set_bf16_weights), or the
+// model's store, with no fp32 memory behind the addresses (set_stored_bf16_weights).
 struct Bf16Weights {
   const float* base = nullptr;
   size_t n = 0;
   DeviceBuffer<__nv_bfloat16> copy;
+  const __nv_bfloat16* stored = nullptr;
+  const __nv_bfloat16* values() const { return stored ? stored : copy.get(); }
+  // Addresses compared as integers: a store's fp32 addresses are reserved, not memory.
+  bool holds(const float* p, size_t count) const {
+    const auto a = reinterpret_cast<uintptr_t>(p), b = reinterpret_cast<uintptr_t>(base);
+    return base != nullptr && a >= b && a - b + count * sizeof(float) <= n * sizeof(float);
+  }
+  const __nv_bfloat16* at(const float* p) const {
+    return values() +
+           (reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(base)) / sizeof(float);
+  }
 };
 Bf16Weights& bf16_weights() {
   static Bf16Weights w;
@@ -230,8 +242,7 @@ Bf16Weights& bf16_weights() {
 
 const __nv_bfloat16* to_bf16(int which, const float* in, size_t n) {
   const Bf16Weights& w = bf16_weights();
-  if (w.base != nullptr && in >= w.base && in + n <= w.base + w.n)
-    return w.copy.get() + (in - w.base);  // a weight: rounded once already
+  if (w.holds(in, n)) return w.at(in);  // a weight: rounded once already
   __nv_bfloat16* out = bf16_scratch(which, n);
   if (n) {
     to_bf16_kernel<<<blocks_for(long(n), 256), 256>>>(out, in, long(n));
@@ -306,11 +317,26 @@ void gemm_f32_batched(bool trans_a, bool trans_b, int m, int n, int k, float alp
        batch);
 }
 
+const uint16_t* bf16_weights_at(const float* p) {
+  const Bf16Weights& w = bf16_weights();
+  if (!t_bf16_gemms || !w.holds(p, 1)) return nullptr;
+  return reinterpret_cast<const uint16_t*>(w.at(p));
+}
+
+void set_stored_bf16_weights(const float* base, size_t n, const uint16_t* bf16) {
+  Bf16Weights& w = bf16_weights();
+  w.copy = DeviceBuffer<__nv_bfloat16>();  // the store replaces the copy: free its memory
+  w.base = base;
+  w.n = n;
+  w.stored = reinterpret_cast<const __nv_bfloat16*>(bf16);
+}
+
 void set_bf16_weights(const float* base, size_t n) {
   Bf16Weights& w = bf16_weights();
   grown(w.copy, n);
   w.base = base;
   w.n = n;
+  w.stored = nullptr;
   if (n) {
     to_bf16_kernel<<<blocks_for(long(n), 256), 256>>>(w.copy.get(), base, long(n));
     ZAYA_CUDA_LAUNCHED("set_bf16_weights");

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "backend/cuda/bf16.cuh"
 #include "backend/cuda/device.h"
 #include "backend/cuda/nccl_api.h"
 #include "backend/cuda/nccl_communicator.h"
@@ -99,14 +100,6 @@ __device__ T combine(T a, T b, int op) {
 }
 __device__ int32_t combine_i32(int32_t a, int32_t b, int op) {
   return op == 0 ? int32_t(uint32_t(a) + uint32_t(b)) : combine(a, b, op);
-}
-__device__ float bf16_to_f32(uint16_t v) {
-  return __uint_as_float(uint32_t(v) << 16);
-}
-__device__ uint16_t f32_to_bf16(float f) {  // nearest, ties to even; NaN stays NaN
-  const uint32_t u = __float_as_uint(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40);
-  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
 // out[i] = c_0[i] ∘ c_1[i] ∘ … ∘ c_{N−1}[i], left to right: the contributions in rank order,

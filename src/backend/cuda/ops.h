@@ -127,6 +127,16 @@ class Bf16Gemms {
 // weight is an operand of the forward product and of the backward's input gradient). The caller
 // renews it whenever the weights may have changed (ZayaModel: every forward).
 void set_bf16_weights(const float* base, size_t n);
+// The bf16 weight storage: the weight addresses [base, base + n) stand for the bf16 values at
+// bf16[0, n) (device memory, the model's; no copy is made), with no fp32 memory behind them
+// (Backend::set_stored_bf16_weights). Replaces set_bf16_weights's copy until its next call.
+void set_stored_bf16_weights(const float* base, size_t n, const uint16_t* bf16);
+// Under Bf16Gemms, the bf16 value of the weight at address p when p lies inside the weights of
+// set_bf16_weights or set_stored_bf16_weights; nullptr otherwise.
+const uint16_t* bf16_weights_at(const float* p);
+// dst = src rounded to bf16 (nearest even, core/tensor.h's bits); dst = the values of bf16 src.
+void round_to_bf16(uint16_t* dst, const float* src, size_t n);
+void widen_bf16(float* dst, const uint16_t* src, size_t n);
 
 // out[n, m] = in[n, k] · w[m, k]ᵀ (+ bias[m]) through cuBLASLt in fp32 (no TF32; bf16 inputs
 // under Bf16Gemms), and its backward (cpu::matmul_*).

@@ -56,10 +56,6 @@ void add_into(float* dst, const float* src, size_t n) {
   ZAYA_CUDA_LAUNCHED("add_into");
 }
 
-void embedding_forward(float* out, const float* table, const int32_t* tokens, int n, int e) {
-  gather_rows(out, table, tokens, n, e);
-}
-
 void embedding_backward(float* dtable, const float* dout, const int32_t* tokens, int n, int e) {
   if (n == 0 || e == 0) return;
   embedding_backward_kernel<<<blocks_for(e, 128), 128>>>(dtable, dout, tokens, n, e);

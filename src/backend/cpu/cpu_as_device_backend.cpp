@@ -1,0 +1,110 @@
+#include "backend/cpu/cpu_as_device_backend.h"
+
+#include "backend/cpu/bf16_ops.h"
+#include "backend/cpu/lm_head_loss.h"
+#include "backend/cpu/matmul.h"
+#include "backend/cpu/model_ops.h"
+
+namespace zaya {
+
+void CpuAsDeviceBackend::set_product_weights(const float* base, size_t n) const {
+  if (!bf16_) return;
+  rounded_.resize(n);
+  cpu::round_to_bf16(rounded_.data(), base, n);
+  base_ = base;
+  n_ = n;
+  stored_ = rounded_.data();
+}
+
+void CpuAsDeviceBackend::set_stored_bf16_weights(const float* base, size_t n,
+                                                 const uint16_t* bf16) const {
+  ZAYA_CHECK(bf16_, "the fp32 cpu-as-device backend has no bf16 weights");
+  rounded_.clear();
+  rounded_.shrink_to_fit();
+  base_ = base;
+  n_ = n;
+  stored_ = bf16;
+}
+
+const float* CpuAsDeviceBackend::weight(const float* w, size_t n, size_t at) const {
+  if (!bf16_ || stored_ == nullptr || w == nullptr) return w;
+  // Addresses compared as integers: the stored weights' fp32 addresses are reserved, not memory.
+  const auto p = reinterpret_cast<uintptr_t>(w), b = reinterpret_cast<uintptr_t>(base_);
+  if (p < b || p - b + n * sizeof(float) > n_ * sizeof(float)) return w;
+  if (scratch_.size() < at + n) scratch_.resize(at + n);
+  cpu::widen_bf16(scratch_.data() + at, stored_ + (p - b) / sizeof(float), n);
+  return scratch_.data() + at;
+}
+
+std::vector<const float*> CpuAsDeviceBackend::group_weights(const float* const* weights, int groups,
+                                                            size_t each) const {
+  std::vector<const float*> read(static_cast<size_t>(groups));
+  // Room for every group first: growing the scratch would move the widened groups before.
+  if (bf16_ && stored_ != nullptr && scratch_.size() < size_t(groups) * each)
+    scratch_.resize(size_t(groups) * each);
+  for (int g = 0; g < groups; ++g) read[size_t(g)] = weight(weights[g], each, size_t(g) * each);
+  return read;
+}
+
+void CpuAsDeviceBackend::matmul_forward(float* out, const float* in, const float* w,
+                                        const float* bias, int n, int k, int m) const {
+  cpu::matmul_forward(out, in, weight(w, size_t(k) * size_t(m)), bias, n, k, m);
+}
+
+void CpuAsDeviceBackend::matmul_backward(float* din, float* dw, float* dbias, const float* dout,
+                                         const float* in, const float* w, int n, int k,
+                                         int m) const {
+  cpu::matmul_backward(din, dw, dbias, dout, in, weight(w, size_t(k) * size_t(m)), n, k, m);
+}
+
+void CpuAsDeviceBackend::grouped_matmul_forward(float* out, const float* in,
+                                                const float* const* weights, const int* offsets,
+                                                int groups, int k, int m) const {
+  const std::vector<const float*> read = group_weights(weights, groups, size_t(k) * size_t(m));
+  cpu::grouped_matmul_forward(out, in, read.data(), offsets, groups, k, m);
+}
+
+void CpuAsDeviceBackend::grouped_matmul_backward(float* din, float* const* dweights,
+                                                 const float* dout, const float* in,
+                                                 const float* const* weights, const int* offsets,
+                                                 int groups, int k, int m) const {
+  const std::vector<const float*> read = group_weights(weights, groups, size_t(k) * size_t(m));
+  cpu::grouped_matmul_backward(din, dweights, dout, in, read.data(), offsets, groups, k, m);
+}
+
+double CpuAsDeviceBackend::lm_head_loss_forward(float* lse, const float* y, const float* w,
+                                                const int32_t* targets, int n, int e, int v,
+                                                const cpu::LmHeadChunks& chunks, float* scratch,
+                                                int64_t* count) const {
+  return cpu::lm_head_loss_forward(lse, y, weight(w, size_t(v) * size_t(e)), targets, n, e, v,
+                                   chunks, scratch, count);
+}
+
+void CpuAsDeviceBackend::lm_head_loss_backward(float* dy, float* dw, const float* y, const float* w,
+                                               const float* lse, const int32_t* targets, int n,
+                                               int e, int v, float loss_scale,
+                                               const cpu::LmHeadChunks& chunks,
+                                               float* scratch) const {
+  cpu::lm_head_loss_backward(dy, dw, y, weight(w, size_t(v) * size_t(e)), lse, targets, n, e, v,
+                             loss_scale, chunks, scratch);
+}
+
+void CpuAsDeviceBackend::embedding_forward(float* out, const float* table, const int32_t* tokens,
+                                           int n, int e) const {
+  const auto p = reinterpret_cast<uintptr_t>(table), b = reinterpret_cast<uintptr_t>(base_);
+  if (!bf16_ || stored_ == nullptr || p < b || p >= b + n_ * sizeof(float)) {
+    cpu::embedding_forward(out, table, tokens, n, e);
+    return;
+  }
+  // The gather of the bf16 rows, widened (the table's extent is not an argument: each row read
+  // must lie inside the stored weights).
+  const size_t first = (p - b) / sizeof(float);
+  for (int t = 0; t < n; ++t) {
+    const size_t row = first + size_t(tokens[t]) * size_t(e);
+    ZAYA_CHECK(tokens[t] >= 0 && row + size_t(e) <= n_, "embedding_forward: token ", tokens[t],
+               " is outside the stored weights");
+    cpu::widen_bf16(out + size_t(t) * size_t(e), stored_ + row, size_t(e));
+  }
+}
+
+}  // namespace zaya

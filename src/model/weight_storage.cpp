@@ -1,0 +1,140 @@
+// ZayaModel's bf16 weight storage (zaya_model.h, set_bf16_weight_storage): the layout of the
+// flat parameters as runs of bf16 and fp32 tensors, the addresses the ops read, and the moves
+// between the host's fp32 copy and the backend's buffers.
+#include <algorithm>
+
+#include "core/error.h"
+#include "model/zaya_model.h"
+
+namespace zaya {
+
+namespace {
+
+// Floats per chunk of the host ⇄ storage moves (16 MiB of staging in the backend's memory).
+constexpr size_t kStagingFloats = size_t(1) << 22;
+
+// The tensors that exist only in bf16: the products' weights. The embedding is the tied LM
+// head's weight, so its gather reads the same bf16 values (Backend::set_stored_bf16_weights).
+bool stored_in_bf16(const ParamSpec& spec) {
+  return spec.group == OptimGroup::Muon || spec.name == "model.embed_tokens.weight";
+}
+
+}  // namespace
+
+void ZayaModel::set_bf16_weight_storage(size_t master_begin, size_t master_end) {
+  ZAYA_CHECK(master_begin <= master_end && master_end <= params_.size(),
+             "ZayaModel::set_bf16_weight_storage: the master range [", master_begin, ", ",
+             master_end, ") is not inside the ", params_.size(), " parameters");
+  bf16_storage_wanted_ = true;
+  master_begin_ = master_begin;
+  master_end_ = master_end;
+  // On a backend that takes it, lay it out now and fill it from the host copy of the weights
+  // (set_backend does when the parameters are resident).
+  if (!be_->host_memory() && be_->bf16_weights()) {
+    set_backend(*be_);
+    if (!resident_) push_weights();
+  }
+}
+
+void ZayaModel::lay_out_bf16_storage() {
+  const size_t n = params_.size();
+  stored_runs_.clear();
+  size_t fp32 = 0;
+  for (const ParamSpec& spec : params_.registry().specs()) {
+    ZAYA_CHECK(spec.offset ==
+                   (stored_runs_.empty() ? 0 : stored_runs_.back().begin + stored_runs_.back().n),
+               "bf16 weight storage: the parameter layout has a gap before ", spec.name);
+    const bool bf16 = stored_in_bf16(spec);
+    if (!stored_runs_.empty() && stored_runs_.back().bf16 == bf16) {
+      stored_runs_.back().n += size_t(spec.numel);
+    } else {
+      stored_runs_.push_back(StoredRun{spec.offset, size_t(spec.numel), bf16, fp32});
+    }
+    if (!bf16) fp32 += size_t(spec.numel);
+  }
+  // The bf16 buffer keeps the flat layout (a weight's bf16 value at its flat offset); the slots
+  // of the fp32 tensors in it go unused, a few per mille of it.
+  dev_w16_ = BackendBuffer(*be_, sizeof(uint16_t) * n);
+  dev_w32_ = BackendBuffer(*be_, sizeof(float) * fp32);
+  dev_master_ = BackendBuffer(*be_, sizeof(float) * (master_end_ - master_begin_));
+  dev_staging_ = BackendBuffer(*be_, sizeof(float) * std::min(n, kStagingFloats));
+  weight_addresses_ = ReservedAddresses(sizeof(float) * n);
+  bind_weights(nullptr, dev_grads_.floats());
+}
+
+const ZayaModel::StoredRun& ZayaModel::stored_run(size_t offset) const {
+  auto it = std::upper_bound(stored_runs_.begin(), stored_runs_.end(), offset,
+                             [](size_t o, const StoredRun& r) { return o < r.begin; });
+  ZAYA_CHECK(it != stored_runs_.begin(), "bf16 weight storage: no run holds offset ", offset);
+  return *(it - 1);
+}
+
+const float* ZayaModel::weight_address(size_t offset) const {
+  if (!bf16_weight_storage()) return weights_base() + offset;
+  const StoredRun& r = stored_run(offset);
+  if (r.bf16) return static_cast<const float*>(weight_addresses_.get()) + offset;
+  return dev_w32_.floats() + r.fp32_at + (offset - r.begin);
+}
+
+void ZayaModel::store_weights(size_t offset, size_t n, const float* values) {
+  ZAYA_CHECK(bf16_weight_storage(), "ZayaModel::store_weights needs bf16 weight storage");
+  ZAYA_CHECK(offset + n <= params_.size(), "ZayaModel::store_weights: [", offset, ", ", offset + n,
+             ") is outside the ", params_.size(), " parameters");
+  const size_t end = offset + n;
+  auto* w16 = static_cast<uint16_t*>(dev_w16_.get());
+  for (const StoredRun* r = n ? &stored_run(offset) : nullptr;
+       r != nullptr && r != stored_runs_.data() + stored_runs_.size() && r->begin < end; ++r) {
+    const size_t lo = std::max(r->begin, offset), hi = std::min(r->begin + r->n, end);
+    if (r->bf16)
+      be_->round_to_bf16(w16 + lo, values + (lo - offset), hi - lo);
+    else
+      be_->copy(dev_w32_.floats() + r->fp32_at + (lo - r->begin), values + (lo - offset),
+                sizeof(float) * (hi - lo));
+  }
+}
+
+void ZayaModel::push_stored(size_t offset, size_t n) {
+  const float* host = params_.weights();
+  const size_t chunk = dev_staging_.bytes() / sizeof(float);
+  for (size_t at = offset; at < offset + n; at += chunk) {
+    const size_t len = std::min(chunk, offset + n - at);
+    be_->to_device(dev_staging_.floats(), host + at, sizeof(float) * len);
+    store_weights(at, len, dev_staging_.floats());
+  }
+  const size_t lo = std::max(offset, master_begin_), hi = std::min(offset + n, master_end_);
+  if (lo < hi)
+    be_->to_device(dev_master_.floats() + (lo - master_begin_), host + lo,
+                   sizeof(float) * (hi - lo));
+}
+
+void ZayaModel::pull_stored() {
+  float* host = params_.weights();
+  const size_t n = params_.size(), chunk = dev_staging_.bytes() / sizeof(float);
+  const auto* w16 = static_cast<const uint16_t*>(dev_w16_.get());
+  float* staging = dev_staging_.floats();
+  for (size_t at = 0; at < n; at += chunk) {
+    const size_t end = std::min(n, at + chunk);
+    for (const StoredRun* r = &stored_run(at);
+         r != stored_runs_.data() + stored_runs_.size() && r->begin < end; ++r) {
+      const size_t lo = std::max(r->begin, at), hi = std::min(r->begin + r->n, end);
+      if (r->bf16)
+        be_->widen_bf16(staging + (lo - at), w16 + lo, hi - lo);
+      else
+        be_->copy(staging + (lo - at), dev_w32_.floats() + r->fp32_at + (lo - r->begin),
+                  sizeof(float) * (hi - lo));
+    }
+    be_->to_host(host + at, staging, sizeof(float) * (end - at));
+  }
+  // The master range exactly (the bf16 values above are its rounding).
+  if (master_end_ > master_begin_)
+    be_->to_host(host + master_begin_, dev_master_.floats(),
+                 sizeof(float) * (master_end_ - master_begin_));
+}
+
+size_t ZayaModel::weight_bytes() const {
+  if (be_->host_memory()) return 0;
+  if (!bf16_weight_storage()) return dev_weights_.bytes();
+  return dev_w16_.bytes() + dev_w32_.bytes() + dev_master_.bytes() + dev_staging_.bytes();
+}
+
+}  // namespace zaya

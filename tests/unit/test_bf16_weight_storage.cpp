@@ -1,0 +1,134 @@
+// ZayaModel's bf16 weight storage (model/zaya_model.h) on cpu-as-device with bf16 weights, which
+// widens the stored bf16 values for the CPU ops: the products' weights (the Muon matrices and
+// the tied embedding) exist only in bf16, at reserved addresses that fault if an op reads them
+// directly; the other tensors stay fp32; the master range stays exact. The expected values come
+// from a host model whose weights were rounded here, with core/tensor.h's conversion, before the
+// run. (End to end, with the optimizer and ZeRO-1: tests/ckpt/bf16_storage_equivalence.sh.)
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "backend/cpu/cpu_as_device_backend.h"
+#include "core/error.h"
+#include "core/tensor.h"
+#include "model/zaya_model.h"
+#include "test_util.h"
+
+namespace zaya {
+namespace {
+
+bool stored_in_bf16(const ParamSpec& s) {
+  return s.group == OptimGroup::Muon || s.name == "model.embed_tokens.weight";
+}
+
+float rounded(float x) {
+  return bf16_to_f32(f32_to_bf16(x));
+}
+
+TEST(Bf16WeightStorage, ProductsReadTheWeightsRoundedAndEveryOtherTensorExactly) {
+  const ModelConfig c = test::tiny_config();
+  const CpuAsDeviceBackend be(/*bf16_weights=*/true);
+  ZayaModel stored(c), host(c);
+  test::randomise_weights(stored.params(), 5, 6);
+  const size_t n = stored.params().size();
+  std::copy_n(stored.params().weights(), n, host.params().weights());
+  int rounded_tensors = 0;
+  for (const ParamSpec& s : host.params().registry().specs()) {
+    if (!stored_in_bf16(s)) continue;
+    float* w = host.params().weights() + s.offset;
+    for (int64_t i = 0; i < s.numel; ++i) w[i] = rounded(w[i]);
+    ++rounded_tensors;
+  }
+  ASSERT_GT(rounded_tensors, 10);
+  stored.set_bf16_weight_storage(0, n);
+  stored.set_backend(be);
+  stored.set_resident(true);
+  ASSERT_TRUE(stored.bf16_weight_storage());
+  const int B = 2, S = 9;
+  std::vector<int32_t> tokens(size_t(B) * S);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t((i * 29 + 3) % c.vocab_size);
+  const auto targets = ZayaModel::shifted_targets(tokens, B, S);
+  host.params().zero_grads();
+  const float want = host.forward(tokens, targets, B, S);
+  host.backward();
+  EXPECT_EQ(stored.forward(tokens, targets, B, S), want);
+  stored.backward();
+  // cpu-as-device's memory is the host's: the gradients can be read where they are.
+  EXPECT_TRUE(std::equal(host.params().grads(), host.params().grads() + n, stored.backend_grads()))
+      << "the gradients of the stored model are the rounded host model's";
+  // And not the unrounded model's: the rounding is live.
+  ZayaModel exact(c);
+  test::randomise_weights(exact.params(), 5, 6);
+  EXPECT_NE(exact.forward(tokens, targets, B, S), want);
+}
+
+TEST(Bf16WeightStorage, PullGivesTheMasterRangeExactlyAndTheStoredValuesElsewhere) {
+  const ModelConfig c = test::tiny_config();
+  const CpuAsDeviceBackend be(true);
+  ZayaModel m(c);
+  test::randomise_weights(m.params(), 7, 1);
+  const size_t n = m.params().size();
+  const std::vector<float> original(m.params().weights(), m.params().weights() + n);
+  const size_t lo = n / 3, hi = 2 * n / 3;
+  m.set_backend(be);
+  m.set_bf16_weight_storage(lo, hi);  // after set_backend: laid out now, from the host copy
+  ASSERT_TRUE(m.bf16_weight_storage());
+  EXPECT_TRUE(
+      std::equal(original.begin() + long(lo), original.begin() + long(hi), m.master_weights()));
+  std::fill_n(m.params().weights(), n, 0.0f);
+  m.pull_weights();
+  size_t inexact = 0;
+  for (const ParamSpec& s : m.params().registry().specs())
+    for (int64_t i = 0; i < s.numel; ++i) {
+      const size_t k = s.offset + size_t(i);
+      const float want =
+          (k >= lo && k < hi) || !stored_in_bf16(s) ? original[k] : rounded(original[k]);
+      ASSERT_EQ(m.params().weights()[k], want) << s.name << "[" << i << "]";
+      inexact += want != original[k];
+    }
+  EXPECT_GT(inexact, n / 3) << "outside the range the bf16 tensors come back rounded";
+  // store_weights writes a flat range from fp32 values: rounded into the bf16 tensors.
+  std::vector<float> values(n, 1.0f + 1.0f / 1024);  // not a bf16 value: rounds to 1
+  m.store_weights(0, n, values.data());
+  m.pull_weights();
+  const ParamSpec& emb = m.params().registry().get("model.embed_tokens.weight");
+  const ParamSpec& norm = m.params().registry().get("model.final_norm.weight");
+  EXPECT_EQ(m.params().weights()[emb.offset], 1.0f);
+  EXPECT_EQ(m.params().weights()[norm.offset], values[0]);
+  try {
+    m.store_weights(n - 1, 2, values.data());
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is outside the"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Bf16WeightStorage, OnlyOnABackendWithBf16WeightsAndItsOwnMemory) {
+  const ModelConfig c = test::tiny_config();
+  const CpuAsDeviceBackend fp32(false);
+  ZayaModel m(c);
+  m.set_bf16_weight_storage(0, m.params().size());
+  EXPECT_FALSE(m.bf16_weight_storage()) << "the CPU backend: host memory";
+  m.set_backend(fp32);
+  EXPECT_FALSE(m.bf16_weight_storage()) << "products in fp32";
+  EXPECT_NE(m.backend_weights(), nullptr);
+  const CpuAsDeviceBackend bf16(true);
+  m.set_backend(bf16);
+  EXPECT_TRUE(m.bf16_weight_storage());
+  try {
+    m.backend_weights();
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not one fp32 buffer"), std::string::npos) << e.what();
+  }
+  try {
+    fp32.set_stored_bf16_weights(nullptr, 0, nullptr);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no bf16 weights"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace zaya
