@@ -147,8 +147,8 @@ void print_table(const std::vector<Candidate>& cs, const HardwareProfile& p) {
   }
   if (!p.measured)
     std::printf(
-        "(estimates from published peaks, not measurements: zaya has no GPU backend yet, "
-        "docs/status.md)\n");
+        "(estimates from published peaks, not measurements: zaya's GPU backend has not been "
+        "timed on a GPU yet, docs/status.md)\n");
 }
 
 void print_details(const Candidate& k, const SizeGoal& g, const HardwareProfile& p) {

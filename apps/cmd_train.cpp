@@ -65,6 +65,13 @@ Runner add_train_commands(CLI::App& app) {
                    "bytes per parameter); the losses and weights are bitwise the same")
       ->check(CLI::IsMember({"bf16", "fp32"}))
       ->capture_default_str();
+  train
+      ->add_option("--gradient-storage", args->train.gradient_storage,
+                   "with --precision bf16 and --weight-storage bf16: bf16 (the Muon matrices' "
+                   "gradients in bf16, 2 bytes each, rounded once per product and micro-batch; "
+                   "the others fp32) or fp32 (every gradient in fp32, 4 bytes)")
+      ->check(CLI::IsMember({"bf16", "fp32"}))
+      ->capture_default_str();
   train->add_flag("--no-progress", args->no_progress, "no live progress line");
   train->add_flag("--fixed-threads", args->fixed_threads,
                   "keep the thread count of --threads for the whole run; by default it drops "

@@ -50,6 +50,15 @@ class Backend {
   // call: a backend whose products take lower-precision inputs rounds them once here instead of
   // in every product (the bf16 CUDA backend). A no-op elsewhere.
   virtual void set_product_weights(const float* /*base*/, size_t /*n*/) const {}
+  // The model's bf16 gradients: the gradient addresses [base, base + n) stand for the bf16
+  // values at bf16[0, n). A product's backward that adds into a weight gradient there adds its
+  // fp32 result into the bf16 values with one rounding per element (the other ops never write
+  // there). Holds until the next call; nullptr/0 ends it. Backends without bf16_weights()
+  // refuse.
+  virtual void set_stored_bf16_gradients(const float* /*base*/, size_t /*n*/,
+                                         uint16_t* /*bf16*/) const {
+    ZAYA_FAIL("the '", name(), "' backend has no bf16 gradients (its products take fp32)");
+  }
   // Whether the products take bf16 weights (set_product_weights rounds them), so that the weights
   // may be kept in bf16 alone (set_stored_bf16_weights).
   virtual bool bf16_weights() const { return false; }

@@ -19,10 +19,11 @@ StepBenchResult run_step_bench(const ModelConfig& config, const StepBenchOptions
   const ComputeDevice device = open_device(opt.device, opt.precision);
   ZayaModel model(config);
   model.params().init(opt.seed);
-  // The weights as training keeps them: in bf16 alone on a bf16 GPU, with the master weights of
-  // one rank's range, all of them here (model/zaya_model.h).
+  // The weights and gradients as training keeps them: in bf16 on a bf16 GPU (the Muon matrices'
+  // gradients), with the fp32 master weights of one rank's range, all of them here
+  // (model/zaya_model.h).
   if (device.backend->bf16_weights() && !device.backend->host_memory())
-    model.set_bf16_weight_storage(0, model.params().size());
+    model.set_bf16_weight_storage(0, model.params().size(), /*bf16_gradients=*/true);
   model.set_backend(*device.backend);
   model.set_resident(true);
   model.set_lm_head_chunks({opt.lm_head_chunk_tokens, opt.lm_head_chunk_vocab});
@@ -43,6 +44,7 @@ StepBenchResult run_step_bench(const ModelConfig& config, const StepBenchOptions
   double total_s = 0, optimizer_s = 0;
   int64_t reads = 0, read_bytes = 0;
   const Backend& be = *device.backend;
+  BackendBuffer loaded_grads;  // bf16 gradients: the fp32 ones the optimizer reads
   for (int step = 0; step < opt.warmup + opt.steps; ++step) {
     const int64_t reads0 = be.host_reads(), bytes0 = be.host_read_bytes();
     const auto t0 = std::chrono::steady_clock::now();
@@ -53,7 +55,11 @@ StepBenchResult run_step_bench(const ModelConfig& config, const StepBenchOptions
     const auto t1 = std::chrono::steady_clock::now();
     if (optimizer) {
       if (model.bf16_weight_storage()) {
-        optimizer->step_shard(model.master_weights(), model.backend_grads(), 1e-4);
+        // One rank's range is every gradient: widened to fp32 for the optimizer, as training does.
+        if (loaded_grads.bytes() == 0)
+          loaded_grads = BackendBuffer(be, sizeof(float) * model.params().size());
+        model.load_grads(0, model.params().size(), loaded_grads.floats());
+        optimizer->step_shard(model.master_weights(), loaded_grads.floats(), 1e-4);
         model.store_weights(0, model.params().size(), model.master_weights());
       } else {
         optimizer->step(model.backend_weights(), model.backend_grads(), 1e-4);

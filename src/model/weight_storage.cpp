@@ -19,13 +19,21 @@ bool stored_in_bf16(const ParamSpec& spec) {
   return spec.group == OptimGroup::Muon || spec.name == "model.embed_tokens.weight";
 }
 
+// The gradients that may be kept in bf16: the Muon matrices', each written by one product per
+// backward (the embedding's gathers every token's row and the LM head's blocks: kept fp32).
+bool grads_in_bf16(const ParamSpec& spec) {
+  return spec.group == OptimGroup::Muon;
+}
+
 }  // namespace
 
-void ZayaModel::set_bf16_weight_storage(size_t master_begin, size_t master_end) {
+void ZayaModel::set_bf16_weight_storage(size_t master_begin, size_t master_end,
+                                        bool bf16_gradients) {
   ZAYA_CHECK(master_begin <= master_end && master_end <= params_.size(),
              "ZayaModel::set_bf16_weight_storage: the master range [", master_begin, ", ",
              master_end, ") is not inside the ", params_.size(), " parameters");
   bf16_storage_wanted_ = true;
+  bf16_grads_wanted_ = bf16_gradients;
   master_begin_ = master_begin;
   master_end_ = master_end;
   // On a backend that takes it, lay it out now and fill it from the host copy of the weights
@@ -39,18 +47,21 @@ void ZayaModel::set_bf16_weight_storage(size_t master_begin, size_t master_end) 
 void ZayaModel::lay_out_bf16_storage() {
   const size_t n = params_.size();
   stored_runs_.clear();
-  size_t fp32 = 0;
+  size_t fp32 = 0, grad_fp32 = 0;
   for (const ParamSpec& spec : params_.registry().specs()) {
     ZAYA_CHECK(spec.offset ==
                    (stored_runs_.empty() ? 0 : stored_runs_.back().begin + stored_runs_.back().n),
                "bf16 weight storage: the parameter layout has a gap before ", spec.name);
-    const bool bf16 = stored_in_bf16(spec);
-    if (!stored_runs_.empty() && stored_runs_.back().bf16 == bf16) {
+    const bool bf16 = stored_in_bf16(spec), bf16_grads = bf16_grads_wanted_ && grads_in_bf16(spec);
+    if (!stored_runs_.empty() && stored_runs_.back().bf16 == bf16 &&
+        stored_runs_.back().bf16_grads == bf16_grads) {
       stored_runs_.back().n += size_t(spec.numel);
     } else {
-      stored_runs_.push_back(StoredRun{spec.offset, size_t(spec.numel), bf16, fp32});
+      stored_runs_.push_back(
+          StoredRun{spec.offset, size_t(spec.numel), bf16, bf16_grads, fp32, grad_fp32});
     }
     if (!bf16) fp32 += size_t(spec.numel);
+    if (!bf16_grads) grad_fp32 += size_t(spec.numel);
   }
   // The bf16 buffer keeps the flat layout (a weight's bf16 value at its flat offset); the slots
   // of the fp32 tensors in it go unused, a few per mille of it.
@@ -59,6 +70,15 @@ void ZayaModel::lay_out_bf16_storage() {
   dev_master_ = BackendBuffer(*be_, sizeof(float) * (master_end_ - master_begin_));
   dev_staging_ = BackendBuffer(*be_, sizeof(float) * std::min(n, kStagingFloats));
   weight_addresses_ = ReservedAddresses(sizeof(float) * n);
+  if (bf16_grads_wanted_) {  // no full fp32 gradients (set_backend made none): two kinds
+    dev_g16_ = BackendBuffer(*be_, sizeof(uint16_t) * n);
+    dev_g32_ = BackendBuffer(*be_, sizeof(float) * grad_fp32);
+    grad_addresses_ = ReservedAddresses(sizeof(float) * n);
+  } else {
+    dev_g16_.reset();
+    dev_g32_.reset();
+    grad_addresses_.reset();
+  }
   bind_weights(nullptr, dev_grads_.floats());
 }
 
@@ -74,6 +94,46 @@ const float* ZayaModel::weight_address(size_t offset) const {
   const StoredRun& r = stored_run(offset);
   if (r.bf16) return static_cast<const float*>(weight_addresses_.get()) + offset;
   return dev_w32_.floats() + r.fp32_at + (offset - r.begin);
+}
+
+float* ZayaModel::grad_address(size_t offset) {
+  const StoredRun& r = stored_run(offset);
+  if (r.bf16_grads) return static_cast<float*>(grad_addresses_.get()) + offset;
+  return dev_g32_.floats() + r.grad_fp32_at + (offset - r.begin);
+}
+
+void ZayaModel::load_grads(size_t offset, size_t n, float* dst) {
+  ZAYA_CHECK(offset + n <= params_.size(), "ZayaModel::load_grads: [", offset, ", ", offset + n,
+             ") is outside the ", params_.size(), " parameters");
+  if (!bf16_gradients()) {
+    be_->copy(dst, grads_base() + offset, sizeof(float) * n);
+    return;
+  }
+  const size_t end = offset + n;
+  const auto* g16 = static_cast<const uint16_t*>(dev_g16_.get());
+  for (const StoredRun* r = n ? &stored_run(offset) : nullptr;
+       r != nullptr && r != stored_runs_.data() + stored_runs_.size() && r->begin < end; ++r) {
+    const size_t lo = std::max(r->begin, offset), hi = std::min(r->begin + r->n, end);
+    if (r->bf16_grads)
+      be_->widen_bf16(dst + (lo - offset), g16 + lo, hi - lo);
+    else
+      be_->copy(dst + (lo - offset), dev_g32_.floats() + r->grad_fp32_at + (lo - r->begin),
+                sizeof(float) * (hi - lo));
+  }
+}
+
+void ZayaModel::fill_grads(float value) {
+  if (!bf16_gradients()) {
+    be_->fill(grads_base(), params_.size(), value);
+    return;
+  }
+  be_->fill(dev_g32_.floats(), dev_g32_.bytes() / sizeof(float), value);
+  // The bf16 ones a staging chunk at a time (one rounding of `value`, the same for all).
+  const size_t n = params_.size(), chunk = dev_staging_.bytes() / sizeof(float);
+  be_->fill(dev_staging_.floats(), chunk, value);
+  auto* g16 = static_cast<uint16_t*>(dev_g16_.get());
+  for (size_t at = 0; at < n; at += chunk)
+    be_->round_to_bf16(g16 + at, dev_staging_.floats(), std::min(chunk, n - at));
 }
 
 void ZayaModel::store_weights(size_t offset, size_t n, const float* values) {
@@ -135,6 +195,11 @@ size_t ZayaModel::weight_bytes() const {
   if (be_->host_memory()) return 0;
   if (!bf16_weight_storage()) return dev_weights_.bytes();
   return dev_w16_.bytes() + dev_w32_.bytes() + dev_master_.bytes() + dev_staging_.bytes();
+}
+
+size_t ZayaModel::grad_bytes() const {
+  if (be_->host_memory()) return 0;
+  return dev_grads_.bytes() + dev_g16_.bytes() + dev_g32_.bytes();
 }
 
 }  // namespace zaya

@@ -48,17 +48,23 @@ void ZayaModel::set_backend(const Backend& backend) {
     arena_.set_memory(memory.get());  // drops the blocks of the previous memory first
     arena_memory_ = std::move(memory);
     const size_t bytes = sizeof(float) * params_.size();
+    // The old buffers go first, so that the new ones never sit beside them.
     dev_weights_.reset();
+    dev_grads_.reset();
     stored_runs_.clear();
-    dev_grads_ = BackendBuffer(backend, bytes);
     if (bf16_storage_wanted_ && backend.bf16_weights()) {
-      lay_out_bf16_storage();  // binds the views, and fills it from the host
+      if (!bf16_grads_wanted_) dev_grads_ = BackendBuffer(backend, bytes);
+      lay_out_bf16_storage();  // binds the views (the weights come with the next push)
     } else {
       dev_w16_.reset();
       dev_w32_.reset();
       dev_master_.reset();
       dev_staging_.reset();
+      dev_g16_.reset();
+      dev_g32_.reset();
       weight_addresses_.reset();
+      grad_addresses_.reset();
+      dev_grads_ = BackendBuffer(backend, bytes);
       dev_weights_ = BackendBuffer(backend, bytes);
       bind_weights(dev_weights_.floats(), dev_grads_.floats());
     }
@@ -76,10 +82,21 @@ void ZayaModel::set_resident(bool resident) {
 }
 
 void ZayaModel::zero_grads() {
-  if (resident())
+  if (bf16_gradients()) {
+    be_->fill_zero(dev_g16_.get(), dev_g16_.bytes());
+    be_->fill_zero(dev_g32_.get(), dev_g32_.bytes());
+  } else if (resident()) {
     be_->fill_zero(dev_grads_.floats(), dev_grads_.bytes());
-  else
+  } else {
     params_.zero_grads();
+  }
+}
+
+float* ZayaModel::backend_grads() {
+  ZAYA_CHECK(!bf16_gradients(),
+             "ZayaModel::backend_grads: with bf16 gradients the gradients are not one fp32 buffer "
+             "(load_grads())");
+  return grads_base();
 }
 
 void ZayaModel::push_weights() {
@@ -120,10 +137,6 @@ float* ZayaModel::grads_base() {
 void ZayaModel::bind_weights(const float* W, float* G) {
   const ParamRegistry& reg = params_.registry();
   auto off = [&](const std::string& name) { return reg.get(name).offset; };
-  auto opt = [&](const std::string& name, auto* base) -> decltype(base) {
-    const ParamSpec* s = reg.find(name);
-    return s ? base + s->offset : nullptr;
-  };
   // Where the ops read a weight: W's layout, or the bf16 weight storage's (weight_address).
   auto wat = [&](size_t offset) {
     return bf16_weight_storage() ? weight_address(offset) : W + offset;
@@ -131,6 +144,11 @@ void ZayaModel::bind_weights(const float* W, float* G) {
   auto optw = [&](const std::string& name) -> const float* {
     const ParamSpec* s = reg.find(name);
     return s ? wat(s->offset) : nullptr;
+  };
+  auto gat = [&](size_t offset) { return bf16_gradients() ? grad_address(offset) : G + offset; };
+  auto optg = [&](const std::string& name) -> float* {
+    const ParamSpec* s = reg.find(name);
+    return s ? gat(s->offset) : nullptr;
   };
   const int L = int(config_.num_stages);
   // After stage i's backward the tensors of stages < i and the embedding may still receive
@@ -148,15 +166,15 @@ void ZayaModel::bind_weights(const float* W, float* G) {
     Stage& s = stages_[i];
     StageGrads& g = grads_[i];
     s.norm_w = wat(off(p + "input_norm.weight"));
-    g.norm_w = G + off(p + "input_norm.weight");
+    g.norm_w = gat(off(p + "input_norm.weight"));
     s.hs = wat(off(p + "res_scale.hidden_states_scale"));
-    g.hs = G + off(p + "res_scale.hidden_states_scale");
+    g.hs = gat(off(p + "res_scale.hidden_states_scale"));
     s.hb = wat(off(p + "res_scale.hidden_states_bias"));
-    g.hb = G + off(p + "res_scale.hidden_states_bias");
+    g.hb = gat(off(p + "res_scale.hidden_states_bias"));
     s.rs = optw(p + "res_scale.residual_scale");
-    g.rs = opt(p + "res_scale.residual_scale", G);
+    g.rs = optg(p + "res_scale.residual_scale");
     s.rb = optw(p + "res_scale.residual_bias");
-    g.rb = opt(p + "res_scale.residual_bias", G);
+    g.rb = optg(p + "res_scale.residual_bias");
     if (ModelConfig::is_attention_stage(i)) {
       const std::string a = p + "self_attn.";
       // The fused projection relies on the registry placing q, k, v1, v2 back to back.
@@ -172,42 +190,42 @@ void ZayaModel::bind_weights(const float* W, float* G) {
                          wat(off(a + "qkv.conv_qk.1.bias")),
                          wat(off(a + "qkv.temp")),
                          wat(off(a + "o_proj.weight"))};
-      g.cca = CcaGrads{G + q,
-                       G + off(a + "qkv.conv_qk.0.weight"),
-                       G + off(a + "qkv.conv_qk.0.bias"),
-                       G + off(a + "qkv.conv_qk.1.weight"),
-                       G + off(a + "qkv.conv_qk.1.bias"),
-                       G + off(a + "qkv.temp"),
-                       G + off(a + "o_proj.weight")};
+      g.cca = CcaGrads{gat(q),
+                       gat(off(a + "qkv.conv_qk.0.weight")),
+                       gat(off(a + "qkv.conv_qk.0.bias")),
+                       gat(off(a + "qkv.conv_qk.1.weight")),
+                       gat(off(a + "qkv.conv_qk.1.bias")),
+                       gat(off(a + "qkv.temp")),
+                       gat(off(a + "o_proj.weight"))};
     } else {
       const std::string r = p + "zaya_block.router.";
       MoeWeights& mw = s.moe;
       MoeGrads& mg = g.moe;
       mw.down_w = wat(off(r + "down_proj.weight"));
-      mg.down_w = G + off(r + "down_proj.weight");
+      mg.down_w = gat(off(r + "down_proj.weight"));
       mw.down_b = wat(off(r + "down_proj.bias"));
-      mg.down_b = G + off(r + "down_proj.bias");
+      mg.down_b = gat(off(r + "down_proj.bias"));
       mw.states_scale = optw(r + "router_states_scale");
-      mg.states_scale = opt(r + "router_states_scale", G);
+      mg.states_scale = optg(r + "router_states_scale");
       mw.rms_w = wat(off(r + "rmsnorm_eda.weight"));
-      mg.rms_w = G + off(r + "rmsnorm_eda.weight");
+      mg.rms_w = gat(off(r + "rmsnorm_eda.weight"));
       mw.mlp0_w = wat(off(r + "router_mlp.0.weight"));
-      mg.mlp0_w = G + off(r + "router_mlp.0.weight");
+      mg.mlp0_w = gat(off(r + "router_mlp.0.weight"));
       mw.mlp0_b = wat(off(r + "router_mlp.0.bias"));
-      mg.mlp0_b = G + off(r + "router_mlp.0.bias");
+      mg.mlp0_b = gat(off(r + "router_mlp.0.bias"));
       mw.mlp2_w = wat(off(r + "router_mlp.2.weight"));
-      mg.mlp2_w = G + off(r + "router_mlp.2.weight");
+      mg.mlp2_w = gat(off(r + "router_mlp.2.weight"));
       mw.mlp2_b = wat(off(r + "router_mlp.2.bias"));
-      mg.mlp2_b = G + off(r + "router_mlp.2.bias");
+      mg.mlp2_b = gat(off(r + "router_mlp.2.bias"));
       mw.mlp4_w = wat(off(r + "router_mlp.4.weight"));
-      mg.mlp4_w = G + off(r + "router_mlp.4.weight");
+      mg.mlp4_w = gat(off(r + "router_mlp.4.weight"));
       mw.balancing_biases = wat(off(r + "balancing_biases"));
       for (int e = 0; e < int(config_.num_experts); ++e) {
         const std::string x = p + "zaya_block.experts.local_experts." + std::to_string(e) + ".";
         mw.fc1.push_back(wat(off(x + "linear_fc1.weight")));
-        mg.fc1.push_back(G + off(x + "linear_fc1.weight"));
+        mg.fc1.push_back(gat(off(x + "linear_fc1.weight")));
         mw.fc2.push_back(wat(off(x + "linear_fc2.weight")));
-        mg.fc2.push_back(G + off(x + "linear_fc2.weight"));
+        mg.fc2.push_back(gat(off(x + "linear_fc2.weight")));
       }
     }
   }
@@ -450,12 +468,20 @@ void ZayaModel::backward(float loss_scale) {
   // this backward's share from zero and adding it to the host's would round differently).
   // (Resident parameters: the gradients stay in the backend's memory from step to step.)
   const bool copy_grads = !on_host && !resident_;
+  ZAYA_CHECK(!copy_grads || !bf16_gradients(),
+             "ZayaModel::backward: bf16 gradients need resident parameters (set_resident)");
   // The gradients the backward writes are the ones the caller reads (host, or resident): each
   // stage's are final as soon as it is done, and set_gradients_final reports them.
   const bool in_place = !copy_grads;
   if (copy_grads) be_->to_device(G, params_.grads(), sizeof(float) * params_.size());
+  // bf16 gradients: the products' backward adds into the bf16 values behind grad_address.
+  if (bf16_gradients())
+    be_->set_stored_bf16_gradients(static_cast<const float*>(grad_addresses_.get()), params_.size(),
+                                   static_cast<uint16_t*>(dev_g16_.get()));
   auto w = [&](const char* name) { return weight_address(reg.get(name).offset); };
-  auto g = [&](const char* name) { return G + reg.get(name).offset; };
+  auto g = [&](const char* name) {
+    return bf16_gradients() ? grad_address(reg.get(name).offset) : G + reg.get(name).offset;
+  };
   const float* emb_w = w("model.embed_tokens.weight");
   float* emb_g = g("model.embed_tokens.weight");
 
@@ -533,6 +559,7 @@ void ZayaModel::backward(float loss_scale) {
   be_->embedding_backward(emb_g, dh, op_tokens_, N, E);
   if (copy_grads)  // one explicit copy of the gradients back, over the host's
     be_->to_host(params_.grads(), G, sizeof(float) * params_.size());
+  if (bf16_gradients()) be_->set_stored_bf16_gradients(nullptr, 0, nullptr);
   if (gradients_final_) gradients_final_(0);
 }
 

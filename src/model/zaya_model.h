@@ -86,7 +86,8 @@ class ZayaModel {
   // The weights and gradients the ops use, in the backend's memory (the ParamStore's on the host).
   // Not with bf16 weight storage, where the weights are not one fp32 buffer (master_weights()).
   float* backend_weights();
-  float* backend_grads() { return grads_base(); }
+  // Not with bf16 gradients (load_grads).
+  float* backend_grads();
   void zero_grads();
   void push_weights();                         // host → backend, every weight
   void push_weights(size_t offset, size_t n);  // host → backend, flat [offset, offset + n)
@@ -106,14 +107,26 @@ class ZayaModel {
   // master_weights() and writes every range it changes back with store_weights; push_weights
   // and pull_weights convert (the host copy holds the master values in the range and the stored
   // values elsewhere).
-  void set_bf16_weight_storage(size_t master_begin, size_t master_end);
+  //
+  // With bf16_gradients the Muon matrices' gradients are kept in bf16 too (2 bytes each instead
+  // of 4; every other gradient stays fp32, the embedding's among them): each product's backward
+  // adds its fp32 result into them with one rounding, so accumulating micro-batches rounds once
+  // per micro-batch. Needs resident parameters; the gradients are then read with load_grads.
+  void set_bf16_weight_storage(size_t master_begin, size_t master_end, bool bf16_gradients = false);
   bool bf16_weight_storage() const { return !stored_runs_.empty(); }  // in effect
-  float* master_weights() { return dev_master_.floats(); }            // [end − begin]
+  bool bf16_gradients() const { return bf16_weight_storage() && bf16_grads_wanted_; }
+  // The gradients of flat [offset, offset + n) as fp32 into dst (backend memory), from wherever
+  // they are kept (the bf16 ones widened); with fp32 gradients a copy of backend_grads().
+  void load_grads(size_t offset, size_t n, float* dst);
+  // Every gradient = value (the bf16 ones rounded): the trainer's NaN drill.
+  void fill_grads(float value);
+  float* master_weights() { return dev_master_.floats(); }  // [end − begin]
   // Writes flat [offset, offset + n) from fp32 values in the backend's memory: the bf16 tensors
   // rounded, the others copied (not the master weights).
   void store_weights(size_t offset, size_t n, const float* values);
   // Bytes of weights in the backend's memory (fp32 buffer, or bf16 + fp32 + master).
   size_t weight_bytes() const;
+  size_t grad_bytes() const;  // and of gradients (fp32 buffer, or bf16 + fp32)
 
   // RoPE base for the following forward() calls (curriculum phases change it).
   void set_rope_theta(double theta);
@@ -177,6 +190,8 @@ class ZayaModel {
   // The address the ops read the weight at flat `offset` from: weights_base() + offset, or with
   // bf16 weight storage the reserved address (bf16 tensors) or the fp32 tensors' buffer.
   const float* weight_address(size_t offset) const;
+  // The same for the gradient the backward adds into at flat `offset`.
+  float* grad_address(size_t offset);
   // Lays out the bf16 weight storage in the backend's memory and fills it from the host.
   void lay_out_bf16_storage();
   // Moves host [offset, offset + n) into the storage (push) or back (pull), through the staging
@@ -212,15 +227,16 @@ class ZayaModel {
   // kind, the reserved fp32 addresses of the bf16 ones, and the buffers.
   struct StoredRun {
     size_t begin = 0, n = 0;  // flat [begin, begin + n)
-    bool bf16 = false;
-    size_t fp32_at = 0;  // fp32 runs: where in dev_w32_
+    bool bf16 = false;        // the weights in bf16 (else in dev_w32_ at fp32_at)
+    bool bf16_grads = false;  // the gradients in bf16 (else in dev_g32_ at grad_fp32_at)
+    size_t fp32_at = 0, grad_fp32_at = 0;
   };
   const StoredRun& stored_run(size_t offset) const;
-  bool bf16_storage_wanted_ = false;
+  bool bf16_storage_wanted_ = false, bf16_grads_wanted_ = false;
   size_t master_begin_ = 0, master_end_ = 0;
   std::vector<StoredRun> stored_runs_;
-  ReservedAddresses weight_addresses_;
-  BackendBuffer dev_w16_, dev_w32_, dev_master_, dev_staging_;
+  ReservedAddresses weight_addresses_, grad_addresses_;
+  BackendBuffer dev_w16_, dev_w32_, dev_master_, dev_staging_, dev_g16_, dev_g32_;
   std::unique_ptr<ArenaMemory> arena_memory_;
   // final_from_[i]: the lowest flat offset above every tensor whose gradient stages i-1 … 0 and
   // the embedding still write (final_from_[L]: above every stage); see set_gradients_final.

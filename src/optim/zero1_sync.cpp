@@ -41,15 +41,16 @@ int whole_ranks(int64_t total, int64_t chunk, int64_t at, int64_t b, int world) 
 }
 }  // namespace
 
-void Zero1Sync::pack(int64_t at, int64_t b, const float* full_grads, float* staging) const {
+void Zero1Sync::pack(int64_t at, int64_t b, const GradInput& grads, float* staging) const {
   const int64_t chunk = layout_.chunk(), total = layout_.total;
-  const int whole = whole_ranks(total, chunk, at, b, layout_.world);
-  if (whole > 0) be_->copy_rows(staging, size_t(b), full_grads + at, size_t(chunk), whole, int(b));
+  const int whole = grads.full ? whole_ranks(total, chunk, at, b, layout_.world) : 0;
+  if (whole > 0) be_->copy_rows(staging, size_t(b), grads.full + at, size_t(chunk), whole, int(b));
   for (int r = whole; r < layout_.world; ++r) {
     const int64_t src = int64_t(r) * chunk + at;
     const int64_t n = std::clamp<int64_t>(total - src, 0, b);
     float* dst = staging + size_t(r) * size_t(b);
-    if (n > 0) be_->copy(dst, full_grads + src, size_t(n) * sizeof(float));
+    if (n > 0 && grads.full) be_->copy(dst, grads.full + src, size_t(n) * sizeof(float));
+    if (n > 0 && grads.source) (*grads.source)(src, n, dst);
     if (n == 0) {  // this rank and every later one: padding
       be_->fill(dst, size_t(layout_.world - r) * size_t(b), 0.0f);
       break;
@@ -81,12 +82,20 @@ void Zero1Sync::unpack(int64_t at, int64_t b, const float* staging, const Weight
 }
 
 void Zero1Sync::reduce_scatter_grads(const float* full_grads, float* shard_grads) {
-  ZAYA_CHECK(full_ == nullptr, "Zero1Sync: reduce_scatter_grads during an overlapped reduce");
+  reduce_scatter(GradInput{full_grads, nullptr}, shard_grads);
+}
+
+void Zero1Sync::reduce_scatter_grads(const GradSource& source, float* shard_grads) {
+  reduce_scatter(GradInput{nullptr, &source}, shard_grads);
+}
+
+void Zero1Sync::reduce_scatter(const GradInput& grads, float* shard_grads) {
+  ZAYA_CHECK(!reducing_, "Zero1Sync: reduce_scatter_grads during an overlapped reduce");
   const int64_t chunk = layout_.chunk();
   Slot& s = slots_[0];
   for (int64_t at = 0; at < chunk; at += bucket_) {
     const int64_t b = std::min(bucket_, chunk - at);
-    pack(at, b, full_grads, s.staging.floats());
+    pack(at, b, grads, s.staging.floats());
     comm_.reduce_scatter(s.staging.floats(), s.piece.floats(), size_t(b), DType::F32,
                          dist::ReduceOp::Sum);
     const int64_t keep = std::clamp<int64_t>(layout_.size() - at, 0, b);
@@ -95,8 +104,18 @@ void Zero1Sync::reduce_scatter_grads(const float* full_grads, float* shard_grads
 }
 
 void Zero1Sync::begin_reduce(const float* full_grads, float* shard_grads) {
-  ZAYA_CHECK(full_ == nullptr, "Zero1Sync: begin_reduce while another reduce is in progress");
-  full_ = full_grads;
+  begin(GradInput{full_grads, nullptr}, shard_grads);
+}
+
+void Zero1Sync::begin_reduce(const GradSource& source, float* shard_grads) {
+  source_ = source;
+  begin(GradInput{nullptr, &source_}, shard_grads);
+}
+
+void Zero1Sync::begin(const GradInput& grads, float* shard_grads) {
+  ZAYA_CHECK(!reducing_, "Zero1Sync: begin_reduce while another reduce is in progress");
+  reducing_ = true;
+  input_ = grads;
   shard_ = shard_grads;
   next_at_ = (bucket_count() - 1) * bucket_;
   final_from_ = layout_.total;
@@ -104,7 +123,7 @@ void Zero1Sync::begin_reduce(const float* full_grads, float* shard_grads) {
 }
 
 void Zero1Sync::grads_final_from(int64_t offset) {
-  ZAYA_CHECK(full_ != nullptr, "Zero1Sync: grads_final_from outside begin_reduce/finish_reduce");
+  ZAYA_CHECK(reducing_, "Zero1Sync: grads_final_from outside begin_reduce/finish_reduce");
   final_from_ = std::min(final_from_, offset);
   const int64_t before = next_at_;
   start_final_buckets(false);
@@ -114,11 +133,13 @@ void Zero1Sync::grads_final_from(int64_t offset) {
 }
 
 void Zero1Sync::finish_reduce() {
-  ZAYA_CHECK(full_ != nullptr, "Zero1Sync: finish_reduce without begin_reduce");
+  ZAYA_CHECK(reducing_, "Zero1Sync: finish_reduce without begin_reduce");
   final_from_ = 0;
   start_final_buckets(true);
   for (int i = 0; i < kInFlight; ++i) complete(slots_[(next_slot_ + i) % kInFlight]);
-  full_ = nullptr;
+  reducing_ = false;
+  input_ = GradInput{};
+  source_ = nullptr;
   shard_ = nullptr;
 }
 
@@ -130,7 +151,7 @@ void Zero1Sync::start_final_buckets(bool block) {
     complete(s);
     next_slot_ = (next_slot_ + 1) % kInFlight;
     const int64_t b = std::min(bucket_, layout_.chunk() - next_at_);
-    pack(next_at_, b, full_, s.staging.floats());
+    pack(next_at_, b, input_, s.staging.floats());
     s.at = next_at_;
     s.transfer = comm_.start_reduce_scatter(s.staging.floats(), s.piece.floats(), size_t(b),
                                             DType::F32, dist::ReduceOp::Sum);

@@ -51,6 +51,11 @@ class Zero1Sync {
   // full_grads: [total] (this rank's contribution); shard_grads: [layout().size()] receives the
   // sum.
   void reduce_scatter_grads(const float* full_grads, float* shard_grads);
+  // The same for gradients not kept in one fp32 buffer: source(offset, n, dst) writes the fp32
+  // gradients of flat [offset, offset + n) to dst (the backend's memory; ZayaModel::load_grads
+  // for bf16 gradients). Here and in begin_reduce the source must live until the sums are done.
+  using GradSource = std::function<void(int64_t offset, int64_t n, float* dst)>;
+  void reduce_scatter_grads(const GradSource& source, float* shard_grads);
   // weights: [total]; this rank's range is sent, every other range is overwritten.
   void all_gather_weights(float* weights);
   // The same from the rank's range alone (shard_weights: [layout().size()]), each gathered piece
@@ -65,6 +70,7 @@ class Zero1Sync {
   // after it starts what is left and waits for every bucket. full_grads stays untouched and
   // shard_grads unread from begin_reduce to finish_reduce.
   void begin_reduce(const float* full_grads, float* shard_grads);
+  void begin_reduce(const GradSource& source, float* shard_grads);
   void grads_final_from(int64_t offset);
   void finish_reduce();
   // Buckets of the step, and how many of them the last overlapped reduce started before
@@ -85,11 +91,18 @@ class Zero1Sync {
     std::unique_ptr<dist::Transfer> transfer;
     int64_t at = -1;  // the bucket's offset within a rank's range while in flight
   };
-  void pack(int64_t at, int64_t b, const float* full_grads, float* staging) const;
+  // The gradients the reduce reads: one buffer, or a source.
+  struct GradInput {
+    const float* full = nullptr;
+    const GradSource* source = nullptr;
+  };
+  void pack(int64_t at, int64_t b, const GradInput& grads, float* staging) const;
   // weights[r·chunk + at + i] = staging[r·b + i] for every rank r and i < b inside the buffer.
   void unpack(int64_t at, int64_t b, const float* staging, float* weights) const;
   // The pieces of a gathered bucket: store(r·chunk + at, staging + r·b, n) for each rank r.
   void unpack(int64_t at, int64_t b, const float* staging, const WeightSink& store) const;
+  void reduce_scatter(const GradInput& grads, float* shard_grads);
+  void begin(const GradInput& grads, float* shard_grads);
   // The all-gather's buckets of the rank's range, each handed to unpack_bucket(at, b, staging).
   void gather(const float* shard_weights,
               const std::function<void(int64_t, int64_t, const float*)>& unpack_bucket);
@@ -104,7 +117,9 @@ class Zero1Sync {
   int64_t bucket_;
   Slot slots_[kInFlight];
   // The overlapped reduce in progress.
-  const float* full_ = nullptr;
+  bool reducing_ = false;
+  GradInput input_;
+  GradSource source_;  // begin_reduce's source, held until finish_reduce
   float* shard_ = nullptr;
   int64_t next_at_ = -1;    // the next bucket to start (they start from the last one down)
   int64_t final_from_ = 0;  // the gradient is final at flat offsets >= this

@@ -12,9 +12,9 @@ namespace zaya {
 namespace {
 
 constexpr double kUsable = 0.9;  // as `zaya size`: at most 90 % of a device's memory
-// The GPU backend as built: bf16 weights (fp32 master weights in the range), fp32 gradients and
-// activations. The target adds bf16 gradients and activations (docs/gpu.md, Next).
-constexpr ValueBytes kBuilt{2, 4, 4}, kTarget{2, 2, 2};
+// The GPU backend as built: bf16 weights (fp32 master weights in the range) and gradients, fp32
+// activations. The target adds bf16 activations (docs/gpu.md, Next).
+constexpr ValueBytes kBuilt{2, 2, 4}, kTarget{2, 2, 2};
 
 double limit_of(const HardwareProfile& p) {
   return kUsable * double(p.memory_bytes);
@@ -59,7 +59,7 @@ std::string format_gpu_memory_plan(const ModelConfig& c, int64_t seq, int world)
     out += line;
   };
   row("weights (bf16)", [](const TrainMemory& t) { return t.weights; });
-  row("gradients (fp32)", [](const TrainMemory& t) { return t.gradients; });
+  row("gradients (bf16, embedding fp32)", [](const TrainMemory& t) { return t.gradients; });
   row("optimizer + fp32 master (range)", [](const TrainMemory& t) { return t.optimizer; });
   row("Muon matrices + Newton-Schulz", [](const TrainMemory& t) { return t.muon; });
   row("ZeRO-1 buffers", [](const TrainMemory& t) { return t.zero1; });
@@ -82,12 +82,12 @@ std::string format_gpu_memory_plan(const ModelConfig& c, int64_t seq, int world)
   std::snprintf(line, sizeof(line), "  %-34s %14s %14s\n", "fewest ranks for micro-batch 1",
                 fewest[0].c_str(), fewest[1].c_str());
   out += line;
-  std::snprintf(line, sizeof(line), "  %-34s %14s %14s\n", "... with bf16 gradients, activations",
+  std::snprintf(line, sizeof(line), "  %-34s %14s %14s\n", "... with bf16 activations",
                 fewest_target[0].c_str(), fewest_target[1].c_str());
   out += line;
   out +=
-      "  (the GPU backend keeps the weights in bf16 and the gradients and activations in fp32; "
-      "bf16 for those is next, docs/gpu.md)\n";
+      "  (the GPU backend keeps the weights and the Muon matrices' gradients in bf16 and the "
+      "activations in fp32; bf16 activations are next, docs/gpu.md)\n";
   return out;
 }
 

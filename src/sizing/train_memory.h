@@ -52,8 +52,9 @@ TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq,
                          int64_t runtime, int value_bytes = 4);
 // The same with each kind of value's own width. Weights of 2 bytes are the bf16 weight storage
 // (model/zaya_model.h): the products' weights in bf16, the other tensors in fp32, and the fp32
-// master weights of the range counted with the optimizer. The GPU backend as built keeps bf16
-// weights and fp32 gradients and activations: {2, 4, 4}.
+// master weights of the range counted with the optimizer; gradients of 2 bytes are its bf16
+// gradients, the Muon matrices' (the embedding's and the other tensors' stay fp32). The GPU
+// backend as built keeps bf16 weights and gradients and fp32 activations: {2, 2, 4}.
 struct ValueBytes {
   int weights = 4, gradients = 4, activations = 4;
 };

@@ -301,7 +301,8 @@ TrainSummary run_training(const TrainOptions& opt) {
   const ShardLayout optimizer_range{int64_t(model.params().size()), world, rank};
   if (opt.weight_storage == "bf16" && device.backend->bf16_weights() &&
       !device.backend->host_memory())
-    model.set_bf16_weight_storage(size_t(optimizer_range.begin()), size_t(optimizer_range.end()));
+    model.set_bf16_weight_storage(size_t(optimizer_range.begin()), size_t(optimizer_range.end()),
+                                  opt.gradient_storage == "bf16");
   model.set_backend(*device.backend);
   model.set_context_group(context_comm);
   model.set_recompute(tc.recompute);
@@ -370,7 +371,14 @@ TrainSummary run_training(const TrainOptions& opt) {
   // new values are stored (rounded to bf16 where the products read them) on every rank.
   const bool bf16_storage = model.bf16_weight_storage();
   float* const weights = bf16_storage ? model.master_weights() : model.backend_weights();
-  float* const grads = model.backend_grads();
+  // bf16 gradients (the Muon matrices'): read through the model into ZeRO-1's staging, or at one
+  // rank into an fp32 buffer of them all for the optimizer.
+  const bool bf16_grads = model.bf16_gradients();
+  float* const grads = bf16_grads ? nullptr : model.backend_grads();
+  const Zero1Sync::GradSource grad_source = [&model](int64_t offset, int64_t n, float* dst) {
+    model.load_grads(size_t(offset), size_t(n), dst);
+  };
+  if (bf16_grads && !zero1) shard_grads = BackendBuffer(be, sizeof(float) * model.params().size());
   const Zero1Sync::WeightSink store = [&model](int64_t offset, const float* values, int64_t n) {
     model.store_weights(size_t(offset), size_t(n), values);
   };
@@ -410,7 +418,10 @@ TrainSummary run_training(const TrainOptions& opt) {
       std::fprintf(
           stderr, "device: %s; weights, gradients and optimizer state stay there%s%s\n",
           device.description.c_str(),
-          bf16_storage ? " (weights in bf16, fp32 master weights of the ZeRO-1 range)" : "",
+          !bf16_storage ? ""
+          : bf16_grads  ? " (weights and Muon gradients in bf16, fp32 master weights of the "
+                          "ZeRO-1 range)"
+                        : " (weights in bf16, fp32 master weights of the ZeRO-1 range)",
           world > 1 ? (nccl ? " (ZeRO-1 and the Muon exchange over NCCL, sums in rank order)"
                             : " (ZeRO-1 and the Muon exchange over MPI)")
                     : "");
@@ -482,7 +493,10 @@ TrainSummary run_training(const TrainOptions& opt) {
       // the flat buffer down: ZeRO-1's buckets start moving as their stages are done.
       const bool last_micro = m + 1 == micro_steps;
       if (overlap && last_micro) {
-        zero1->begin_reduce(grads, shard_grads.floats());
+        if (bf16_grads)
+          zero1->begin_reduce(grad_source, shard_grads.floats());
+        else
+          zero1->begin_reduce(grads, shard_grads.floats());
         model.set_gradients_final([&zero1](int64_t from) { zero1->grads_final_from(from); });
       }
       model.backward(1.0f / float(micro_steps * data_world));
@@ -495,7 +509,7 @@ TrainSummary run_training(const TrainOptions& opt) {
     }
     if (nan_drill) {  // Aegis drill: NaN loss and gradients (update skipped)
       loss_sum = std::numeric_limits<double>::quiet_NaN();
-      be.fill(grads, model.params().size(), std::nanf(""));
+      model.fill_grads(std::nanf(""));
     }
     // This rank's own work, before it waits for the others (stragglers show up in heartbeats).
     const double own_s =
@@ -507,6 +521,8 @@ TrainSummary run_training(const TrainOptions& opt) {
       const auto r0 = std::chrono::steady_clock::now();
       if (overlap)
         zero1->finish_reduce();
+      else if (bf16_grads)
+        zero1->reduce_scatter_grads(grad_source, shard_grads.floats());
       else
         zero1->reduce_scatter_grads(grads, shard_grads.floats());
       sum.grad_reduce_wait_s +=
@@ -518,7 +534,12 @@ TrainSummary run_training(const TrainOptions& opt) {
     const double lr = learning_rate(oc, step, schedule_steps);
     double grad_norm = 0;
     if (bf16_storage) {
-      grad_norm = optimizer.step_shard(weights, zero1 ? shard_grads.floats() : grads, lr);
+      float* step_grads = zero1 ? shard_grads.floats() : grads;
+      if (bf16_grads && !zero1) {  // one rank: its range is every gradient, widened to fp32
+        model.load_grads(0, model.params().size(), shard_grads.floats());
+        step_grads = shard_grads.floats();
+      }
+      grad_norm = optimizer.step_shard(weights, step_grads, lr);
       if (zero1)
         zero1->all_gather_weights(weights, store);
       else

@@ -41,6 +41,10 @@ struct TrainOptions {
   // master weights of the rank's ZeRO-1 range (ZayaModel::set_bf16_weight_storage); "fp32"
   // keeps full fp32 weights on every rank and rounds a bf16 copy each forward. The same bits.
   std::string weight_storage = "bf16";
+  // With bf16 weight storage: "bf16" keeps the Muon matrices' gradients in bf16 too (each
+  // product's backward adds into them with one rounding, so accumulation rounds once per
+  // micro-batch); "fp32" keeps every gradient in fp32.
+  std::string gradient_storage = "bf16";
 };
 
 struct TrainSummary {

@@ -7,8 +7,8 @@
 #  - a GPU checkpoint resumes on the CPU and a CPU checkpoint on the GPU, ending within TOL of
 #    the uninterrupted CPU run;
 #  - in bf16 (the GPU's default precision) the last step's loss within 2 % of the CPU's fp32
-#    run, and two bf16 runs bitwise the same; the bf16 weight storage (the default) bitwise
-#    --weight-storage fp32, and a bf16 run resumes bitwise.
+#    run, and two bf16 runs bitwise the same; the bf16 weight storage bitwise --weight-storage
+#    fp32 (with fp32 gradients), and a bf16 run (bf16 Muon gradients) resumes bitwise.
 # Without a usable GPU it prints why and exits 77, which ctest reports as skipped.
 set -uo pipefail
 ZAYA=$1; SRC=$2; WORK=$3
@@ -64,11 +64,13 @@ sys.exit(not (len(b) == 16 and abs(a[-1] - b[-1]) <= 0.02 * abs(a[-1])))"
 run "$WORK/bf16b.log" --out "$WORK/bf16b" --device cuda || exit 1
 check "two bf16 runs: bitwise the same losses" \
   test "$(losses "$WORK/bf16/metrics.jsonl")" == "$(losses "$WORK/bf16b/metrics.jsonl")"
-check "bf16: the weights are kept in bf16 with the master in the range" \
-  grep -q "(weights in bf16, fp32 master weights of the ZeRO-1 range)" "$WORK/bf16.log"
+check "bf16: the weights and Muon gradients are kept in bf16, the master in the range" \
+  grep -q "(weights and Muon gradients in bf16, fp32 master weights of the ZeRO-1 range)" \
+  "$WORK/bf16.log"
+run "$WORK/bf16w.log" --out "$WORK/bf16w" --device cuda --gradient-storage fp32 || exit 1
 run "$WORK/bf16c.log" --out "$WORK/bf16c" --device cuda --weight-storage fp32 || exit 1
 check "bf16 weight storage: bitwise the losses and weights of full fp32 weights" \
-  cmp "$WORK/bf16/model/model.safetensors" "$WORK/bf16c/model/model.safetensors"
+  cmp "$WORK/bf16w/model/model.safetensors" "$WORK/bf16c/model/model.safetensors"
 R=bf16-resume
 run "$WORK/$R-1.log" --out "$WORK/$R" --device cuda --max-steps 8 || exit 1
 run "$WORK/$R-2.log" --out "$WORK/$R" --device cuda --resume auto || exit 1

@@ -17,6 +17,7 @@
 #include "../unit/test_util.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/cuda_backend.h"
+#include "core/tensor.h"
 #include "gpu_test_util.h"
 #include "model/zaya_model.h"
 
@@ -210,6 +211,61 @@ TEST(GpuBf16, StoredWeightsGiveTheBitsOfTheRoundedCopy) {
   cuda::copy_on_device(copy.backend_weights(), halved.get(), sizeof(float) * n);
   stored.store_weights(0, n, halved.get());
   EXPECT_EQ(step(stored).first, step(copy).first);
+}
+
+// bf16 gradients on the GPU: a product's backward adds into the bf16 gradient through cuBLASLt
+// with a bf16 C (the sum in fp32, one rounding), so two micro-batches give round(round(g1) + g2)
+// of the gradients each gives alone with fp32 gradients. cuBLASLt may sum in another order for a
+// bf16 output than for an fp32 one, which moves a value across a rounding boundary at most: each
+// of the two roundings is then one bf16 step (2^-8 relative) off, so the bound is 2^-7 of the
+// value, plus 1e-6 of the tensor's largest gradient for sums that cancel to near zero.
+TEST(GpuBf16, Bf16GradientsRoundOncePerMicroBatch) {
+  const ModelConfig config = tiny_config();
+  const int B = 2, S = 16;
+  ZayaModel each(config), stored(config);
+  randomise_weights(each.params(), 3, 9);
+  const size_t n = each.params().size();
+  std::copy_n(each.params().weights(), n, stored.params().weights());
+  each.set_bf16_weight_storage(0, n, /*bf16_gradients=*/false);
+  stored.set_bf16_weight_storage(0, n, /*bf16_gradients=*/true);
+  for (ZayaModel* m : {&each, &stored}) {
+    m->set_backend(cuda_bf16_backend());
+    m->set_resident(true);
+  }
+  ASSERT_TRUE(stored.bf16_gradients() && !each.bf16_gradients());
+  Floats alone[2];
+  stored.zero_grads();
+  for (int k = 0; k < 2; ++k) {
+    std::vector<int32_t> tokens(size_t(B) * S);
+    for (size_t i = 0; i < tokens.size(); ++i)
+      tokens[i] = int32_t((i * 23 + 7 + 13 * size_t(k)) % size_t(config.vocab_size));
+    const auto targets = ZayaModel::shifted_targets(tokens, B, S);
+    each.zero_grads();
+    each.forward(tokens, targets, B, S);
+    each.backward(0.5f);
+    alone[k].resize(n);
+    cuda_bf16_backend().to_host(alone[k].data(), each.backend_grads(), sizeof(float) * n);
+    stored.forward(tokens, targets, B, S);
+    stored.backward(0.5f);
+  }
+  DeviceBuffer<float> loaded(n);
+  stored.load_grads(0, n, loaded.get());
+  const Floats got = loaded.download();
+  auto bf16 = [](float x) { return bf16_to_f32(f32_to_bf16(x)); };
+  for (const ParamSpec& s : stored.params().registry().specs()) {
+    if (s.group != OptimGroup::Muon) continue;
+    float largest = 0;
+    for (int64_t i = 0; i < s.numel; ++i)
+      largest = std::max(
+          largest, std::fabs(alone[0][s.offset + size_t(i)] + alone[1][s.offset + size_t(i)]));
+    for (int64_t i = 0; i < s.numel; ++i) {
+      const size_t k = s.offset + size_t(i);
+      const float want = bf16(bf16(alone[0][k]) + alone[1][k]);
+      ASSERT_LE(std::fabs(got[k] - want), std::ldexp(std::fabs(want), -7) + 1e-6f * largest)
+          << s.name << "[" << i << "]: " << got[k] << " vs " << want;
+      ASSERT_EQ(got[k], bf16(got[k])) << s.name << "[" << i << "] is not a bf16 value";
+    }
+  }
 }
 
 }  // namespace

@@ -63,6 +63,69 @@ TEST(Bf16WeightStorage, ProductsReadTheWeightsRoundedAndEveryOtherTensorExactly)
   EXPECT_NE(exact.forward(tokens, targets, B, S), want);
 }
 
+// bf16 gradients: each Muon matrix gets one product's gradient per backward, added into its bf16
+// value with one rounding, so two micro-batches give round(round(g1) + g2) of the gradients g1
+// and g2 that the rounded host model computes for each alone; every other gradient accumulates
+// in fp32 as on the host.
+TEST(Bf16WeightStorage, Bf16GradientsRoundOncePerMicroBatch) {
+  const ModelConfig c = test::tiny_config();
+  const CpuAsDeviceBackend be(true);
+  ZayaModel stored(c), each(c), both(c);
+  test::randomise_weights(stored.params(), 9, 4);
+  const size_t n = stored.params().size();
+  for (ZayaModel* m : {&each, &both}) {
+    std::copy_n(stored.params().weights(), n, m->params().weights());
+    for (const ParamSpec& s : m->params().registry().specs())
+      if (stored_in_bf16(s))
+        for (int64_t i = 0; i < s.numel; ++i)
+          m->params().weights()[s.offset + size_t(i)] =
+              rounded(m->params().weights()[s.offset + size_t(i)]);
+  }
+  stored.set_bf16_weight_storage(0, n, /*bf16_gradients=*/true);
+  stored.set_backend(be);
+  stored.set_resident(true);
+  ASSERT_TRUE(stored.bf16_gradients());
+  const int B = 2, S = 7;
+  std::vector<int32_t> tokens[2];
+  for (int k = 0; k < 2; ++k) {
+    tokens[k].resize(size_t(B) * S);
+    for (size_t i = 0; i < tokens[k].size(); ++i)
+      tokens[k][i] = int32_t((i * 17 + 5 + 11 * size_t(k)) % c.vocab_size);
+  }
+  std::vector<float> alone[2];
+  stored.zero_grads();
+  both.params().zero_grads();
+  for (int k = 0; k < 2; ++k) {
+    const auto targets = ZayaModel::shifted_targets(tokens[k], B, S);
+    each.params().zero_grads();
+    each.forward(tokens[k], targets, B, S);
+    each.backward(0.5f);
+    alone[k].assign(each.params().grads(), each.params().grads() + n);
+    both.forward(tokens[k], targets, B, S);
+    both.backward(0.5f);
+    stored.forward(tokens[k], targets, B, S);
+    stored.backward(0.5f);
+  }
+  std::vector<float> got(n);
+  stored.load_grads(0, n, got.data());  // cpu-as-device's memory is the host's
+  size_t rounded_values = 0;
+  for (const ParamSpec& s : stored.params().registry().specs())
+    for (int64_t i = 0; i < s.numel; ++i) {
+      const size_t k = s.offset + size_t(i);
+      const bool bf16 = s.group == OptimGroup::Muon;
+      const float want =
+          bf16 ? rounded(rounded(alone[0][k]) + alone[1][k]) : both.params().grads()[k];
+      ASSERT_EQ(got[k], want) << s.name << "[" << i << "]";
+      rounded_values += bf16 && want != alone[0][k] + alone[1][k];
+    }
+  EXPECT_GT(rounded_values, n / 2) << "the bf16 gradients are rounded";
+  // The gradients live in bf16 and fp32 buffers: there is no one fp32 buffer to hand out.
+  EXPECT_THROW(stored.backend_grads(), Error);
+  stored.fill_grads(2.0f);
+  stored.load_grads(0, n, got.data());
+  EXPECT_TRUE(std::all_of(got.begin(), got.end(), [](float x) { return x == 2.0f; }));
+}
+
 TEST(Bf16WeightStorage, PullGivesTheMasterRangeExactlyAndTheStoredValuesElsewhere) {
   const ModelConfig c = test::tiny_config();
   const CpuAsDeviceBackend be(true);

@@ -1,9 +1,12 @@
 #include "backend/cpu/cpu_as_device_backend.h"
 
+#include <algorithm>
+
 #include "backend/cpu/bf16_ops.h"
 #include "backend/cpu/lm_head_loss.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/model_ops.h"
+#include "core/tensor.h"
 
 namespace zaya {
 
@@ -24,6 +27,34 @@ void CpuAsDeviceBackend::set_stored_bf16_weights(const float* base, size_t n,
   base_ = base;
   n_ = n;
   stored_ = bf16;
+}
+
+void CpuAsDeviceBackend::set_stored_bf16_gradients(const float* base, size_t n,
+                                                   uint16_t* bf16) const {
+  ZAYA_CHECK(bf16_, "the fp32 cpu-as-device backend has no bf16 gradients");
+  grads_base_ = base;
+  grads_n_ = n;
+  grads_ = bf16;
+}
+
+float* CpuAsDeviceBackend::grad(float* dw, size_t n, size_t at) const {
+  const auto p = reinterpret_cast<uintptr_t>(dw), b = reinterpret_cast<uintptr_t>(grads_base_);
+  if (grads_ == nullptr || dw == nullptr || p < b ||
+      p - b + n * sizeof(float) > grads_n_ * sizeof(float))
+    return dw;
+  if (grad_scratch_.size() < at + n) grad_scratch_.resize(at + n);
+  std::fill_n(grad_scratch_.data() + at, n, 0.0f);
+  return grad_scratch_.data() + at;
+}
+
+void CpuAsDeviceBackend::add_stored_grads(float* dw, size_t n, size_t at) const {
+  const auto p = reinterpret_cast<uintptr_t>(dw), b = reinterpret_cast<uintptr_t>(grads_base_);
+  if (grads_ == nullptr || dw == nullptr || p < b ||
+      p - b + n * sizeof(float) > grads_n_ * sizeof(float))
+    return;
+  uint16_t* g = grads_ + (p - b) / sizeof(float);
+  const float* add = grad_scratch_.data() + at;
+  for (size_t i = 0; i < n; ++i) g[i] = f32_to_bf16(bf16_to_f32(g[i]) + add[i]);
 }
 
 const float* CpuAsDeviceBackend::weight(const float* w, size_t n, size_t at) const {
@@ -54,7 +85,9 @@ void CpuAsDeviceBackend::matmul_forward(float* out, const float* in, const float
 void CpuAsDeviceBackend::matmul_backward(float* din, float* dw, float* dbias, const float* dout,
                                          const float* in, const float* w, int n, int k,
                                          int m) const {
-  cpu::matmul_backward(din, dw, dbias, dout, in, weight(w, size_t(k) * size_t(m)), n, k, m);
+  const size_t size = size_t(k) * size_t(m);
+  cpu::matmul_backward(din, grad(dw, size), dbias, dout, in, weight(w, size), n, k, m);
+  add_stored_grads(dw, size);
 }
 
 void CpuAsDeviceBackend::grouped_matmul_forward(float* out, const float* in,
@@ -68,8 +101,19 @@ void CpuAsDeviceBackend::grouped_matmul_backward(float* din, float* const* dweig
                                                  const float* dout, const float* in,
                                                  const float* const* weights, const int* offsets,
                                                  int groups, int k, int m) const {
-  const std::vector<const float*> read = group_weights(weights, groups, size_t(k) * size_t(m));
-  cpu::grouped_matmul_backward(din, dweights, dout, in, read.data(), offsets, groups, k, m);
+  const size_t each = size_t(k) * size_t(m);
+  const std::vector<const float*> read = group_weights(weights, groups, each);
+  std::vector<float*> write(static_cast<size_t>(groups));
+  if (dweights != nullptr) {
+    // Room for every group first: growing the scratch would move the groups before.
+    if (grads_ != nullptr && grad_scratch_.size() < size_t(groups) * each)
+      grad_scratch_.resize(size_t(groups) * each);
+    for (int g = 0; g < groups; ++g) write[size_t(g)] = grad(dweights[g], each, size_t(g) * each);
+  }
+  cpu::grouped_matmul_backward(din, dweights ? write.data() : nullptr, dout, in, read.data(),
+                               offsets, groups, k, m);
+  if (dweights != nullptr)
+    for (int g = 0; g < groups; ++g) add_stored_grads(dweights[g], each, size_t(g) * each);
 }
 
 double CpuAsDeviceBackend::lm_head_loss_forward(float* lse, const float* y, const float* w,

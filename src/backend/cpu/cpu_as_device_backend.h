@@ -4,10 +4,12 @@
 // With bf16 weights it also stands in for the bf16 CUDA backend's weights: the products (dense,
 // grouped, the LM head) and the embedding's gather read each weight rounded to bf16, either
 // rounded once per forward from the fp32 weights (set_product_weights) or stored as bf16 alone
-// (set_stored_bf16_weights, the model's bf16 weight storage). The activations stay fp32 (the CUDA
-// backend rounds them too): this is the GPU's memory layout and weight rounding on the CPU, for
-// checking the storage's bookkeeping bitwise, not the GPU's numbers. The rounded weights are
-// widened into a scratch buffer for each op, so one instance serves one model at a time.
+// (set_stored_bf16_weights, the model's bf16 weight storage); and the products' backward adds
+// into bf16 gradients (set_stored_bf16_gradients), computing in fp32 and rounding once. The
+// activations stay fp32 (the CUDA backend rounds them too): this is the GPU's memory layout and
+// weight rounding on the CPU, for checking the storage's bookkeeping bitwise, not the GPU's
+// numbers. The rounded weights are widened into a scratch buffer for each op, so one instance
+// serves one model at a time.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +27,7 @@ class CpuAsDeviceBackend final : public CpuBackend {
   bool bf16_weights() const override { return bf16_; }
   void set_product_weights(const float* base, size_t n) const override;
   void set_stored_bf16_weights(const float* base, size_t n, const uint16_t* bf16) const override;
+  void set_stored_bf16_gradients(const float* base, size_t n, uint16_t* bf16) const override;
 
   void matmul_forward(float* out, const float* in, const float* w, const float* bias, int n, int k,
                       int m) const override;
@@ -48,6 +51,11 @@ class CpuAsDeviceBackend final : public CpuBackend {
   // The weights [w, w + n) as the op reads them: w itself, or (inside the bf16 weights) their
   // bf16 values widened into the scratch at `at` floats.
   const float* weight(const float* w, size_t n, size_t at = 0) const;
+  // Where a product's backward writes the weight gradient [dw, dw + n): dw itself, or (inside the
+  // bf16 gradients) zeros in the gradient scratch at `at`, which add_stored_grads then adds into
+  // the bf16 values.
+  float* grad(float* dw, size_t n, size_t at = 0) const;
+  void add_stored_grads(float* dw, size_t n, size_t at = 0) const;
   // weight() of each group's [each] weights, side by side in the scratch.
   std::vector<const float*> group_weights(const float* const* weights, int groups,
                                           size_t each) const;
@@ -58,6 +66,10 @@ class CpuAsDeviceBackend final : public CpuBackend {
   mutable const uint16_t* stored_ = nullptr;  // their bf16 values
   mutable std::vector<uint16_t> rounded_;     // set_product_weights's copy
   mutable std::vector<float> scratch_;
+  mutable const float* grads_base_ = nullptr;  // the gradients' addresses
+  mutable size_t grads_n_ = 0;
+  mutable uint16_t* grads_ = nullptr;  // their bf16 values
+  mutable std::vector<float> grad_scratch_;
 };
 
 }  // namespace zaya

@@ -36,6 +36,11 @@ void CudaBackend::set_stored_bf16_weights(const float* base, size_t n, const uin
   cuda::set_stored_bf16_weights(base, n, bf16);
 }
 
+void CudaBackend::set_stored_bf16_gradients(const float* base, size_t n, uint16_t* bf16) const {
+  ZAYA_CHECK(bf16_, "the fp32 CUDA backend has no bf16 gradients");
+  cuda::set_stored_bf16_gradients(base, n, bf16);
+}
+
 void* CudaBackend::allocate(size_t bytes) const {
   return cuda::device_alloc(bytes);  // cudaMalloc: 256-byte aligned
 }

@@ -240,6 +240,24 @@ Bf16Weights& bf16_weights() {
   return w;
 }
 
+// The gradients' bf16 values (set_stored_bf16_gradients).
+struct Bf16Grads {
+  const float* base = nullptr;
+  size_t n = 0;
+  __nv_bfloat16* values = nullptr;
+  // The bf16 values of [p, p + count) when they lie inside, else nullptr.
+  __nv_bfloat16* at(const void* p, size_t count) const {
+    const auto a = reinterpret_cast<uintptr_t>(p), b = reinterpret_cast<uintptr_t>(base);
+    if (values == nullptr || a < b || a - b + count * sizeof(float) > n * sizeof(float))
+      return nullptr;
+    return values + (a - b) / sizeof(float);
+  }
+};
+Bf16Grads& bf16_grads() {
+  static Bf16Grads g;
+  return g;
+}
+
 const __nv_bfloat16* to_bf16(int which, const float* in, size_t n) {
   const Bf16Weights& w = bf16_weights();
   if (w.holds(in, n)) return w.at(in);  // a weight: rounded once already
@@ -265,6 +283,11 @@ void gemm_f32(bool trans_a, bool trans_b, int m, int n, int k, const float* A, i
   const size_t b_elems = size_t(ldb) * size_t(trans_b ? k : n);
   const __nv_bfloat16* a16 = to_bf16(0, A, a_elems);
   const __nv_bfloat16* b16 = to_bf16(1, B, b_elems);
+  // A weight gradient kept in bf16: C = round(A·B + C), the sum in fp32 and one rounding.
+  if (__nv_bfloat16* c16 = bf16_grads().at(C, size_t(ldc) * size_t(n))) {
+    gemm(CUDA_R_16BF, CUDA_R_16BF, trans_a, trans_b, m, n, k, a16, lda, b16, ldb, beta, c16, ldc);
+    return;
+  }
   gemm(CUDA_R_16BF, CUDA_R_32F, trans_a, trans_b, m, n, k, a16, lda, b16, ldb, beta, C, ldc);
 }
 
@@ -329,6 +352,13 @@ void set_stored_bf16_weights(const float* base, size_t n, const uint16_t* bf16) 
   w.base = base;
   w.n = n;
   w.stored = reinterpret_cast<const __nv_bfloat16*>(bf16);
+}
+
+void set_stored_bf16_gradients(const float* base, size_t n, uint16_t* bf16) {
+  Bf16Grads& g = bf16_grads();
+  g.base = base;
+  g.n = n;
+  g.values = reinterpret_cast<__nv_bfloat16*>(bf16);
 }
 
 void set_bf16_weights(const float* base, size_t n) {

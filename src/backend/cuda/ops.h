@@ -131,6 +131,10 @@ void set_bf16_weights(const float* base, size_t n);
 // bf16[0, n) (device memory, the model's; no copy is made), with no fp32 memory behind them
 // (Backend::set_stored_bf16_weights). Replaces set_bf16_weights's copy until its next call.
 void set_stored_bf16_weights(const float* base, size_t n, const uint16_t* bf16);
+// The model's bf16 gradients (Backend::set_stored_bf16_gradients): a bf16 product whose output
+// lies in [base, base + n) adds into bf16[0, n) instead (cuBLASLt with a bf16 C: the sum in fp32,
+// one rounding). nullptr/0 ends it.
+void set_stored_bf16_gradients(const float* base, size_t n, uint16_t* bf16);
 // Under Bf16Gemms, the bf16 value of the weight at address p when p lies inside the weights of
 // set_bf16_weights or set_stored_bf16_weights; nullptr otherwise.
 const uint16_t* bf16_weights_at(const float* p);
