@@ -169,14 +169,13 @@ TEST(Bf16WeightStorage, PullGivesTheMasterRangeExactlyAndTheStoredValuesElsewher
 
 TEST(Bf16WeightStorage, OnlyOnABackendWithBf16WeightsAndItsOwnMemory) {
   const ModelConfig c = test::tiny_config();
-  const CpuAsDeviceBackend fp32(false);
+  const CpuAsDeviceBackend fp32(false), bf16(true);  // before the model, which they outlive
   ZayaModel m(c);
   m.set_bf16_weight_storage(0, m.params().size());
   EXPECT_FALSE(m.bf16_weight_storage()) << "the CPU backend: host memory";
   m.set_backend(fp32);
   EXPECT_FALSE(m.bf16_weight_storage()) << "products in fp32";
   EXPECT_NE(m.backend_weights(), nullptr);
-  const CpuAsDeviceBackend bf16(true);
   m.set_backend(bf16);
   EXPECT_TRUE(m.bf16_weight_storage());
   try {
