@@ -14,7 +14,7 @@ namespace {
 constexpr double kUsable = 0.9;  // as `zaya size`: at most 90 % of a device's memory
 // The GPU backend as built: bf16 weights (fp32 master weights in the range) and gradients, fp32
 // activations. The target adds bf16 activations (docs/gpu.md, Next).
-constexpr ValueBytes kBuilt{2, 2, 4}, kTarget{2, 2, 2};
+constexpr ValueBytes kBuilt{2, 2, 4}, kTarget{2, 2, 2}, kBuiltRecompute{2, 2, 4, true};
 
 double limit_of(const HardwareProfile& p) {
   return kUsable * double(p.memory_bytes);
@@ -67,7 +67,7 @@ std::string format_gpu_memory_plan(const ModelConfig& c, int64_t seq, int world)
   row("checkpoint snapshot", [](const TrainMemory& t) { return t.checkpoint; });
   row("runtime (context, allocator)", [](const TrainMemory& t) { return t.runtime; });
   row("total", [](const TrainMemory& t) { return t.total(); });
-  std::string fits[2], fewest[2], fewest_target[2];
+  std::string fits[2], fewest[2], fewest_target[2], fewest_recompute[2];
   for (size_t g = 0; g < gpus.size(); ++g) {
     int64_t largest = 0;
     for (int64_t mb = 1; mb <= 64; mb *= 2)
@@ -75,6 +75,7 @@ std::string format_gpu_memory_plan(const ModelConfig& c, int64_t seq, int world)
     fits[g] = largest > 0 ? "micro-batch " + std::to_string(largest) : "does not fit";
     fewest[g] = fewest_ranks(c, gpus[g], seq, kBuilt);
     fewest_target[g] = fewest_ranks(c, gpus[g], seq, kTarget);
+    fewest_recompute[g] = fewest_ranks(c, gpus[g], seq, kBuiltRecompute);
   }
   std::snprintf(line, sizeof(line), "  %-34s %14s %14s\n", "largest that fits in 90 %",
                 fits[0].c_str(), fits[1].c_str());
@@ -84,6 +85,9 @@ std::string format_gpu_memory_plan(const ModelConfig& c, int64_t seq, int world)
   out += line;
   std::snprintf(line, sizeof(line), "  %-34s %14s %14s\n", "... with bf16 activations",
                 fewest_target[0].c_str(), fewest_target[1].c_str());
+  out += line;
+  std::snprintf(line, sizeof(line), "  %-34s %14s %14s\n", "... with train.recompute",
+                fewest_recompute[0].c_str(), fewest_recompute[1].c_str());
   out += line;
   out +=
       "  (the GPU backend keeps the weights and the Muon matrices' gradients in bf16 and the "

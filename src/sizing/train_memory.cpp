@@ -140,7 +140,8 @@ TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq,
         Zero1Sync::bucket_for(Zero1Sync::kDefaultStagingFloats, world, layout.chunk());
     m.zero1 = 4 * (layout.chunk() + Zero1Sync::kInFlight * (2 * bucket * world + bucket));
   }
-  m.activations = activation_bytes(c, micro_batch, seq) / 4 * bytes.activations;
+  m.activations =
+      activation_bytes(c, micro_batch, seq, {}, bytes.recompute) / 4 * bytes.activations;
   m.checkpoint = 3 * 4 * layout.chunk();  // weights, exp_avg, exp_avg_sq of the range
   m.runtime = runtime;
   return m;

@@ -57,6 +57,7 @@ TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq,
 // backend as built keeps bf16 weights and gradients and fp32 activations: {2, 2, 4}.
 struct ValueBytes {
   int weights = 4, gradients = 4, activations = 4;
+  bool recompute = false;  // the activations of train.recompute (ZayaModel::set_recompute)
 };
 TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq, int world,
                          int64_t runtime, ValueBytes bytes);

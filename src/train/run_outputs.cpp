@@ -62,7 +62,10 @@ void write_run_summary(const TrainSummary& sum) {
                                   {"train_s", sum.train_s},
                                   {"grad_reduce_wait_s", sum.grad_reduce_wait_s},
                                   {"device", sum.device},
-                                  {"peak_rss_bytes_per_rank", sum.peak_rss_bytes}};
+                                  {"peak_rss_bytes_per_rank", sum.peak_rss_bytes},
+                                  {"activation_bytes", sum.activation_bytes},
+                                  {"device_weight_bytes", sum.device_weight_bytes},
+                                  {"device_grad_bytes", sum.device_grad_bytes}};
   // Written beside and renamed over: a kill mid-write leaves the previous summary, never half.
   const fs::path path = fs::path(sum.out_dir) / "summary.json", tmp = path.string() + ".tmp";
   {

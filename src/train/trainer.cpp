@@ -667,6 +667,9 @@ TrainSummary run_training(const TrainOptions& opt) {
   struct rusage usage {};
   getrusage(RUSAGE_SELF, &usage);
   const int64_t own_rss = int64_t(usage.ru_maxrss) * 1024;
+  sum.activation_bytes = int64_t(model.arena_high_water());
+  sum.device_weight_bytes = int64_t(model.weight_bytes());
+  sum.device_grad_bytes = int64_t(model.grad_bytes());
   sum.peak_rss_bytes.assign(size_t(world), 0);
   static_assert(sizeof(int64_t) == 2 * sizeof(int32_t));  // moved as two int32 (bytes only)
   comm->all_gather(&own_rss, sum.peak_rss_bytes.data(), 2, DType::I32);

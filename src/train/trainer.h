@@ -69,6 +69,9 @@ struct TrainSummary {
   std::vector<std::string> samples;
   // Peak resident memory of each rank's process (getrusage), gathered at the end of the run.
   std::vector<int64_t> peak_rss_bytes;
+  // Rank 0's memory of the model on its device: the activations' high water (the step's arena),
+  // the weights and the gradients as kept there (0 on the CPU, where they are the host's).
+  int64_t activation_bytes = 0, device_weight_bytes = 0, device_grad_bytes = 0;
 };
 
 TrainSummary run_training(const TrainOptions& opt);

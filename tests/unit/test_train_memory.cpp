@@ -122,8 +122,9 @@ TEST(TrainMemory, ZeroOneShardsTheOptimizerState) {
 // (norms, biases, convolutions, scales, routing biases: all but the Muon matrices and embedding);
 // the gradients 2 bytes × the 8,289,167,360 of the Muon matrices and 4 × the other 551,322,104
 // (the embedding's among them). With fp32 activations (24.47 GiB) an H100 takes micro-batch 1
-// from 64 ranks, an MI300X from 4; with bf16 activations too an H100 from 16: each the first
-// power of two at which micro-batch 1 fits in 90 % of the device (and half as many do not).
+// from 64 ranks, an MI300X from 4; with bf16 activations, or with recompute's activations, an
+// H100 from 16: each the first power of two at which micro-batch 1 fits in 90 % of the device
+// (and half as many do not).
 TEST(TrainMemory, GpuPlanForZaya1Base) {
   const ModelConfig c = load_model_config(ZAYA_SOURCE_DIR "/configs/zaya1-base.json");
   const std::string one = format_gpu_memory_plan(c, 4096, 1);
@@ -151,6 +152,17 @@ TEST(TrainMemory, GpuPlanForZaya1Base) {
             std::string::npos)
       << one;
   EXPECT_NE(one.find("... with bf16 activations                      16              4"),
+            std::string::npos)
+      << one;
+  // Recompute keeps each stage's input and output rows (2 × 80 × 4096 × 2048 × 4 B = 5.0 GiB)
+  // and the materialised logits (4096 × 262,272 × 4 B = 4.0 GiB) of the 24.47 GiB: less than
+  // half.
+  const ValueBytes recompute{2, 2, 4, true};
+  const int64_t lean = train_memory(c, 1, 4096, 16, runtime, recompute).activations;
+  EXPECT_GT(lean, int64_t(9.0 * gib));
+  EXPECT_LT(lean, train_memory(c, 1, 4096, 16, runtime, built).activations / 2);
+  EXPECT_TRUE(fits(16, h100, recompute) && !fits(8, h100, recompute));
+  EXPECT_NE(one.find("... with train.recompute                       16              4"),
             std::string::npos)
       << one;
   const std::string cluster = format_gpu_memory_plan(c, 4096, 1024);
