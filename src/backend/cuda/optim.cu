@@ -5,6 +5,8 @@
 // element's expression is the CPU's, term for term; nvcc and the host compiler may contract
 // different products into fused multiply-adds, so the two agree to rounding, not bitwise (the
 // tests hold them to 1e-5). No order questions arise but in the norm.
+#include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "backend/cuda/device.h"
@@ -16,10 +18,12 @@ namespace zaya::cuda {
 namespace {
 
 // The segments of one call in device memory, empty ones dropped: where each starts in the
-// buffers and in the launch, and its keep and step.
+// buffers and in the launch, and its keep and step. One upload (each from pageable memory waits
+// for the device): [begin × count | first × count | keep × count, step × count as floats].
 struct SegmentTable {
-  ScratchBuffer<int64_t> begin, first;  // first: the segment's first thread of the launch
-  ScratchBuffer<float> keep, step;
+  ScratchBuffer<int64_t> packed;
+  const int64_t *begin = nullptr, *first = nullptr;  // first: the segment's first launch thread
+  const float *keep = nullptr, *step = nullptr;
   int count = 0;
   int64_t total = 0;
 
@@ -36,10 +40,18 @@ struct SegmentTable {
     }
     count = int(b.size());
     if (count == 0) return;
-    begin = ScratchBuffer<int64_t>(b);
-    first = ScratchBuffer<int64_t>(f);
-    keep = ScratchBuffer<float>(k);
-    step = ScratchBuffer<float>(s);
+    const size_t c = size_t(count);
+    std::vector<int64_t> host(3 * c);  // the last c slots hold the 2c floats
+    std::copy(b.begin(), b.end(), host.begin());
+    std::copy(f.begin(), f.end(), host.begin() + long(c));
+    std::memcpy(host.data() + 2 * c, k.data(), c * sizeof(float));
+    std::memcpy(reinterpret_cast<char*>(host.data() + 2 * c) + c * sizeof(float), s.data(),
+                c * sizeof(float));
+    packed = ScratchBuffer<int64_t>(host);
+    begin = packed.get();
+    first = packed.get() + c;
+    keep = reinterpret_cast<const float*>(packed.get() + 2 * c);
+    step = keep + c;
   }
 };
 
@@ -113,16 +125,16 @@ __global__ void decay_and_step_kernel(float* w, const float* d, const int64_t* b
 }  // namespace
 
 double sum_of_squares_chunks(const float* x, const OptimSegment* chunks, int count) {
-  std::vector<int64_t> begin, n;
+  if (count == 0) return 0.0;
+  std::vector<int64_t> host(2 * size_t(count));  // [begin × count | n × count]: one upload
   for (int i = 0; i < count; ++i) {
-    begin.push_back(chunks[i].begin);
-    n.push_back(chunks[i].n);
+    host[size_t(i)] = chunks[i].begin;
+    host[size_t(count + i)] = chunks[i].n;
   }
-  if (begin.empty()) return 0.0;
-  ScratchBuffer<int64_t> dbegin(begin), dn(n);
-  ScratchBuffer<double> partial(begin.size());
-  sum_of_squares_chunks_kernel<<<unsigned(begin.size()), kRowThreads>>>(partial.get(), x,
-                                                                        dbegin.get(), dn.get());
+  ScratchBuffer<int64_t> table(host);
+  ScratchBuffer<double> partial(static_cast<size_t>(count));
+  sum_of_squares_chunks_kernel<<<unsigned(count), kRowThreads>>>(partial.get(), x, table.get(),
+                                                                 table.get() + count);
   ZAYA_CUDA_LAUNCHED("sum_of_squares_chunks");
   double total = 0.0;
   for (const double p : partial.download()) total += p;  // table order, as on the CPU
@@ -132,8 +144,8 @@ double sum_of_squares_chunks(const float* x, const OptimSegment* chunks, int cou
 void scale_segments(float* x, const OptimSegment* segments, int count, float s) {
   SegmentTable t(segments, count);
   if (t.total == 0) return;
-  scale_kernel<<<blocks_for(long(t.total), kThreads), kThreads>>>(x, t.begin.get(), t.first.get(),
-                                                                  t.count, t.total, s);
+  scale_kernel<<<blocks_for(long(t.total), kThreads), kThreads>>>(x, t.begin, t.first, t.count,
+                                                                  t.total, s);
   ZAYA_CUDA_LAUNCHED("scale_segments");
 }
 
@@ -141,8 +153,8 @@ void adamw_update(float* w, const float* g, float* m, float* v, const OptimSegme
                   int count, const AdamwConstants& c) {
   SegmentTable t(segments, count);
   if (t.total == 0) return;
-  adamw_kernel<<<blocks_for(long(t.total), kThreads), kThreads>>>(
-      w, g, m, v, t.begin.get(), t.first.get(), t.keep.get(), t.count, t.total, c);
+  adamw_kernel<<<blocks_for(long(t.total), kThreads), kThreads>>>(w, g, m, v, t.begin, t.first,
+                                                                  t.keep, t.count, t.total, c);
   ZAYA_CUDA_LAUNCHED("adamw_update");
 }
 
@@ -151,7 +163,7 @@ void muon_momentum(float* buf, float* d, const float* g, const OptimSegment* seg
   SegmentTable t(segments, count);
   if (t.total == 0) return;
   muon_momentum_kernel<<<blocks_for(long(t.total), kThreads), kThreads>>>(
-      buf, d, g, t.begin.get(), t.first.get(), t.count, t.total, beta, one_minus_beta, nesterov);
+      buf, d, g, t.begin, t.first, t.count, t.total, beta, one_minus_beta, nesterov);
   ZAYA_CUDA_LAUNCHED("muon_momentum");
 }
 
@@ -159,7 +171,7 @@ void decay_and_step(float* w, const float* d, const OptimSegment* segments, int 
   SegmentTable t(segments, count);
   if (t.total == 0) return;
   decay_and_step_kernel<<<blocks_for(long(t.total), kThreads), kThreads>>>(
-      w, d, t.begin.get(), t.first.get(), t.keep.get(), t.step.get(), t.count, t.total);
+      w, d, t.begin, t.first, t.keep, t.step, t.count, t.total);
   ZAYA_CUDA_LAUNCHED("decay_and_step");
 }
 
