@@ -89,6 +89,15 @@ const ZayaModel::StoredRun& ZayaModel::stored_run(size_t offset) const {
   return *(it - 1);
 }
 
+void ZayaModel::for_each_run(
+    size_t offset, size_t n,
+    const std::function<void(const StoredRun*, size_t, size_t)>& fn) const {
+  const size_t end = offset + n;
+  for (const StoredRun* r = n ? &stored_run(offset) : nullptr;
+       r != nullptr && r != stored_runs_.data() + stored_runs_.size() && r->begin < end; ++r)
+    fn(r, std::max(r->begin, offset), std::min(r->begin + r->n, end));
+}
+
 const float* ZayaModel::weight_address(size_t offset) const {
   if (!bf16_weight_storage()) return weights_base() + offset;
   const StoredRun& r = stored_run(offset);
@@ -109,17 +118,14 @@ void ZayaModel::load_grads(size_t offset, size_t n, float* dst) {
     be_->copy(dst, grads_base() + offset, sizeof(float) * n);
     return;
   }
-  const size_t end = offset + n;
   const auto* g16 = static_cast<const uint16_t*>(dev_g16_.get());
-  for (const StoredRun* r = n ? &stored_run(offset) : nullptr;
-       r != nullptr && r != stored_runs_.data() + stored_runs_.size() && r->begin < end; ++r) {
-    const size_t lo = std::max(r->begin, offset), hi = std::min(r->begin + r->n, end);
+  for_each_run(offset, n, [&](const StoredRun* r, size_t lo, size_t hi) {
     if (r->bf16_grads)
       be_->widen_bf16(dst + (lo - offset), g16 + lo, hi - lo);
     else
       be_->copy(dst + (lo - offset), dev_g32_.floats() + r->grad_fp32_at + (lo - r->begin),
                 sizeof(float) * (hi - lo));
-  }
+  });
 }
 
 void ZayaModel::fill_grads(float value) {
@@ -140,17 +146,55 @@ void ZayaModel::store_weights(size_t offset, size_t n, const float* values) {
   ZAYA_CHECK(bf16_weight_storage(), "ZayaModel::store_weights needs bf16 weight storage");
   ZAYA_CHECK(offset + n <= params_.size(), "ZayaModel::store_weights: [", offset, ", ", offset + n,
              ") is outside the ", params_.size(), " parameters");
-  const size_t end = offset + n;
   auto* w16 = static_cast<uint16_t*>(dev_w16_.get());
-  for (const StoredRun* r = n ? &stored_run(offset) : nullptr;
-       r != nullptr && r != stored_runs_.data() + stored_runs_.size() && r->begin < end; ++r) {
-    const size_t lo = std::max(r->begin, offset), hi = std::min(r->begin + r->n, end);
+  for_each_run(offset, n, [&](const StoredRun* r, size_t lo, size_t hi) {
     if (r->bf16)
       be_->round_to_bf16(w16 + lo, values + (lo - offset), hi - lo);
     else
       be_->copy(dev_w32_.floats() + r->fp32_at + (lo - r->begin), values + (lo - offset),
                 sizeof(float) * (hi - lo));
-  }
+  });
+}
+
+int64_t ZayaModel::fp32_count(size_t offset, size_t n) const {
+  ZAYA_CHECK(bf16_weight_storage(), "ZayaModel::fp32_count needs bf16 weight storage");
+  // fp32 values below flat x: the fp32 runs before x's run (its fp32_at) and x's own part.
+  auto below = [&](size_t x) -> size_t {
+    if (x >= params_.size()) return dev_w32_.bytes() / sizeof(float);
+    const StoredRun& r = stored_run(x);
+    return r.fp32_at + (r.bf16 ? 0 : x - r.begin);
+  };
+  return int64_t(below(offset + n) - below(offset));
+}
+
+void ZayaModel::pack_weights(size_t offset, size_t n, const float* values, uint16_t* bf16,
+                             float* fp32) const {
+  size_t e = 0;
+  for_each_run(offset, n, [&](const StoredRun* r, size_t lo, size_t hi) {
+    if (r->bf16) {
+      be_->round_to_bf16(bf16 + (lo - offset), values + (lo - offset), hi - lo);
+    } else {
+      be_->copy(fp32 + e, values + (lo - offset), sizeof(float) * (hi - lo));
+      e += hi - lo;
+    }
+  });
+}
+
+void ZayaModel::store_packed_weights(size_t offset, size_t n, const uint16_t* bf16,
+                                     const float* fp32) {
+  ZAYA_CHECK(offset + n <= params_.size(), "ZayaModel::store_packed_weights: [", offset, ", ",
+             offset + n, ") is outside the ", params_.size(), " parameters");
+  auto* w16 = static_cast<uint16_t*>(dev_w16_.get());
+  size_t e = 0;
+  for_each_run(offset, n, [&](const StoredRun* r, size_t lo, size_t hi) {
+    if (r->bf16) {
+      be_->copy(w16 + lo, bf16 + (lo - offset), sizeof(uint16_t) * (hi - lo));
+    } else {
+      be_->copy(dev_w32_.floats() + r->fp32_at + (lo - r->begin), fp32 + e,
+                sizeof(float) * (hi - lo));
+      e += hi - lo;
+    }
+  });
 }
 
 void ZayaModel::push_stored(size_t offset, size_t n) {
@@ -174,15 +218,13 @@ void ZayaModel::pull_stored() {
   float* staging = dev_staging_.floats();
   for (size_t at = 0; at < n; at += chunk) {
     const size_t end = std::min(n, at + chunk);
-    for (const StoredRun* r = &stored_run(at);
-         r != stored_runs_.data() + stored_runs_.size() && r->begin < end; ++r) {
-      const size_t lo = std::max(r->begin, at), hi = std::min(r->begin + r->n, end);
+    for_each_run(at, end - at, [&](const StoredRun* r, size_t lo, size_t hi) {
       if (r->bf16)
         be_->widen_bf16(staging + (lo - at), w16 + lo, hi - lo);
       else
         be_->copy(staging + (lo - at), dev_w32_.floats() + r->fp32_at + (lo - r->begin),
                   sizeof(float) * (hi - lo));
-    }
+    });
     be_->to_host(host + at, staging, sizeof(float) * (end - at));
   }
   // The master range exactly (the bf16 values above are its rounding).

@@ -124,6 +124,14 @@ class ZayaModel {
   // Writes flat [offset, offset + n) from fp32 values in the backend's memory: the bf16 tensors
   // rounded, the others copied (not the master weights).
   void store_weights(size_t offset, size_t n, const float* values);
+  // ZeRO-1's all-gather in bf16 (Zero1Sync::WeightCodec): the values of flat [offset, offset + n)
+  // travel as the bf16 of the bf16 tensors plus, in order, the fp32 tensors' values (a few per
+  // mille). fp32_count: how many of those; pack_weights: the two parts of fp32 values (the
+  // master's); store_packed_weights: the inverse, into the storage. Backend memory throughout.
+  int64_t fp32_count(size_t offset, size_t n) const;
+  void pack_weights(size_t offset, size_t n, const float* values, uint16_t* bf16,
+                    float* fp32) const;
+  void store_packed_weights(size_t offset, size_t n, const uint16_t* bf16, const float* fp32);
   // Bytes of weights in the backend's memory (fp32 buffer, or bf16 + fp32 + master).
   size_t weight_bytes() const;
   size_t grad_bytes() const;  // and of gradients (fp32 buffer, or bf16 + fp32)
@@ -232,6 +240,9 @@ class ZayaModel {
     size_t fp32_at = 0, grad_fp32_at = 0;
   };
   const StoredRun& stored_run(size_t offset) const;
+  // fn(run, lo, hi) for each run's part [lo, hi) of flat [offset, offset + n), in order.
+  void for_each_run(size_t offset, size_t n,
+                    const std::function<void(const StoredRun*, size_t, size_t)>& fn) const;
   bool bf16_storage_wanted_ = false, bf16_grads_wanted_ = false;
   size_t master_begin_ = 0, master_end_ = 0;
   std::vector<StoredRun> stored_runs_;

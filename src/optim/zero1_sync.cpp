@@ -178,6 +178,71 @@ void Zero1Sync::all_gather_weights(const float* shard_weights, const WeightSink&
          [&](int64_t at, int64_t b, const float* staging) { unpack(at, b, staging, store); });
 }
 
+const std::vector<int64_t>& Zero1Sync::bucket_fp32(const WeightCodec& codec) {
+  if (!bucket_fp32_.empty()) return bucket_fp32_;
+  const int64_t chunk = layout_.chunk(), total = layout_.total;
+  for (int64_t at = 0; at < chunk; at += bucket_) {
+    const int64_t b = std::min(bucket_, chunk - at);
+    int64_t most = 0;
+    for (int r = 0; r < layout_.world; ++r) {
+      const int64_t offset = int64_t(r) * chunk + at;
+      const int64_t n = std::clamp<int64_t>(total - offset, 0, b);
+      if (n == 0) break;
+      most = std::max(most, codec.fp32_count(offset, n));
+    }
+    // bf16 values (b, padded to even so the fp32 ones stay aligned) + 2 halves per fp32 value,
+    // against 2 halves per value in fp32.
+    const int64_t halves = b + (b & 1) + 2 * most;
+    bucket_fp32_.push_back(halves < 2 * b ? most : -1);
+  }
+  return bucket_fp32_;
+}
+
+void Zero1Sync::all_gather_weights(const float* shard_weights, const WeightCodec& codec) {
+  const std::vector<int64_t>& fp32 = bucket_fp32(codec);
+  const int64_t chunk = layout_.chunk(), total = layout_.total;
+  // The piece and staging buffers hold b and b·world floats: 2b and 2b·world halves.
+  auto* piece = static_cast<uint16_t*>(slots_[0].piece.get());
+  auto* staging = static_cast<uint16_t*>(slots_[0].staging.get());
+  for (int64_t at = 0, k = 0; at < chunk; at += bucket_, ++k) {
+    const int64_t b = std::min(bucket_, chunk - at);
+    const int64_t mine = std::clamp<int64_t>(layout_.size() - at, 0, b);
+    if (fp32[size_t(k)] < 0) {  // as all_gather_weights with a sink
+      float* p = slots_[0].piece.floats();
+      if (mine > 0) be_->copy(p, shard_weights + at, size_t(mine) * sizeof(float));
+      be_->fill(p + mine, size_t(b - mine), 0.0f);
+      comm_.all_gather(p, slots_[0].staging.floats(), size_t(b), DType::F32);
+      unpack(at, b, slots_[0].staging.floats(), codec.store_fp32);
+      continue;
+    }
+    const int64_t even = b + (b & 1), halves = even + 2 * fp32[size_t(k)];
+    be_->fill_zero(piece, size_t(halves) * sizeof(uint16_t));  // no unset bytes on the wire
+    if (mine > 0)
+      codec.pack(layout_.begin() + at, mine, shard_weights + at, piece,
+                 reinterpret_cast<float*>(piece + even));
+    comm_.all_gather(piece, staging, size_t(halves), DType::BF16);
+    for (int r = 0; r < layout_.world; ++r) {
+      const int64_t offset = int64_t(r) * chunk + at;
+      const int64_t n = std::clamp<int64_t>(total - offset, 0, b);
+      if (n == 0) break;
+      const uint16_t* in = staging + size_t(r) * size_t(halves);
+      codec.store(offset, n, in, reinterpret_cast<const float*>(in + even));
+    }
+  }
+}
+
+int64_t Zero1Sync::bytes_per_step(const WeightCodec& codec) {
+  const std::vector<int64_t>& fp32 = bucket_fp32(codec);
+  int64_t gather = 0;  // bytes of one rank's pieces, all buckets
+  for (int64_t at = 0, k = 0; at < layout_.chunk(); at += bucket_, ++k) {
+    const int64_t b = std::min(bucket_, layout_.chunk() - at);
+    gather += fp32[size_t(k)] < 0 ? 4 * b : 2 * (b + (b & 1) + 2 * fp32[size_t(k)]);
+  }
+  const int64_t others = layout_.world - 1;
+  return (4 * layout_.padded() * others + gather * int64_t(layout_.world) * others) /
+         std::max(layout_.world, 1);
+}
+
 void Zero1Sync::gather(const float* shard_weights,
                        const std::function<void(int64_t, int64_t, const float*)>& unpack_bucket) {
   const int64_t chunk = layout_.chunk();

@@ -64,6 +64,22 @@ class Zero1Sync {
   // range, this rank's too, in fp32.
   using WeightSink = std::function<void(int64_t offset, const float* values, int64_t n)>;
   void all_gather_weights(const float* shard_weights, const WeightSink& store);
+  // The same in about half the bytes, for weights kept in bf16 (ZayaModel's bf16 weight
+  // storage): a piece of flat [offset, offset + n) travels as n bf16 values (pack rounds them)
+  // plus the fp32_count(offset, n) values of the tensors kept in fp32, in fp32; store puts a
+  // gathered piece in place. Each bucket carries the most fp32 values any rank's piece has; a
+  // bucket where that makes the bf16 form no smaller goes as fp32 (store_fp32). The stored
+  // values are those all_gather_weights would store: the owner's master rounded once.
+  struct WeightCodec {
+    std::function<int64_t(int64_t offset, int64_t n)> fp32_count;
+    std::function<void(int64_t offset, int64_t n, const float* values, uint16_t* bf16, float* fp32)>
+        pack;
+    std::function<void(int64_t offset, int64_t n, const uint16_t* bf16, const float* fp32)> store;
+    WeightSink store_fp32;
+  };
+  void all_gather_weights(const float* shard_weights, const WeightCodec& codec);
+  // Bytes this rank sends per step in that all-gather and the reduce-scatter (as bytes_per_step).
+  int64_t bytes_per_step(const WeightCodec& codec);
   // The overlapped reduce-scatter, for the same two buffers: begin_reduce before the last
   // backward of the step; grads_final_from(x) whenever full_grads will not change at offsets
   // [x, total) any more (ZayaModel::set_gradients_final does this per stage); finish_reduce()
@@ -103,6 +119,10 @@ class Zero1Sync {
   void unpack(int64_t at, int64_t b, const float* staging, const WeightSink& store) const;
   void reduce_scatter(const GradInput& grads, float* shard_grads);
   void begin(const GradInput& grads, float* shard_grads);
+  // Per bucket, the fp32 values its bf16 pieces carry (the most of any rank's piece), or -1
+  // where the bucket goes as fp32: fixed by the layout, worked out once per codec.
+  const std::vector<int64_t>& bucket_fp32(const WeightCodec& codec);
+  std::vector<int64_t> bucket_fp32_;
   // The all-gather's buckets of the rank's range, each handed to unpack_bucket(at, b, staging).
   void gather(const float* shard_weights,
               const std::function<void(int64_t, int64_t, const float*)>& unpack_bucket);

@@ -382,6 +382,19 @@ TrainSummary run_training(const TrainOptions& opt) {
   const Zero1Sync::WeightSink store = [&model](int64_t offset, const float* values, int64_t n) {
     model.store_weights(size_t(offset), size_t(n), values);
   };
+  // At several ranks the gathered weights travel as bf16 (the fp32 tensors' values in fp32).
+  Zero1Sync::WeightCodec codec;
+  codec.fp32_count = [&model](int64_t offset, int64_t n) {
+    return model.fp32_count(size_t(offset), size_t(n));
+  };
+  codec.pack = [&model](int64_t offset, int64_t n, const float* values, uint16_t* bf16,
+                        float* fp32) {
+    model.pack_weights(size_t(offset), size_t(n), values, bf16, fp32);
+  };
+  codec.store = [&model](int64_t offset, int64_t n, const uint16_t* bf16, const float* fp32) {
+    model.store_packed_weights(size_t(offset), size_t(n), bf16, fp32);
+  };
+  codec.store_fp32 = store;
   std::vector<std::pair<size_t, size_t>> balancer_ranges;  // the biases the balancer writes
   for (const ParamSpec& p : model.params().registry().specs())
     if (p.group == OptimGroup::Buffer) balancer_ranges.emplace_back(p.offset, size_t(p.numel));
@@ -431,7 +444,8 @@ TrainSummary run_training(const TrainOptions& opt) {
           "ZeRO-1: %lld floats per rank shard; per step each rank sends %.1f MiB in "
           "reduce-scatter + all-gather (%lld buckets, the reduce-scatter %s) and %.1f KiB in the "
           "Muon exchange (split and rebalanced matrices)\n",
-          (long long)zero1->layout().chunk(), double(zero1->bytes_per_step()) / 1048576.0,
+          (long long)zero1->layout().chunk(),
+          double(bf16_storage ? zero1->bytes_per_step(codec) : zero1->bytes_per_step()) / 1048576.0,
           (long long)zero1->bucket_count(),
           tc.overlap_reduce ? "overlapping the backward" : "after the backward",
           double(optimizer.muon_exchange_bytes()) / 1024.0);
@@ -541,7 +555,7 @@ TrainSummary run_training(const TrainOptions& opt) {
       }
       grad_norm = optimizer.step_shard(weights, step_grads, lr);
       if (zero1)
-        zero1->all_gather_weights(weights, store);
+        zero1->all_gather_weights(weights, codec);
       else
         store(0, weights, int64_t(model.params().size()));
     } else if (zero1) {
