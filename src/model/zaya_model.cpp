@@ -39,9 +39,7 @@ void ZayaModel::set_backend(const Backend& backend) {
   if (backend.host_memory()) {
     arena_.set_memory(nullptr);
     arena_memory_.reset();
-    dev_weights_.reset();
-    dev_grads_.reset();
-    stored_runs_.clear();
+    release_device_parameters();
     bind_weights(params_.weights(), params_.grads());
   } else {
     auto memory = std::make_unique<BackendArenaMemory>(backend);
@@ -49,21 +47,11 @@ void ZayaModel::set_backend(const Backend& backend) {
     arena_memory_ = std::move(memory);
     const size_t bytes = sizeof(float) * params_.size();
     // The old buffers go first, so that the new ones never sit beside them.
-    dev_weights_.reset();
-    dev_grads_.reset();
-    stored_runs_.clear();
+    release_device_parameters();
     if (bf16_storage_wanted_ && backend.bf16_weights()) {
       if (!bf16_grads_wanted_) dev_grads_ = BackendBuffer(backend, bytes);
       lay_out_bf16_storage();  // binds the views (the weights come with the next push)
     } else {
-      dev_w16_.reset();
-      dev_w32_.reset();
-      dev_master_.reset();
-      dev_staging_.reset();
-      dev_g16_.reset();
-      dev_g32_.reset();
-      weight_addresses_.reset();
-      grad_addresses_.reset();
       dev_grads_ = BackendBuffer(backend, bytes);
       dev_weights_ = BackendBuffer(backend, bytes);
       bind_weights(dev_weights_.floats(), dev_grads_.floats());
@@ -72,6 +60,15 @@ void ZayaModel::set_backend(const Backend& backend) {
   }
   acts_.clear();
   logits_valid_ = have_loss_ = chunked_loss_ = false;
+}
+
+void ZayaModel::release_device_parameters() {
+  for (BackendBuffer* b : {&dev_weights_, &dev_grads_, &dev_w16_, &dev_w32_, &dev_master_,
+                           &dev_staging_, &dev_g16_, &dev_g32_})
+    b->reset();
+  weight_addresses_.reset();
+  grad_addresses_.reset();
+  stored_runs_.clear();
 }
 
 void ZayaModel::set_resident(bool resident) {

@@ -200,7 +200,9 @@ class ZayaModel {
   const float* weight_address(size_t offset) const;
   // The same for the gradient the backward adds into at flat `offset`.
   float* grad_address(size_t offset);
-  // Lays out the bf16 weight storage in the backend's memory and fills it from the host.
+  // Releases every copy of the parameters in a backend's memory (and the storage's layout).
+  void release_device_parameters();
+  // Lays out the bf16 weight storage in the backend's memory (set_backend then fills it).
   void lay_out_bf16_storage();
   // Moves host [offset, offset + n) into the storage (push) or back (pull), through the staging
   // buffer, a chunk at a time.
