@@ -20,19 +20,6 @@ double limit_of(const HardwareProfile& p) {
   return kUsable * double(p.memory_bytes);
 }
 
-int64_t total(const ModelConfig& c, const HardwareProfile& p, int64_t mb, int64_t seq, int world,
-              ValueBytes bytes) {
-  return train_memory(c, mb, seq, world, p.runtime_bytes, bytes).total();
-}
-
-// The fewest ranks (a power of two) at which micro-batch 1 fits.
-std::string fewest_ranks(const ModelConfig& c, const HardwareProfile& p, int64_t seq,
-                         ValueBytes bytes) {
-  for (int n = 1; n <= (1 << 20); n *= 2)
-    if (double(total(c, p, 1, seq, n, bytes)) <= limit_of(p)) return std::to_string(n);
-  return "none";  // not at 2^20 ranks: what every rank holds whole does not fit
-}
-
 }  // namespace
 
 std::string format_gpu_memory_plan(const ModelConfig& c, int64_t seq, int world) {
@@ -67,15 +54,41 @@ std::string format_gpu_memory_plan(const ModelConfig& c, int64_t seq, int world)
   row("checkpoint snapshot", [](const TrainMemory& t) { return t.checkpoint; });
   row("runtime (context, allocator)", [](const TrainMemory& t) { return t.runtime; });
   row("total", [](const TrainMemory& t) { return t.total(); });
+  // Every figure but the runtime is the same on both devices, and the three layouts differ only
+  // in the activations: one train_memory per shape (each builds the registry and plans Muon's
+  // ranks, seconds for the largest configs `zaya info` accepts).
   std::string fits[2], fewest[2], fewest_target[2], fewest_recompute[2];
+  const int64_t built_acts = train_memory(c, 1, seq, 1, 0, kBuilt).activations;
+  const int64_t other_acts[2] = {
+      train_memory(c, 1, seq, 1, 0, kTarget).activations - built_acts,
+      train_memory(c, 1, seq, 1, 0, kBuiltRecompute).activations - built_acts};
   for (size_t g = 0; g < gpus.size(); ++g) {
-    int64_t largest = 0;
-    for (int64_t mb = 1; mb <= 64; mb *= 2)
-      if (double(total(c, gpus[g], mb, seq, world, kBuilt)) <= limit_of(gpus[g])) largest = mb;
-    fits[g] = largest > 0 ? "micro-batch " + std::to_string(largest) : "does not fit";
-    fewest[g] = fewest_ranks(c, gpus[g], seq, kBuilt);
-    fewest_target[g] = fewest_ranks(c, gpus[g], seq, kTarget);
-    fewest_recompute[g] = fewest_ranks(c, gpus[g], seq, kBuiltRecompute);
+    fits[g] = "does not fit";
+    fewest[g] = fewest_target[g] = fewest_recompute[g] = "none";
+  }
+  for (int64_t mb = 1; mb <= 64; mb *= 2) {
+    const int64_t without_runtime = train_memory(c, mb, seq, world, 0, kBuilt).total();
+    for (size_t g = 0; g < gpus.size(); ++g)
+      if (double(without_runtime + gpus[g].runtime_bytes) <= limit_of(gpus[g]))
+        fits[g] = "micro-batch " + std::to_string(mb);
+  }
+  // The fewest ranks (a power of two up to 2^20) at which micro-batch 1 fits; "none" where even
+  // 2^20 do not (what every rank holds whole does not fit).
+  for (int n = 1; n <= (1 << 20); n *= 2) {
+    const int64_t without_runtime = train_memory(c, 1, seq, n, 0, kBuilt).total();
+    bool all_found = true;
+    for (size_t g = 0; g < gpus.size(); ++g) {
+      const auto fits_with = [&](int64_t extra) {
+        return double(without_runtime + extra + gpus[g].runtime_bytes) <= limit_of(gpus[g]);
+      };
+      std::string* answers[3] = {&fewest[g], &fewest_target[g], &fewest_recompute[g]};
+      const int64_t extras[3] = {0, other_acts[0], other_acts[1]};
+      for (int v = 0; v < 3; ++v) {
+        if (*answers[v] == "none" && fits_with(extras[v])) *answers[v] = std::to_string(n);
+        all_found = all_found && *answers[v] != "none";
+      }
+    }
+    if (all_found) break;
   }
   std::snprintf(line, sizeof(line), "  %-34s %14s %14s\n", "largest that fits in 90 %",
                 fits[0].c_str(), fits[1].c_str());

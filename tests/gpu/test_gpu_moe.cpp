@@ -2,14 +2,17 @@
 // cpu:: ops, and the routing steps against plain host loops written here from model/moe.cpp's
 // definitions (top-1 with the balancing biases, a stable sort of tokens by route, the gather, the
 // gated combine with the skip route, the scatter). Routes include an expert that gets no token.
+// And the embedding's gather and backward, bitwise the CPU's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <numeric>
+#include <random>
 #include <vector>
 
 #include "backend/cpu/activation.h"
 #include "backend/cpu/matmul.h"
+#include "backend/cpu/model_ops.h"
 #include "backend/cuda/device.h"
 #include "backend/cuda/ops.h"
 #include "gpu_test_util.h"
@@ -174,6 +177,31 @@ TEST(GpuOps, GroupedExpertProductsWithAnEmptyExpert) {
   for (int g = 0; g < groups; ++g)
     EXPECT_LE(relative_error(dw_dev[size_t(g)].download(), dw[size_t(g)]), kTolerance)
         << "expert " << g << (g == 1 ? " (no token: its gradient must stay as it was)" : "");
+}
+
+// The embedding: the gather, and the backward against cpu::embedding_backward bitwise. Each table
+// element sees the same additions in the same (token) order on both, whether the GPU sorts the
+// tokens by id (CUB) or walks them per column: repeated tokens, a table with non-zero values
+// (the backward adds), 1, 2, 3 and many rows, a small vocabulary (every id repeats) and a large
+// one.
+TEST(GpuOps, EmbeddingForwardAndBackward) {
+  for (const int vocab : {5, 3000})
+    for (const int n : {1, 2, 3, 37, 5000}) {
+      const int e = 96;
+      Ints tokens(static_cast<size_t>(n));
+      std::mt19937 g(uint32_t(n * 7 + vocab));
+      for (int32_t& t : tokens) t = int32_t(g() % uint32_t(vocab));
+      const Floats table = random_floats(size_t(vocab) * e, 101), dy = random_floats(size_t(n) * e, 102);
+      Floats out(size_t(n) * e), dtable = random_floats(table.size(), 103);
+      DeviceBuffer<float> dtab(table), dout(out.size()), ddy(dy), ddtable(dtable);
+      DeviceBuffer<int32_t> dtok(tokens);
+      cpu::embedding_forward(out.data(), table.data(), tokens.data(), n, e);
+      cuda::embedding_forward(dout.get(), dtab.get(), dtok.get(), n, e);
+      EXPECT_EQ(dout.download(), out) << n << " tokens of " << vocab;
+      cpu::embedding_backward(dtable.data(), dy.data(), tokens.data(), n, e);
+      cuda::embedding_backward(ddtable.get(), ddy.get(), dtok.get(), n, e);
+      EXPECT_EQ(ddtable.download(), dtable) << n << " tokens of " << vocab;
+    }
 }
 
 }  // namespace

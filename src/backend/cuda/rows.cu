@@ -1,7 +1,5 @@
-// Row and element moves of the model's steps (Backend's copy_rows, fill, add_into) and the
-// embedding. The embedding's backward adds each token's row into the table in token order:
-// tokens repeat, so one thread per column walks the tokens in order (each element of the table
-// has one writer and one order; a sort of the tokens by id is the faster form).
+// Row and element moves of the model's steps (Backend's copy_rows, fill, add_into). The
+// embedding's ops are in embedding.cu and bf16_storage.cu.
 #include "backend/cuda/ops.h"
 #include "backend/cuda/reduce.cuh"
 
@@ -27,13 +25,6 @@ __global__ void add_into_kernel(float* dst, const float* src, long n) {
   if (i < n) dst[i] += src[i];
 }
 
-__global__ void embedding_backward_kernel(float* dtable, const float* dout, const int* tokens,
-                                          int n, int e) {
-  const int j = blockIdx.x * blockDim.x + threadIdx.x;
-  if (j >= e) return;
-  for (int t = 0; t < n; ++t) dtable[size_t(tokens[t]) * e + j] += dout[size_t(t) * e + j];
-}
-
 }  // namespace
 
 void copy_rows(float* dst, size_t dst_stride, const float* src, size_t src_stride, int rows,
@@ -54,12 +45,6 @@ void add_into(float* dst, const float* src, size_t n) {
   if (n == 0) return;
   add_into_kernel<<<blocks_for(long(n), 256), 256>>>(dst, src, long(n));
   ZAYA_CUDA_LAUNCHED("add_into");
-}
-
-void embedding_backward(float* dtable, const float* dout, const int32_t* tokens, int n, int e) {
-  if (n == 0 || e == 0) return;
-  embedding_backward_kernel<<<blocks_for(e, 128), 128>>>(dtable, dout, tokens, n, e);
-  ZAYA_CUDA_LAUNCHED("embedding_backward");
 }
 
 }  // namespace zaya::cuda
