@@ -13,18 +13,6 @@ namespace {
 // Floats per chunk of the host ⇄ storage moves (16 MiB of staging in the backend's memory).
 constexpr size_t kStagingFloats = size_t(1) << 22;
 
-// The tensors that exist only in bf16: the products' weights. The embedding is the tied LM
-// head's weight, so its gather reads the same bf16 values (Backend::set_stored_bf16_weights).
-bool stored_in_bf16(const ParamSpec& spec) {
-  return spec.group == OptimGroup::Muon || spec.name == "model.embed_tokens.weight";
-}
-
-// The gradients that may be kept in bf16: the Muon matrices', each written by one product per
-// backward (the embedding's gathers every token's row and the LM head's blocks: kept fp32).
-bool grads_in_bf16(const ParamSpec& spec) {
-  return spec.group == OptimGroup::Muon;
-}
-
 }  // namespace
 
 void ZayaModel::set_bf16_weight_storage(size_t master_begin, size_t master_end,
@@ -52,7 +40,7 @@ void ZayaModel::lay_out_bf16_storage() {
     ZAYA_CHECK(spec.offset ==
                    (stored_runs_.empty() ? 0 : stored_runs_.back().begin + stored_runs_.back().n),
                "bf16 weight storage: the parameter layout has a gap before ", spec.name);
-    const bool bf16 = stored_in_bf16(spec), bf16_grads = bf16_grads_wanted_ && grads_in_bf16(spec);
+    const bool bf16 = weight_in_bf16(spec), bf16_grads = bf16_grads_wanted_ && grad_in_bf16(spec);
     if (!stored_runs_.empty() && stored_runs_.back().bf16 == bf16 &&
         stored_runs_.back().bf16_grads == bf16_grads) {
       stored_runs_.back().n += size_t(spec.numel);
@@ -79,7 +67,7 @@ void ZayaModel::lay_out_bf16_storage() {
     dev_g32_.reset();
     grad_addresses_.reset();
   }
-  bind_weights(nullptr, dev_grads_.floats());
+  bind_weights();
 }
 
 const ZayaModel::StoredRun& ZayaModel::stored_run(size_t offset) const {
@@ -106,6 +94,7 @@ const float* ZayaModel::weight_address(size_t offset) const {
 }
 
 float* ZayaModel::grad_address(size_t offset) {
+  if (!bf16_gradients()) return grads_base() + offset;
   const StoredRun& r = stored_run(offset);
   if (r.bf16_grads) return static_cast<float*>(grad_addresses_.get()) + offset;
   return dev_g32_.floats() + r.grad_fp32_at + (offset - r.begin);

@@ -31,7 +31,7 @@ class BackendArenaMemory final : public ArenaMemory {
 
 ZayaModel::ZayaModel(const ModelConfig& config) : config_(config), params_(config) {
   config_.validate("ZayaModel");
-  bind_weights(params_.weights(), params_.grads());
+  bind_weights();
 }
 
 void ZayaModel::set_backend(const Backend& backend) {
@@ -40,7 +40,7 @@ void ZayaModel::set_backend(const Backend& backend) {
     arena_.set_memory(nullptr);
     arena_memory_.reset();
     release_device_parameters();
-    bind_weights(params_.weights(), params_.grads());
+    bind_weights();
   } else {
     auto memory = std::make_unique<BackendArenaMemory>(backend);
     arena_.set_memory(memory.get());  // drops the blocks of the previous memory first
@@ -54,7 +54,7 @@ void ZayaModel::set_backend(const Backend& backend) {
     } else {
       dev_grads_ = BackendBuffer(backend, bytes);
       dev_weights_ = BackendBuffer(backend, bytes);
-      bind_weights(dev_weights_.floats(), dev_grads_.floats());
+      bind_weights();
     }
     if (resident_) set_resident(true);  // the new memory gets the weights
   }
@@ -131,21 +131,15 @@ float* ZayaModel::grads_base() {
   return be_->host_memory() ? params_.grads() : dev_grads_.floats();
 }
 
-void ZayaModel::bind_weights(const float* W, float* G) {
+void ZayaModel::bind_weights() {
   const ParamRegistry& reg = params_.registry();
   auto off = [&](const std::string& name) { return reg.get(name).offset; };
-  // Where the ops read a weight: W's layout, or the bf16 weight storage's (weight_address).
-  auto wat = [&](size_t offset) {
-    return bf16_weight_storage() ? weight_address(offset) : W + offset;
-  };
-  auto optw = [&](const std::string& name) -> const float* {
+  // Where the ops read a weight and add its gradient (the layout of the buffers in use).
+  auto wat = [&](size_t offset) { return weight_address(offset); };
+  auto gat = [&](size_t offset) { return grad_address(offset); };
+  auto opt = [&](const std::string& name, auto address) -> decltype(address(size_t(0))) {
     const ParamSpec* s = reg.find(name);
-    return s ? wat(s->offset) : nullptr;
-  };
-  auto gat = [&](size_t offset) { return bf16_gradients() ? grad_address(offset) : G + offset; };
-  auto optg = [&](const std::string& name) -> float* {
-    const ParamSpec* s = reg.find(name);
-    return s ? gat(s->offset) : nullptr;
+    return s ? address(s->offset) : nullptr;
   };
   const int L = int(config_.num_stages);
   // After stage i's backward the tensors of stages < i and the embedding may still receive
@@ -168,10 +162,10 @@ void ZayaModel::bind_weights(const float* W, float* G) {
     g.hs = gat(off(p + "res_scale.hidden_states_scale"));
     s.hb = wat(off(p + "res_scale.hidden_states_bias"));
     g.hb = gat(off(p + "res_scale.hidden_states_bias"));
-    s.rs = optw(p + "res_scale.residual_scale");
-    g.rs = optg(p + "res_scale.residual_scale");
-    s.rb = optw(p + "res_scale.residual_bias");
-    g.rb = optg(p + "res_scale.residual_bias");
+    s.rs = opt(p + "res_scale.residual_scale", wat);
+    g.rs = opt(p + "res_scale.residual_scale", gat);
+    s.rb = opt(p + "res_scale.residual_bias", wat);
+    g.rb = opt(p + "res_scale.residual_bias", gat);
     if (ModelConfig::is_attention_stage(i)) {
       const std::string a = p + "self_attn.";
       // The fused projection relies on the registry placing q, k, v1, v2 back to back.
@@ -202,8 +196,8 @@ void ZayaModel::bind_weights(const float* W, float* G) {
       mg.down_w = gat(off(r + "down_proj.weight"));
       mw.down_b = wat(off(r + "down_proj.bias"));
       mg.down_b = gat(off(r + "down_proj.bias"));
-      mw.states_scale = optw(r + "router_states_scale");
-      mg.states_scale = optg(r + "router_states_scale");
+      mw.states_scale = opt(r + "router_states_scale", wat);
+      mg.states_scale = opt(r + "router_states_scale", gat);
       mw.rms_w = wat(off(r + "rmsnorm_eda.weight"));
       mg.rms_w = gat(off(r + "rmsnorm_eda.weight"));
       mw.mlp0_w = wat(off(r + "router_mlp.0.weight"));
@@ -476,9 +470,7 @@ void ZayaModel::backward(float loss_scale) {
     be_->set_stored_bf16_gradients(static_cast<const float*>(grad_addresses_.get()), params_.size(),
                                    static_cast<uint16_t*>(dev_g16_.get()));
   auto w = [&](const char* name) { return weight_address(reg.get(name).offset); };
-  auto g = [&](const char* name) {
-    return bf16_gradients() ? grad_address(reg.get(name).offset) : G + reg.get(name).offset;
-  };
+  auto g = [&](const char* name) { return grad_address(reg.get(name).offset); };
   const float* emb_w = w("model.embed_tokens.weight");
   float* emb_g = g("model.embed_tokens.weight");
 

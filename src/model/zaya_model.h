@@ -191,14 +191,15 @@ class ZayaModel {
     float* kept_state = nullptr;    // with recompute: its router state [N, R]
   };
 
-  // Points the stage views at the weights and gradients based at W and G (the ParamStore's, or
-  // their copies in a backend's memory).
-  void bind_weights(const float* W, float* G);
+  // Points the stage views at the weights and gradients the ops use (weight_address and
+  // grad_address: the ParamStore's, their copies in a backend's memory, or the bf16 storage).
+  void bind_weights();
   const float* weights_base() const;
   // The address the ops read the weight at flat `offset` from: weights_base() + offset, or with
   // bf16 weight storage the reserved address (bf16 tensors) or the fp32 tensors' buffer.
   const float* weight_address(size_t offset) const;
-  // The same for the gradient the backward adds into at flat `offset`.
+  // The same for the gradient the backward adds into at flat `offset`: grads_base() + offset,
+  // or with bf16 gradients the reserved address or the fp32 gradients' buffer.
   float* grad_address(size_t offset);
   // Releases every copy of the parameters in a backend's memory (and the storage's layout).
   void release_device_parameters();

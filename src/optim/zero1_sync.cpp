@@ -71,14 +71,21 @@ void Zero1Sync::unpack(int64_t at, int64_t b, const float* staging, float* weigh
   }
 }
 
-void Zero1Sync::unpack(int64_t at, int64_t b, const float* staging, const WeightSink& store) const {
+void Zero1Sync::for_each_piece(
+    int64_t at, int64_t b, const std::function<void(int r, int64_t offset, int64_t n)>& fn) const {
   const int64_t chunk = layout_.chunk(), total = layout_.total;
   for (int r = 0; r < layout_.world; ++r) {
-    const int64_t dst = int64_t(r) * chunk + at;
-    const int64_t n = std::clamp<int64_t>(total - dst, 0, b);
-    if (n == 0) break;
-    store(dst, staging + size_t(r) * size_t(b), n);
+    const int64_t offset = int64_t(r) * chunk + at;
+    const int64_t n = std::clamp<int64_t>(total - offset, 0, b);
+    if (n == 0) break;  // this rank and every later one: padding
+    fn(r, offset, n);
   }
+}
+
+void Zero1Sync::unpack(int64_t at, int64_t b, const float* staging, const WeightSink& store) const {
+  for_each_piece(at, b, [&](int r, int64_t offset, int64_t n) {
+    store(offset, staging + size_t(r) * size_t(b), n);
+  });
 }
 
 void Zero1Sync::reduce_scatter_grads(const float* full_grads, float* shard_grads) {
@@ -178,65 +185,52 @@ void Zero1Sync::all_gather_weights(const float* shard_weights, const WeightSink&
          [&](int64_t at, int64_t b, const float* staging) { unpack(at, b, staging, store); });
 }
 
-const std::vector<int64_t>& Zero1Sync::bucket_fp32(const WeightCodec& codec) {
-  if (!bucket_fp32_.empty()) return bucket_fp32_;
-  const int64_t chunk = layout_.chunk(), total = layout_.total;
-  for (int64_t at = 0; at < chunk; at += bucket_) {
-    const int64_t b = std::min(bucket_, chunk - at);
+const std::vector<int64_t>& Zero1Sync::bucket_halves(const WeightCodec& codec) {
+  if (!bucket_halves_.empty()) return bucket_halves_;
+  for (int64_t at = 0; at < layout_.chunk(); at += bucket_) {
+    const int64_t b = std::min(bucket_, layout_.chunk() - at);
     int64_t most = 0;
-    for (int r = 0; r < layout_.world; ++r) {
-      const int64_t offset = int64_t(r) * chunk + at;
-      const int64_t n = std::clamp<int64_t>(total - offset, 0, b);
-      if (n == 0) break;
+    for_each_piece(at, b, [&](int, int64_t offset, int64_t n) {
       most = std::max(most, codec.fp32_count(offset, n));
-    }
+    });
     // bf16 values (b, padded to even so the fp32 ones stay aligned) + 2 halves per fp32 value,
     // against 2 halves per value in fp32.
     const int64_t halves = b + (b & 1) + 2 * most;
-    bucket_fp32_.push_back(halves < 2 * b ? most : -1);
+    bucket_halves_.push_back(halves < 2 * b ? halves : -1);
   }
-  return bucket_fp32_;
+  return bucket_halves_;
 }
 
 void Zero1Sync::all_gather_weights(const float* shard_weights, const WeightCodec& codec) {
-  const std::vector<int64_t>& fp32 = bucket_fp32(codec);
-  const int64_t chunk = layout_.chunk(), total = layout_.total;
+  const std::vector<int64_t>& halves_of = bucket_halves(codec);
   // The piece and staging buffers hold b and b·world floats: 2b and 2b·world halves.
   auto* piece = static_cast<uint16_t*>(slots_[0].piece.get());
   auto* staging = static_cast<uint16_t*>(slots_[0].staging.get());
-  for (int64_t at = 0, k = 0; at < chunk; at += bucket_, ++k) {
-    const int64_t b = std::min(bucket_, chunk - at);
-    const int64_t mine = std::clamp<int64_t>(layout_.size() - at, 0, b);
-    if (fp32[size_t(k)] < 0) {  // as all_gather_weights with a sink
-      float* p = slots_[0].piece.floats();
-      if (mine > 0) be_->copy(p, shard_weights + at, size_t(mine) * sizeof(float));
-      be_->fill(p + mine, size_t(b - mine), 0.0f);
-      comm_.all_gather(p, slots_[0].staging.floats(), size_t(b), DType::F32);
-      unpack(at, b, slots_[0].staging.floats(), codec.store_fp32);
+  for (int64_t at = 0, k = 0; at < layout_.chunk(); at += bucket_, ++k) {
+    const int64_t b = std::min(bucket_, layout_.chunk() - at), halves = halves_of[size_t(k)];
+    if (halves < 0) {  // as all_gather_weights with a sink
+      unpack(at, b, gather_bucket(at, b, shard_weights), codec.store_fp32);
       continue;
     }
-    const int64_t even = b + (b & 1), halves = even + 2 * fp32[size_t(k)];
+    const int64_t mine = std::clamp<int64_t>(layout_.size() - at, 0, b), even = b + (b & 1);
     be_->fill_zero(piece, size_t(halves) * sizeof(uint16_t));  // no unset bytes on the wire
     if (mine > 0)
       codec.pack(layout_.begin() + at, mine, shard_weights + at, piece,
                  reinterpret_cast<float*>(piece + even));
     comm_.all_gather(piece, staging, size_t(halves), DType::BF16);
-    for (int r = 0; r < layout_.world; ++r) {
-      const int64_t offset = int64_t(r) * chunk + at;
-      const int64_t n = std::clamp<int64_t>(total - offset, 0, b);
-      if (n == 0) break;
+    for_each_piece(at, b, [&](int r, int64_t offset, int64_t n) {
       const uint16_t* in = staging + size_t(r) * size_t(halves);
       codec.store(offset, n, in, reinterpret_cast<const float*>(in + even));
-    }
+    });
   }
 }
 
 int64_t Zero1Sync::bytes_per_step(const WeightCodec& codec) {
-  const std::vector<int64_t>& fp32 = bucket_fp32(codec);
+  const std::vector<int64_t>& halves_of = bucket_halves(codec);
   int64_t gather = 0;  // bytes of one rank's pieces, all buckets
   for (int64_t at = 0, k = 0; at < layout_.chunk(); at += bucket_, ++k) {
-    const int64_t b = std::min(bucket_, layout_.chunk() - at);
-    gather += fp32[size_t(k)] < 0 ? 4 * b : 2 * (b + (b & 1) + 2 * fp32[size_t(k)]);
+    const int64_t b = std::min(bucket_, layout_.chunk() - at), halves = halves_of[size_t(k)];
+    gather += halves < 0 ? 4 * b : 2 * halves;
   }
   const int64_t others = layout_.world - 1;
   return (4 * layout_.padded() * others + gather * int64_t(layout_.world) * others) /
@@ -245,17 +239,20 @@ int64_t Zero1Sync::bytes_per_step(const WeightCodec& codec) {
 
 void Zero1Sync::gather(const float* shard_weights,
                        const std::function<void(int64_t, int64_t, const float*)>& unpack_bucket) {
-  const int64_t chunk = layout_.chunk();
+  for (int64_t at = 0; at < layout_.chunk(); at += bucket_) {
+    const int64_t b = std::min(bucket_, layout_.chunk() - at);
+    unpack_bucket(at, b, gather_bucket(at, b, shard_weights));  // this rank's own range too
+  }
+}
+
+const float* Zero1Sync::gather_bucket(int64_t at, int64_t b, const float* shard_weights) {
   float* piece = slots_[0].piece.floats();
   float* staging = slots_[0].staging.floats();
-  for (int64_t at = 0; at < chunk; at += bucket_) {
-    const int64_t b = std::min(bucket_, chunk - at);
-    const int64_t mine = std::clamp<int64_t>(layout_.size() - at, 0, b);
-    if (mine > 0) be_->copy(piece, shard_weights + at, size_t(mine) * sizeof(float));
-    be_->fill(piece + mine, size_t(b - mine), 0.0f);
-    comm_.all_gather(piece, staging, size_t(b), DType::F32);
-    unpack_bucket(at, b, staging);  // this rank's own range too: the same values
-  }
+  const int64_t mine = std::clamp<int64_t>(layout_.size() - at, 0, b);
+  if (mine > 0) be_->copy(piece, shard_weights + at, size_t(mine) * sizeof(float));
+  be_->fill(piece + mine, size_t(b - mine), 0.0f);
+  comm_.all_gather(piece, staging, size_t(b), DType::F32);
+  return staging;
 }
 
 int64_t Zero1Sync::bytes_per_step() const {

@@ -119,10 +119,16 @@ class Zero1Sync {
   void unpack(int64_t at, int64_t b, const float* staging, const WeightSink& store) const;
   void reduce_scatter(const GradInput& grads, float* shard_grads);
   void begin(const GradInput& grads, float* shard_grads);
-  // Per bucket, the fp32 values its bf16 pieces carry (the most of any rank's piece), or -1
-  // where the bucket goes as fp32: fixed by the layout, worked out once per codec.
-  const std::vector<int64_t>& bucket_fp32(const WeightCodec& codec);
-  std::vector<int64_t> bucket_fp32_;
+  // Per bucket, the halves (2 bytes) of one rank's bf16 piece, the fp32 values included, or -1
+  // where the bucket goes as fp32: fixed by the layout, worked out once (the first codec's).
+  const std::vector<int64_t>& bucket_halves(const WeightCodec& codec);
+  std::vector<int64_t> bucket_halves_;
+  // fn(r, offset, n) for each rank r whose range has elements in bucket `at` (b per rank): its
+  // flat [offset, offset + n).
+  void for_each_piece(int64_t at, int64_t b,
+                      const std::function<void(int r, int64_t offset, int64_t n)>& fn) const;
+  // Bucket `at` of every rank's range gathered in fp32: the staging, rank r's piece at r·b.
+  const float* gather_bucket(int64_t at, int64_t b, const float* shard_weights);
   // The all-gather's buckets of the rank's range, each handed to unpack_bucket(at, b, staging).
   void gather(const float* shard_weights,
               const std::function<void(int64_t, int64_t, const float*)>& unpack_bucket);

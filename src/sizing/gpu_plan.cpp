@@ -39,11 +39,15 @@ std::string format_gpu_memory_plan(const ModelConfig& c, int64_t seq, int world)
   std::vector<TrainMemory> m;
   for (const HardwareProfile& p : gpus)
     m.push_back(train_memory(c, 1, seq, world, p.runtime_bytes, kBuilt));
-  auto row = [&](const char* what, auto part) {
-    std::snprintf(line, sizeof(line), "  %-34s %14s %14s\n", what,
-                  format_bytes(double(part(m[0]))).c_str(),
-                  format_bytes(double(part(m[1]))).c_str());
+  auto text_row = [&](const char* what, const std::string(&cells)[2]) {
+    std::snprintf(line, sizeof(line), "  %-34s %14s %14s\n", what, cells[0].c_str(),
+                  cells[1].c_str());
     out += line;
+  };
+  auto row = [&](const char* what, auto part) {
+    const std::string cells[2] = {format_bytes(double(part(m[0]))),
+                                  format_bytes(double(part(m[1])))};
+    text_row(what, cells);
   };
   row("weights (bf16)", [](const TrainMemory& t) { return t.weights; });
   row("gradients (bf16, embedding fp32)", [](const TrainMemory& t) { return t.gradients; });
@@ -90,18 +94,10 @@ std::string format_gpu_memory_plan(const ModelConfig& c, int64_t seq, int world)
     }
     if (all_found) break;
   }
-  std::snprintf(line, sizeof(line), "  %-34s %14s %14s\n", "largest that fits in 90 %",
-                fits[0].c_str(), fits[1].c_str());
-  out += line;
-  std::snprintf(line, sizeof(line), "  %-34s %14s %14s\n", "fewest ranks for micro-batch 1",
-                fewest[0].c_str(), fewest[1].c_str());
-  out += line;
-  std::snprintf(line, sizeof(line), "  %-34s %14s %14s\n", "... with bf16 activations",
-                fewest_target[0].c_str(), fewest_target[1].c_str());
-  out += line;
-  std::snprintf(line, sizeof(line), "  %-34s %14s %14s\n", "... with train.recompute",
-                fewest_recompute[0].c_str(), fewest_recompute[1].c_str());
-  out += line;
+  text_row("largest that fits in 90 %", fits);
+  text_row("fewest ranks for micro-batch 1", fewest);
+  text_row("... with bf16 activations", fewest_target);
+  text_row("... with train.recompute", fewest_recompute);
   out +=
       "  (the GPU backend keeps the weights and the Muon matrices' gradients in bf16 and the "
       "activations in fp32; bf16 activations are next, docs/gpu.md)\n";

@@ -109,12 +109,11 @@ TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq,
   m.weights = bytes.weights * P;
   if (bytes.weights == 2)  // the tensors kept in fp32 beside their unused bf16 slots
     for (const ParamSpec& p : registry.specs())
-      if (p.group != OptimGroup::Muon && p.name != "model.embed_tokens.weight")
-        m.weights += 4 * p.numel;
+      if (!weight_in_bf16(p)) m.weights += 4 * p.numel;
   m.gradients = 4 * P;
   if (bytes.gradients == 2)  // the Muon matrices' in bf16 (the embedding's and the rest fp32)
     for (const ParamSpec& p : registry.specs())
-      if (p.group == OptimGroup::Muon) m.gradients -= 2 * p.numel;
+      if (grad_in_bf16(p)) m.gradients -= 2 * p.numel;
   // exp_avg, exp_avg_sq and the update direction, each the size of the rank's range (+ the fp32
   // master weights with bf16 weights).
   m.optimizer = (bytes.weights == 4 ? 3 : 4) * 4 * layout.chunk();

@@ -6,6 +6,7 @@
 #include "backend/cpu/lm_head_loss.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/model_ops.h"
+#include "backend/stored_range.h"
 #include "core/tensor.h"
 
 namespace zaya {
@@ -38,32 +39,25 @@ void CpuAsDeviceBackend::set_stored_bf16_gradients(const float* base, size_t n,
 }
 
 float* CpuAsDeviceBackend::grad(float* dw, size_t n, size_t at) const {
-  const auto p = reinterpret_cast<uintptr_t>(dw), b = reinterpret_cast<uintptr_t>(grads_base_);
-  if (grads_ == nullptr || dw == nullptr || p < b ||
-      p - b + n * sizeof(float) > grads_n_ * sizeof(float))
-    return dw;
+  if (grads_ == nullptr || stored_index(dw, n, grads_base_, grads_n_) < 0) return dw;
   if (grad_scratch_.size() < at + n) grad_scratch_.resize(at + n);
   std::fill_n(grad_scratch_.data() + at, n, 0.0f);
   return grad_scratch_.data() + at;
 }
 
 void CpuAsDeviceBackend::add_stored_grads(float* dw, size_t n, size_t at) const {
-  const auto p = reinterpret_cast<uintptr_t>(dw), b = reinterpret_cast<uintptr_t>(grads_base_);
-  if (grads_ == nullptr || dw == nullptr || p < b ||
-      p - b + n * sizeof(float) > grads_n_ * sizeof(float))
-    return;
-  uint16_t* g = grads_ + (p - b) / sizeof(float);
+  const int64_t index = grads_ ? stored_index(dw, n, grads_base_, grads_n_) : -1;
+  if (index < 0) return;
+  uint16_t* g = grads_ + index;
   const float* add = grad_scratch_.data() + at;
   for (size_t i = 0; i < n; ++i) g[i] = f32_to_bf16(bf16_to_f32(g[i]) + add[i]);
 }
 
 const float* CpuAsDeviceBackend::weight(const float* w, size_t n, size_t at) const {
-  if (!bf16_ || stored_ == nullptr || w == nullptr) return w;
-  // Addresses compared as integers: the stored weights' fp32 addresses are reserved, not memory.
-  const auto p = reinterpret_cast<uintptr_t>(w), b = reinterpret_cast<uintptr_t>(base_);
-  if (p < b || p - b + n * sizeof(float) > n_ * sizeof(float)) return w;
+  const int64_t index = bf16_ && stored_ ? stored_index(w, n, base_, n_) : -1;
+  if (index < 0) return w;
   if (scratch_.size() < at + n) scratch_.resize(at + n);
-  cpu::widen_bf16(scratch_.data() + at, stored_ + (p - b) / sizeof(float), n);
+  cpu::widen_bf16(scratch_.data() + at, stored_ + index, n);
   return scratch_.data() + at;
 }
 
@@ -135,14 +129,14 @@ void CpuAsDeviceBackend::lm_head_loss_backward(float* dy, float* dw, const float
 
 void CpuAsDeviceBackend::embedding_forward(float* out, const float* table, const int32_t* tokens,
                                            int n, int e) const {
-  const auto p = reinterpret_cast<uintptr_t>(table), b = reinterpret_cast<uintptr_t>(base_);
-  if (!bf16_ || stored_ == nullptr || p < b || p >= b + n_ * sizeof(float)) {
+  const int64_t index = bf16_ && stored_ ? stored_index(table, 1, base_, n_) : -1;
+  if (index < 0) {
     cpu::embedding_forward(out, table, tokens, n, e);
     return;
   }
   // The gather of the bf16 rows, widened (the table's extent is not an argument: each row read
   // must lie inside the stored weights).
-  const size_t first = (p - b) / sizeof(float);
+  const size_t first = size_t(index);
   for (int t = 0; t < n; ++t) {
     const size_t row = first + size_t(tokens[t]) * size_t(e);
     ZAYA_CHECK(tokens[t] >= 0 && row + size_t(e) <= n_, "embedding_forward: token ", tokens[t],

@@ -22,6 +22,7 @@
 #include "backend/cuda/ops.h"
 #include "backend/cuda/reduce.cuh"
 #include "backend/cuda/timing.h"
+#include "backend/stored_range.h"
 
 namespace zaya::cuda {
 
@@ -225,14 +226,10 @@ struct Bf16Weights {
   DeviceBuffer<__nv_bfloat16> copy;
   const __nv_bfloat16* stored = nullptr;
   const __nv_bfloat16* values() const { return stored ? stored : copy.get(); }
-  // Addresses compared as integers: a store's fp32 addresses are reserved, not memory.
-  bool holds(const float* p, size_t count) const {
-    const auto a = reinterpret_cast<uintptr_t>(p), b = reinterpret_cast<uintptr_t>(base);
-    return base != nullptr && a >= b && a - b + count * sizeof(float) <= n * sizeof(float);
-  }
-  const __nv_bfloat16* at(const float* p) const {
-    return values() +
-           (reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(base)) / sizeof(float);
+  // The bf16 values of [p, p + count) when they lie inside, else nullptr.
+  const __nv_bfloat16* at(const void* p, size_t count) const {
+    const int64_t index = stored_index(p, count, base, n);
+    return index < 0 ? nullptr : values() + index;
   }
 };
 Bf16Weights& bf16_weights() {
@@ -247,10 +244,8 @@ struct Bf16Grads {
   __nv_bfloat16* values = nullptr;
   // The bf16 values of [p, p + count) when they lie inside, else nullptr.
   __nv_bfloat16* at(const void* p, size_t count) const {
-    const auto a = reinterpret_cast<uintptr_t>(p), b = reinterpret_cast<uintptr_t>(base);
-    if (values == nullptr || a < b || a - b + count * sizeof(float) > n * sizeof(float))
-      return nullptr;
-    return values + (a - b) / sizeof(float);
+    const int64_t index = values ? stored_index(p, count, base, n) : -1;
+    return index < 0 ? nullptr : values + index;
   }
 };
 Bf16Grads& bf16_grads() {
@@ -260,7 +255,7 @@ Bf16Grads& bf16_grads() {
 
 const __nv_bfloat16* to_bf16(int which, const float* in, size_t n) {
   const Bf16Weights& w = bf16_weights();
-  if (w.holds(in, n)) return w.at(in);  // a weight: rounded once already
+  if (const __nv_bfloat16* weight = w.at(in, n)) return weight;  // a weight: rounded once
   __nv_bfloat16* out = bf16_scratch(which, n);
   if (n) {
     to_bf16_kernel<<<blocks_for(long(n), 256), 256>>>(out, in, long(n));
@@ -342,8 +337,7 @@ void gemm_f32_batched(bool trans_a, bool trans_b, int m, int n, int k, float alp
 
 const uint16_t* bf16_weights_at(const float* p) {
   const Bf16Weights& w = bf16_weights();
-  if (!t_bf16_gemms || !w.holds(p, 1)) return nullptr;
-  return reinterpret_cast<const uint16_t*>(w.at(p));
+  return t_bf16_gemms ? reinterpret_cast<const uint16_t*>(w.at(p, 1)) : nullptr;
 }
 
 void set_stored_bf16_weights(const float* base, size_t n, const uint16_t* bf16) {
