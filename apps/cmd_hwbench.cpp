@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend/cpu/blas_startup.h"
 #include "backend/cuda/plugin_api.h"
 #include "backend/device_select.h"
 #include "bench/gemm_bench.h"
@@ -192,7 +193,9 @@ Runner add_hwbench_commands(CLI::App& bench) {
       } else {
         std::printf("bench gemm: cpu, f32, %d threads (zaya's tiled product on OpenBLAS)%s\n",
                     threads, what.c_str());
+        std::printf("%s\n", cpu::blas::blas_summary(cpu::blas::blas_state()).c_str());
         j["threads"] = threads;
+        j["blas_kernels"] = cpu::blas::blas_state().kernels;
       }
       j["results"] =
           timings_json(run_gemm_bench(shapes, args->min_time, model, tty, stdout, timer));

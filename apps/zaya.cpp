@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "backend/cpu/blas_startup.h"
 #include "backend/device_select.h"
 #include "bench/step_bench.h"
 #include "ckpt/hf_interop.h"
@@ -50,6 +51,14 @@ void set_threads(int threads) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The BLAS kernels first: choosing them may restart the process, which must happen before MPI
+  // starts (backend/cpu/blas_startup.h).
+  try {
+    zaya::cpu::blas::prepare_blas(argc, argv);
+  } catch (const zaya::Error& e) {
+    std::fprintf(stderr, "%szaya: error: %s\n", zaya::dist::rank_tag().c_str(), e.what());
+    return 1;
+  }
   // MPI_Init under mpirun/srun (before parsing: it may edit argv); rank 0 alone prints.
   zaya::dist::DistContext dist(&argc, &argv);
   CLI::App app{"zaya: pretraining ZAYA1-style Mixture-of-Experts language models"};
@@ -60,6 +69,9 @@ int main(int argc, char** argv) {
                  "CPU threads (default: all cores, split between the ranks of one machine; zaya "
                  "train lowers it while other work holds the CPU, see --fixed-threads)")
       ->check(CLI::Range(0, 4096, "an integer thread count in [0, 4096]"));
+  std::string blas_kernels = "auto";  // read by prepare_blas before parsing; here for --help
+  app.add_option("--blas-kernels", blas_kernels, zaya::cpu::blas::kBlasKernelsFlagHelp)
+      ->capture_default_str();
 
   // zaya info
   auto* info = app.add_subcommand(
@@ -177,6 +189,7 @@ int main(int argc, char** argv) {
       const int64_t seq = info_seq > 0 ? info_seq : c.max_seq_len;
       std::printf("%s", zaya::format_model_info(c, seq).c_str());
       std::printf("%s", zaya::format_gpu_memory_plan(c, seq, info_world).c_str());
+      std::printf("%s", zaya::cpu::blas::format_blas_info(zaya::cpu::blas::blas_state()).c_str());
     } else if (*step) {
       const zaya::ModelConfig c = zaya::load_model_config(step_config);
       ZAYA_CHECK(sopt.batch > 0 && sopt.seq > 0 && sopt.steps > 0 && sopt.warmup >= 0,
@@ -192,9 +205,11 @@ int main(int argc, char** argv) {
         sopt.lm_head_chunk_vocab = v;
       }
       const int nthreads = omp_get_max_threads();
-      if (!step_json)
+      if (!step_json) {
         std::printf("bench step: %s, batch %d x seq %d, %d threads\n", step_config.c_str(),
                     sopt.batch, sopt.seq, nthreads);
+        std::printf("%s\n", zaya::cpu::blas::blas_summary(zaya::cpu::blas::blas_state()).c_str());
+      }
       const auto r = zaya::run_step_bench(c, sopt, !step_json);
       if (step_json) {
         std::printf("%s\n", nlohmann::json{{"impl", "zaya"},
@@ -204,6 +219,7 @@ int main(int argc, char** argv) {
                                            {"optimizer_ms", r.optimizer_ms},
                                            {"loss", r.loss},
                                            {"threads", nthreads},
+                                           {"blas_kernels", zaya::cpu::blas::blas_state().kernels},
                                            {"arena_bytes", r.arena_bytes},
                                            {"train_flops_per_token", r.train_flops_per_token},
                                            {"device_memory_bytes", r.device_memory_bytes},

@@ -18,7 +18,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
                                 "reference"))
-from bench_torch import loaded_blas  # noqa: E402
+from bench_torch import loaded_blas, openblas_kernels  # noqa: E402
 from zaya_torch import load_model  # noqa: E402
 
 
@@ -51,6 +51,7 @@ def main():
         "torch_version": torch.__version__,
         "openblas": any("openblas" in os.path.basename(p).lower() for p in libs),
         "blas": next((p for p in libs if "openblas" in os.path.basename(p).lower()), None),
+        "blas_kernels": openblas_kernels(libs),
         "batch": args.batch,
         "tokens_per_s": args.batch * (args.new_tokens - 1) / dt,
         "ttft_ms": ttft * 1e3,

@@ -17,9 +17,11 @@ trap 'rm -rf "$WORK"' EXIT
 
 "$ZAYA" --threads "$THREADS" bench decode --config "$CONFIG" --prompt "$PROMPT" --new-tokens "$NEW" \
   --batch-list "$BATCHES" --save-model "$WORK/model" --json "$WORK/zaya.json"
+# The peer computes with the kernels zaya chose.
+kernels=$(/usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["blas_kernels"])' "$WORK/zaya.json")
 IFS=, read -ra bs <<< "$BATCHES"
 for b in "${bs[@]}"; do
-  OMP_NUM_THREADS=$THREADS /usr/bin/python3 "$ROOT/bench/decode_torch.py" --model "$WORK/model" \
+  OPENBLAS_CORETYPE=$kernels OMP_NUM_THREADS=$THREADS /usr/bin/python3 "$ROOT/bench/decode_torch.py" --model "$WORK/model" \
     --batch "$b" --prompt "$PROMPT" --new-tokens "$NEW" --threads "$THREADS" >> "$WORK/torch.jsonl"
 done
 /usr/bin/python3 - "$WORK/zaya.json" "$WORK/torch.jsonl" <<'PY'
@@ -29,6 +31,8 @@ t = {r["batch"]: r for r in map(json.loads, open(sys.argv[2]))}
 first = next(iter(t.values()))
 print(f"peer: PyTorch {first['torch_version']} on {first['blas'] or 'a BLAS that is not OpenBLAS'}"
       + ("" if first["openblas"] else "  WARNING: not OpenBLAS, run scripts/setup.sh"))
+print(f"BLAS kernels: zaya {z['blas_kernels']}, pytorch {first.get('blas_kernels')}"
+      + ("" if first.get("blas_kernels") == z["blas_kernels"] else "  WARNING: different kernels"))
 print(f"{'batch':>5} {'zaya tok/s':>11} {'bound':>8} {'of bound':>8} {'pytorch':>9} {'zaya/pytorch':>12}"
       f" {'ttft zaya':>10} {'ttft torch':>10}")
 for r in z["rows"]:

@@ -1,7 +1,8 @@
 /* The peer of `zaya bench gemm`: OpenBLAS's cblas_sgemm called directly, with OpenBLAS's own
  * threading (all OpenMP threads), timed the same way (one warm-up call, then the best of 3 batches
  * of calls lasting MIN_TIME / 3 seconds each). Shares no code with zaya.
- * Usage: gemm_peer MIN_TIME M,N,K,TA,TB ...   prints "M N K TA TB GFLOP/s" per shape. */
+ * Usage: gemm_peer MIN_TIME M,N,K,TA,TB ...   prints "M N K TA TB GFLOP/s" per shape, and the
+ * kernels OpenBLAS runs on standard error. */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@ static double now(void) {
 }
 
 int main(int argc, char** argv) {
+  fprintf(stderr, "%s\n", openblas_get_corename());
   if (argc < 3) {
     fprintf(stderr, "usage: gemm_peer MIN_TIME M,N,K,TA,TB ...\n");
     return 2;

@@ -17,6 +17,7 @@
 #include <omp.h>
 #include <nlohmann/json.hpp>
 
+#include "backend/cpu/blas_startup.h"
 #include "backend/cuda/plugin_api.h"
 #include "backend/device_select.h"
 #include "ckpt/async_saver.h"
@@ -427,6 +428,7 @@ TrainSummary run_training(const TrainOptions& opt) {
                  (long long)dc.total_tokens(), world, world == 1 ? "" : "s", grid,
                  omp_get_max_threads(),
                  threads.active() ? " (fewer while other work holds the CPU)" : "");
+    std::fprintf(stderr, "%s\n", cpu::blas::blas_summary(cpu::blas::blas_state()).c_str());
     if (device.name != "cpu")
       std::fprintf(
           stderr, "device: %s; weights, gradients and optimizer state stay there%s%s\n",

@@ -22,6 +22,7 @@ Prints one JSON line:
 import argparse
 import json
 import os
+import ctypes
 import sys
 import time
 
@@ -47,6 +48,19 @@ def loaded_blas():
     except OSError:
         pass
     return libs
+
+
+def openblas_kernels(libs):
+    """The kernels the OpenBLAS mapped into this process runs (openblas_get_corename), or None."""
+    for path in libs:
+        if "libopenblas" in os.path.basename(path).lower():
+            try:
+                corename = ctypes.CDLL(path).openblas_get_corename
+            except (OSError, AttributeError):
+                continue
+            corename.restype = ctypes.c_char_p
+            return corename().decode()
+    return None
 
 
 def main():
@@ -113,6 +127,7 @@ def main():
         "peak_memory_bytes": torch.cuda.max_memory_allocated() if cuda else None,
         "blas": blas,
         "openblas": any("openblas" in os.path.basename(p).lower() for p in libs),
+        "blas_kernels": openblas_kernels(libs),
         "tokens_per_s": args.batch * args.seq * args.steps / dt,
         "step_ms": dt / args.steps * 1000.0,
         "threads": args.threads,

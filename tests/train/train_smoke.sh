@@ -65,6 +65,13 @@ svg = open(f"{work}/run1/loss.svg").read()
 check(svg.startswith("<svg") and "polyline" in svg, "loss plot written")
 s = json.load(open(f"{work}/run1/summary.json"))
 check(s["final_val_loss"] < s["unigram_val_loss"], f"final val {s['final_val_loss']:.3f} vs unigram {s['unigram_val_loss']:.3f}")
+b = s["blas"]
+check(b["library"].startswith("OpenBLAS ") and b["kernels"] and b["self_check"] == "passed"
+      and b["source"] in ("library", "environment", "zaya", "flag") and b["cpu_features"],
+      f"summary.json names the BLAS kernels ({b['kernels']}, {b['source']}) and the self-check")
+log = open(f"{work}/run1.log").read()
+check(log.count("blas: OpenBLAS") == 1 and f"{b['kernels']} kernels" in log,
+      "the run's log gives the kernels once")
 print(f"train_smoke: {passes} passed, {fails} failed")
 sys.exit(1 if fails else 0)
 PY
