@@ -22,6 +22,7 @@ Prints one JSON line:
 import argparse
 import json
 import os
+import contextlib
 import ctypes
 import sys
 import time
@@ -97,7 +98,10 @@ def main():
 
     def step():
         model.zero_grad(set_to_none=True)
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=args.bf16):
+        # Debian's CPU-only torch 1.13 asks CUDA about bf16 even for a disabled autocast.
+        autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if args.bf16
+                    else contextlib.nullcontext())
+        with autocast:
             _, loss, _ = forward(tokens)
         loss.backward()
         return loss

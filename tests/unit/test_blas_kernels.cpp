@@ -170,13 +170,13 @@ TEST(BlasSelfCheck, RefusesWrongProducts) {
       });
   EXPECT_FALSE(short_k.ok);
   EXPECT_NE(short_k.failure.find("x1100"), std::string::npos) << short_k.failure;
-  // The transposes ignored.
-  const SelfCheckResult no_trans =
-      check_gemm([](bool, bool, int m, int n, int k, float alpha, const float* a, int lda,
-                    const float* b, int ldb, float beta, float* c, int ldc) {
-        exact_gemm(false, false, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-      });
-  EXPECT_FALSE(no_trans.ok);
+  // The accumulation into C lost (beta taken as 0), as the weight gradients' += would be.
+  const SelfCheckResult no_beta =
+      check_gemm([](bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda,
+                    const float* b, int ldb, float, float* c,
+                    int ldc) { exact_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, 0.0f, c, ldc); });
+  EXPECT_FALSE(no_beta.ok);
+  EXPECT_NE(no_beta.failure.find("beta 1)"), std::string::npos) << no_beta.failure;
   // A NaN.
   const SelfCheckResult nan =
       check_gemm([](bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda,

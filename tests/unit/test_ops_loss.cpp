@@ -32,7 +32,9 @@ std::vector<int32_t> RandomTargets(int n, int vocab, double ignore_fraction, std
 TEST(OpsLoss, CrossEntropyForwardMatchesDirect) {
   std::mt19937 rng(51);
   for (const auto& [n_, vocab_] :
-       {std::pair{1, 1}, std::pair{1, 7}, std::pair{6, 11}, std::pair{16, 50}}) {
+       {std::pair{1, 1}, std::pair{1, 7}, std::pair{6, 11}, std::pair{16, 50},
+        // blocks of 8 rows and a partial one, columns in buffers of 512 and a partial one
+        std::pair{19, 1300}}) {
     const int n = n_, vocab = vocab_;  // lambdas below capture them
     SCOPED_TRACE("n=" + std::to_string(n) + " vocab=" + std::to_string(vocab));
     const std::vector<float> logits = random_uniform(size_t(n) * vocab, rng, -5.0f, 5.0f);

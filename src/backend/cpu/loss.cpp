@@ -3,23 +3,67 @@
 #include <cstddef>
 #include "backend/cpu/fast_exp.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
 namespace zaya::cpu {
 
+namespace {
+
+// Rows whose float64 sums advance together, and the columns of exponentials buffered at a time.
+constexpr int kRowBlock = 8;
+constexpr int kChunk = 512;
+
+// Each row's Σ_j exp(x[j] − max) in float64, added in column order: the same additions as one row
+// at a time, so the same bits, but a row's sum is a chain of dependent adds (one per 4 cycles), so
+// 8 rows' chains run side by side, with the exponentials vectorised into a buffer beforehand.
+void exp_sums(double* sums, const float* const* rows, const float* row_max, int count, int vocab) {
+  alignas(64) float e[kRowBlock][kChunk];
+  double s[kRowBlock] = {};
+  for (int j0 = 0; j0 < vocab; j0 += kChunk) {
+    const int width = std::min(kChunk, vocab - j0);
+    for (int i = 0; i < count; ++i) {
+      const float* x = rows[i] + j0;
+      const float mx = row_max[i];
+      for (int j = 0; j < width; ++j) e[i][j] = fast_exp(x[j] - mx);
+    }
+    if (count == kRowBlock) {
+      for (int j = 0; j < width; ++j)
+        for (int i = 0; i < kRowBlock; ++i) s[i] += e[i][j];
+    } else {
+      for (int i = 0; i < count; ++i)
+        for (int j = 0; j < width; ++j) s[i] += e[i][j];
+    }
+  }
+  for (int i = 0; i < count; ++i) sums[i] = s[i];
+}
+
+}  // namespace
+
 double cross_entropy_forward(float* lse, const float* logits, const int32_t* targets, int n,
                              int vocab, int64_t* count) {
   std::vector<double> row_loss(n, 0.0);
+  const int blocks = (n + kRowBlock - 1) / kRowBlock;
 #pragma omp parallel for schedule(static)
-  for (int r = 0; r < n; ++r) {
-    const float* x = logits + size_t(r) * vocab;
-    float mx = x[0];
-    for (int j = 1; j < vocab; ++j) mx = x[j] > mx ? x[j] : mx;
-    double sum = 0.0;
-    for (int j = 0; j < vocab; ++j) sum += fast_exp(x[j] - mx);  // fp32 exp, fp64 sum
-    lse[r] = float(mx + std::log(sum));
-    if (targets[r] != kIgnoreIndex) row_loss[r] = double(mx) + std::log(sum) - x[targets[r]];
+  for (int b = 0; b < blocks; ++b) {
+    const int r0 = b * kRowBlock, rows = std::min(kRowBlock, n - r0);
+    const float* x[kRowBlock];
+    float mx[kRowBlock];
+    double sum[kRowBlock];
+    for (int i = 0; i < rows; ++i) {
+      x[i] = logits + size_t(r0 + i) * vocab;
+      float m = x[i][0];
+      for (int j = 1; j < vocab; ++j) m = x[i][j] > m ? x[i][j] : m;
+      mx[i] = m;
+    }
+    exp_sums(sum, x, mx, rows, vocab);  // fp32 exp, fp64 sum
+    for (int i = 0; i < rows; ++i) {
+      const int r = r0 + i;
+      lse[r] = float(mx[i] + std::log(sum[i]));
+      if (targets[r] != kIgnoreIndex)
+        row_loss[r] = double(mx[i]) + std::log(sum[i]) - x[i][targets[r]];
+    }
   }
   double total = 0.0;
   int64_t c = 0;
