@@ -6,12 +6,14 @@
 
 #include <climits>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "backend/cpu/blas_startup.h"
 #include "core/error.h"
 #include "dist/communicator.h"
 #include "dist/dist_context.h"
@@ -305,6 +307,14 @@ TEST(Mpi, BadPeerIsAnError) {
 }  // namespace zaya::dist
 
 int main(int argc, char** argv) {
+  // The BLAS kernels chosen and checked as zaya's main does, before MPI starts (it may restart the
+  // process).
+  try {
+    zaya::cpu::blas::prepare_blas(argc, argv);
+  } catch (const zaya::Error& e) {
+    std::fprintf(stderr, "zaya_comm_mpi_tests: %s\n", e.what());
+    return 1;
+  }
   // Every rank prints, so a failure on any rank is visible with its rank.
   zaya::dist::DistContext dist(&argc, &argv, /*quiet_other_ranks=*/false);
   ::testing::InitGoogleTest(&argc, argv);
