@@ -13,8 +13,9 @@ check() {  # check WHAT OUTPUT EXPECTED_SUBSTRING
   if [[ "$2" == *"$3"* ]]; then echo "ok   $1"; else
     echo "FAIL $1: lacks '$3':"; echo "$2" | tail -8; fails=$((fails + 1)); fi
 }
-# zaya without any BLAS setting of the caller's environment.
-clean=(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE -u ZAYA_BLAS_KERNELS -u ZAYA_BLAS_CHOICE
+# zaya without the caller's kernel settings. OPENBLAS_L2_SIZE stays: machines that need it for
+# correct products (AVX-512 EPYCs with OPENBLAS_L2_SIZE=512) keep it whatever the kernels.
+clean=(env -u OPENBLAS_CORETYPE -u ZAYA_BLAS_KERNELS -u ZAYA_BLAS_CHOICE
        -u ZAYA_BLAS_TEST_LIBRARY_CHOICE -u ZAYA_BLAS_TEST_WRONG_PRODUCT)
 info=(info --config "$SRC/configs/tiny.json")
 
