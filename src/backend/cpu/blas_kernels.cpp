@@ -34,16 +34,9 @@ constexpr NamedTier kCores[] = {
     {"Cooperlake", KernelTier::kAvx512},
 };
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 const NamedTier* find_core(std::string_view name) {
-  const std::string key = lower(name);
   for (const NamedTier& core : kCores)
-    if (lower(core.name) == key) return &core;
+    if (same_kernel_name(core.name, name)) return &core;
   return nullptr;
 }
 
@@ -58,17 +51,20 @@ KernelTier cpu_tier(const CpuFeatures& f) {
   return KernelTier::kSse;
 }
 
-const char* tier_needs(KernelTier tier) {
-  switch (tier) {
-    case KernelTier::kAvx512:
-      return "avx512f avx512bw avx512dq avx512vl avx512cd";
-    case KernelTier::kAvx2:
-      return "avx2 fma";
-    case KernelTier::kAvx:
-      return "avx";
-    default:
-      return "sse3";
-  }
+// Each tier's best kernels and what they need, indexed by the tier.
+struct TierKernels {
+  const char* best;
+  const char* needs;
+};
+constexpr TierKernels kTierKernels[] = {
+    {"Prescott", "sse3"},
+    {"Sandybridge", "avx"},
+    {"Haswell", "avx2 fma"},
+    {"SkylakeX", "avx512f avx512bw avx512dq avx512vl avx512cd"},
+};
+
+const TierKernels& tier_kernels(KernelTier tier) {
+  return kTierKernels[tier == KernelTier::kUnknown ? 0 : int(tier)];
 }
 
 }  // namespace
@@ -134,17 +130,15 @@ KernelTier tier_of(std::string_view kernels) {
   return core ? core->tier : KernelTier::kUnknown;
 }
 
+bool same_kernel_name(std::string_view a, std::string_view b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
+    return std::tolower(static_cast<unsigned char>(x)) ==
+           std::tolower(static_cast<unsigned char>(y));
+  });
+}
+
 std::string best_kernels_for(const CpuFeatures& f) {
-  switch (cpu_tier(f)) {
-    case KernelTier::kAvx512:
-      return "SkylakeX";
-    case KernelTier::kAvx2:
-      return "Haswell";
-    case KernelTier::kAvx:
-      return "Sandybridge";
-    default:
-      return "Prescott";
-  }
+  return tier_kernels(cpu_tier(f)).best;
 }
 
 std::string known_kernel_names() {
@@ -160,12 +154,11 @@ KernelDecision decide_kernels(const CpuFeatures& cpu, std::string_view library_c
                               const std::optional<std::string>& user_coretype,
                               const KernelRequest& request) {
   const char* flag = request.from_environment ? "ZAYA_BLAS_KERNELS" : "--blas-kernels";
-  const std::string mode = lower(request.mode);
-  if (mode == "library") {
+  if (same_kernel_name(request.mode, "library")) {
     if (user_coretype) return {*user_coretype, KernelSource::kEnvironment};
     return {"", KernelSource::kLibrary};
   }
-  if (mode != "auto") {
+  if (!same_kernel_name(request.mode, "auto")) {
     const NamedTier* core = find_core(request.mode);
     ZAYA_CHECK(core != nullptr, flag, ": '", request.mode,
                "' is not a kernel choice (expected auto, library or one of the OpenBLAS 0.3.21 "
@@ -174,7 +167,7 @@ KernelDecision decide_kernels(const CpuFeatures& cpu, std::string_view library_c
     // OpenBLAS itself quietly substitutes other kernels for a core the CPU cannot run: say so
     // instead.
     ZAYA_CHECK(core->tier <= cpu_tier(cpu), flag, " ", core->name,
-               ": this CPU cannot run those kernels (they need ", tier_needs(core->tier),
+               ": this CPU cannot run those kernels (they need ", tier_kernels(core->tier).needs,
                "; the CPU has ", describe(cpu), "; its best are ", best_kernels_for(cpu), ")");
     return {core->name, KernelSource::kFlag};
   }

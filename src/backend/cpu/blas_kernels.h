@@ -41,6 +41,9 @@ std::string describe(const CpuFeatures& features);
 // tier (Haswell and Zen share the AVX2 kernels; SkylakeX and Cooperlake the AVX-512 sgemm).
 enum class KernelTier { kUnknown = -1, kSse = 0, kAvx = 1, kAvx2 = 2, kAvx512 = 3 };
 
+// Core names compare as OpenBLAS compares OPENBLAS_CORETYPE: ignoring case.
+bool same_kernel_name(std::string_view a, std::string_view b);
+
 // The tier of an OpenBLAS core name (case-insensitive, as OPENBLAS_CORETYPE is); kUnknown for a
 // name this table does not know.
 KernelTier tier_of(std::string_view kernels);

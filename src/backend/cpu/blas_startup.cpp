@@ -5,7 +5,6 @@
 #include <cblas.h>
 #include <omp.h>
 
-#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -37,25 +36,16 @@ BlasState& mutable_state() {
   return state;
 }
 
-bool same_name(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i])))
-      return false;
-  return true;
-}
-
 std::string env_or_empty(const char* name) {
   const char* v = std::getenv(name);
   return v ? std::string(v) : std::string();
 }
 
-// ZAYA_BLAS_CHOICE: "CORETYPE|SOURCE|LIBRARY_CHOICE|USER_CORETYPE", written with the
+// ZAYA_BLAS_CHOICE: "CORETYPE|LIBRARY_CHOICE|USER_CORETYPE", written with the
 // OPENBLAS_CORETYPE zaya set, so that the process it starts (and theirs) can tell zaya's setting
 // from the user's and still knows the library's own choice and what the user had set.
 struct Choice {
-  std::string coretype, source, library_choice, user_coretype;
+  std::string coretype, library_choice, user_coretype;
 };
 
 std::optional<Choice> read_choice() {
@@ -65,8 +55,8 @@ std::optional<Choice> read_choice() {
   std::stringstream in(text);
   for (std::string field; std::getline(in, field, '|');) fields.push_back(field);
   if (text.back() == '|') fields.emplace_back();
-  if (fields.size() != 4) return std::nullopt;
-  return Choice{fields[0], fields[1], fields[2], fields[3]};
+  if (fields.size() != 3) return std::nullopt;
+  return Choice{fields[0], fields[1], fields[2]};
 }
 
 // The request: --blas-kernels among the options before the subcommand, else ZAYA_BLAS_KERNELS,
@@ -96,16 +86,14 @@ std::string library_version() {
 }
 
 // Sets OPENBLAS_CORETYPE (or clears it) and runs this program again with the same arguments.
-[[noreturn]] void reexecute(const std::string& coretype, KernelSource source,
-                            const std::string& library_choice, const std::string& user_coretype,
-                            char** argv) {
+[[noreturn]] void reexecute(const std::string& coretype, const std::string& library_choice,
+                            const std::string& user_coretype, char** argv) {
   if (coretype.empty()) {
     ::unsetenv("OPENBLAS_CORETYPE");
     ::unsetenv(kChoiceVariable);
   } else {
     ::setenv("OPENBLAS_CORETYPE", coretype.c_str(), 1);
-    const std::string choice =
-        coretype + "|" + source_name(source) + "|" + library_choice + "|" + user_coretype;
+    const std::string choice = coretype + "|" + library_choice + "|" + user_coretype;
     ::setenv(kChoiceVariable, choice.c_str(), 1);
   }
   ::setenv(kReexecVariable, "1", 1);
@@ -154,14 +142,14 @@ void prepare_blas(int argc, char** argv) {
   ::unsetenv(kReexecVariable);  // the processes this one starts may need their own restart
   state.cpu = read_cpu_features();
   const KernelRequest request = read_request(argc, argv);
-  state.request = request.mode;
   state.request_name = request.from_environment ? "ZAYA_BLAS_KERNELS" : "--blas-kernels";
 
   // Whose OPENBLAS_CORETYPE this process started with: zaya's (ZAYA_BLAS_CHOICE names it) or the
   // user's.
   const std::string coretype = env_or_empty("OPENBLAS_CORETYPE");
   const std::optional<Choice> choice = read_choice();
-  const bool set_by_zaya = !coretype.empty() && choice && same_name(choice->coretype, coretype);
+  const bool set_by_zaya =
+      !coretype.empty() && choice && same_kernel_name(choice->coretype, coretype);
   std::optional<std::string> user_coretype;
   if (set_by_zaya && !choice->user_coretype.empty()) user_coretype = choice->user_coretype;
   if (!set_by_zaya && !coretype.empty()) user_coretype = coretype;
@@ -180,12 +168,12 @@ void prepare_blas(int argc, char** argv) {
   const std::string wanted = decision.source == KernelSource::kLibrary && !simulated.empty()
                                  ? simulated
                                  : decision.coretype;
-  if (!same_name(wanted, coretype)) {
+  if (!same_kernel_name(wanted, coretype)) {
     ZAYA_CHECK(!reexecuted, "blas: zaya restarted itself with OPENBLAS_CORETYPE=", coretype,
                " but now wants ", wanted.empty() ? "it unset" : wanted,
                " (ZAYA_BLAS_CHOICE=", env_or_empty(kChoiceVariable),
                "); set OPENBLAS_CORETYPE yourself or pass --blas-kernels library");
-    reexecute(wanted, decision.source, library_choice, user_coretype.value_or(""), argv);
+    reexecute(wanted, library_choice, user_coretype.value_or(""), argv);
   }
 
   state.library = library_version();
@@ -193,7 +181,8 @@ void prepare_blas(int argc, char** argv) {
   state.source = decision.source;
   state.library_choice = library_choice;
   // OpenBLAS takes a core it has no kernels for, or one the CPU cannot run, without a word.
-  ZAYA_CHECK(wanted.empty() || same_name(wanted, state.kernels), "blas: OPENBLAS_CORETYPE=", wanted,
+  ZAYA_CHECK(wanted.empty() || same_kernel_name(wanted, state.kernels),
+             "blas: OPENBLAS_CORETYPE=", wanted,
              decision.source == KernelSource::kEnvironment ? " (from the environment)" : "",
              " names no kernels ", state.library, " has for this CPU: it runs its ", state.kernels,
              " kernels instead. Unset it, or name one of ", known_kernel_names(),

@@ -18,7 +18,6 @@ struct BlasState {
   std::string kernels;  // the cores the library runs (openblas_get_corename)
   KernelSource source = KernelSource::kLibrary;
   std::string library_choice;  // what OpenBLAS takes by itself; empty where unknown
-  std::string request = "auto";
   std::string request_name = "--blas-kernels";  // or ZAYA_BLAS_KERNELS
   CpuFeatures cpu;
   bool checked = false;  // the self-check ran (prepare_blas)
