@@ -10,7 +10,7 @@
 #include "model/model_info.h"
 #include "model/weights_io.h"
 #include "model/zaya_model.h"
-#include "optim/optimizer.h"
+#include "optim/parameter_update.h"
 
 namespace zaya {
 
@@ -21,16 +21,16 @@ StepBenchResult run_step_bench(const ModelConfig& config, const StepBenchOptions
   model.params().init(opt.seed);
   // The weights and gradients as training keeps them: in bf16 on a bf16 GPU (the Muon matrices'
   // gradients), with the fp32 master weights of one rank's range, all of them here
-  // (model/zaya_model.h).
+  // (model/parameter_placement.h).
+  ParameterPlacement& placement = model.placement();
   if (device.backend->bf16_weights() && !device.backend->host_memory())
-    model.set_bf16_weight_storage(0, model.params().size(), /*bf16_gradients=*/true);
+    placement.set_bf16_weight_storage(0, model.params().size(), /*bf16_gradients=*/true);
   model.set_backend(*device.backend);
-  model.set_resident(true);
+  placement.set_resident(true);
   model.set_lm_head_chunks({opt.lm_head_chunk_tokens, opt.lm_head_chunk_vocab});
-  std::unique_ptr<Optimizer> optimizer;
-  if (opt.optimizer)
-    optimizer = std::make_unique<Optimizer>(model.params().registry(), OptimConfig{}, nullptr,
-                                            device.backend);
+  // The optimizer's step as one rank of `zaya train` takes it (optim/parameter_update.h).
+  std::unique_ptr<ParameterUpdate> update;
+  if (opt.optimizer) update = std::make_unique<ParameterUpdate>(placement, OptimConfig{});
   if (!opt.save_model_dir.empty()) save_model_dir(opt.save_model_dir, model);
   const int N = opt.batch * opt.seq;
   std::vector<int32_t> tokens(N);
@@ -44,26 +44,16 @@ StepBenchResult run_step_bench(const ModelConfig& config, const StepBenchOptions
   double total_s = 0, optimizer_s = 0;
   int64_t reads = 0, read_bytes = 0;
   const Backend& be = *device.backend;
-  BackendBuffer loaded_grads;  // bf16 gradients: the fp32 ones the optimizer reads
   for (int step = 0; step < opt.warmup + opt.steps; ++step) {
     const int64_t reads0 = be.host_reads(), bytes0 = be.host_read_bytes();
     const auto t0 = std::chrono::steady_clock::now();
-    model.zero_grads();
+    placement.zero_grads();
     r.loss = model.forward(tokens, targets, opt.batch, opt.seq);
     model.backward();
     be.synchronize();
     const auto t1 = std::chrono::steady_clock::now();
-    if (optimizer) {
-      if (model.bf16_weight_storage()) {
-        // One rank's range is every gradient: widened to fp32 for the optimizer, as training does.
-        if (loaded_grads.bytes() == 0)
-          loaded_grads = BackendBuffer(be, sizeof(float) * model.params().size());
-        model.load_grads(0, model.params().size(), loaded_grads.floats());
-        optimizer->step_shard(model.master_weights(), loaded_grads.floats(), 1e-4);
-        model.store_weights(0, model.params().size(), model.master_weights());
-      } else {
-        optimizer->step(model.backend_weights(), model.backend_grads(), 1e-4);
-      }
+    if (update) {
+      update->step(1e-4);
       be.synchronize();
     }
     const auto t2 = std::chrono::steady_clock::now();

@@ -189,6 +189,7 @@ void BatchDecoder::step(std::span<const int> ids, std::span<const int32_t> token
                              arena_.floats(size_t(n) * Dq)};
   float* gathered = arena_.floats(size_t(shard_.world) * n * nq * (d + 2));
   last_routes_.assign(size_t(c.num_stages / 2), std::vector<int32_t>(size_t(n)));
+  model_.ensure_bound();
   for (int i = 0; i < L; ++i) {
     const ZayaModel::Stage& st = model_.stages_[size_t(i)];
     float* res = arena_.floats(size_t(n) * E);

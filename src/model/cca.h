@@ -11,19 +11,20 @@
 
 namespace zaya {
 
-struct CcaWeights {
-  const float* qkvv;     // [Dq + Dk + Dk/2 + Dk/2, E]: linear_q, linear_k, val_proj1, val_proj2
-  const float* conv0_w;  // [C, 1, 2] depthwise
-  const float* conv0_b;  // [C]
-  const float* conv1_w;  // [C, d, 2] grouped, one group per head
-  const float* conv1_b;  // [C]
-  const float* temp;     // [n_k]
-  const float* o_proj;   // [E, Dq]
+// A CCA stage's tensors: its weights (CcaWeights, read) or their gradients (CcaGrads, added
+// into), the same fields for both so that one binding fills either.
+template <class P>
+struct CcaTensors {
+  P qkvv;     // [Dq + Dk + Dk/2 + Dk/2, E]: linear_q, linear_k, val_proj1, val_proj2
+  P conv0_w;  // [C, 1, 2] depthwise
+  P conv0_b;  // [C]
+  P conv1_w;  // [C, d, 2] grouped, one group per head
+  P conv1_b;  // [C]
+  P temp;     // [n_k]
+  P o_proj;   // [E, Dq]
 };
-
-struct CcaGrads {
-  float *qkvv, *conv0_w, *conv0_b, *conv1_w, *conv1_b, *temp, *o_proj;
-};
+using CcaWeights = CcaTensors<const float*>;
+using CcaGrads = CcaTensors<float*>;
 
 // What forward keeps for backward (all in the step's arena).
 struct CcaActivations {

@@ -12,22 +12,22 @@
 
 namespace zaya {
 
-struct MoeWeights {
-  const float *down_w, *down_b;   // [R, E], [R]
-  const float* states_scale;      // [R] γ of EDA; nullptr on the first MoE stage (no EDA)
-  const float* rms_w;             // [R]
-  const float *mlp0_w, *mlp0_b;   // [R, R], [R]
-  const float *mlp2_w, *mlp2_b;   // [R, R], [R]
-  const float* mlp4_w;            // [X+1, R]
-  const float* balancing_biases;  // [X+1], selection only
-  std::vector<const float*> fc1;  // X × [2F, E]
-  std::vector<const float*> fc2;  // X × [E, F]
+// A MoE stage's tensors: its weights (MoeWeights, read) or their gradients (MoeGrads, added
+// into), the same fields for both so that one binding fills either.
+template <class P>
+struct MoeTensors {
+  P down_w, down_b;    // [R, E], [R]
+  P states_scale;      // [R] γ of EDA; nullptr on the first MoE stage (no EDA)
+  P rms_w;             // [R]
+  P mlp0_w, mlp0_b;    // [R, R], [R]
+  P mlp2_w, mlp2_b;    // [R, R], [R]
+  P mlp4_w;            // [X+1, R]
+  P balancing_biases;  // [X+1], selection only (no gradient: its MoeGrads slot goes unused)
+  std::vector<P> fc1;  // X × [2F, E]
+  std::vector<P> fc2;  // X × [E, F]
 };
-
-struct MoeGrads {
-  float *down_w, *down_b, *states_scale, *rms_w, *mlp0_w, *mlp0_b, *mlp2_w, *mlp2_b, *mlp4_w;
-  std::vector<float*> fc1, fc2;
-};
+using MoeWeights = MoeTensors<const float*>;
+using MoeGrads = MoeTensors<float*>;
 
 struct MoeActivations {
   const float* x = nullptr;           // [N, E] normalised stage input (caller-owned)

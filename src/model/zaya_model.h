@@ -17,6 +17,7 @@
 #include "model/config.h"
 #include "model/context_shard.h"
 #include "model/moe.h"
+#include "model/parameter_placement.h"
 #include "model/params.h"
 
 namespace zaya {
@@ -26,8 +27,12 @@ class ZayaModel {
   explicit ZayaModel(const ModelConfig& config);
 
   const ModelConfig& config() const { return config_; }
-  ParamStore& params() { return params_; }
-  const ParamStore& params() const { return params_; }
+  ParamStore& params() { return placement_.params(); }
+  const ParamStore& params() const { return placement_.params(); }
+  // Where the parameters and gradients live (host, the backend's memory, bf16 storage), and the
+  // moves between those places: model/parameter_placement.h.
+  ParameterPlacement& placement() { return placement_; }
+  const ParameterPlacement& placement() const { return placement_; }
 
   // tokens[B·S] (row-major [B, S]); targets[B·S] with cpu::kIgnoreIndex where no loss is taken.
   // Returns the mean loss over the non-ignored targets (0 if there are none). With an empty
@@ -69,72 +74,11 @@ class ZayaModel {
   // step's arena there too. The host ParamStore stays the master: forward() copies the weights
   // over, backward() computes the gradients there and adds them to params().grads() at its end
   // (so set_gradients_final reports only offset 0, then, unless the parameters are resident:
-  // see set_resident). logits(), routes() and route_probs()
-  // copy to the host. Context parallelism runs on host-memory backends only.
+  // placement().set_resident). logits(), routes() and route_probs() copy to the host. Context
+  // parallelism runs on host-memory backends only. The parameters' side of it (their copies,
+  // residency, bf16 storage) is the placement's.
   void set_backend(const Backend& backend);
-  const Backend& backend() const { return *be_; }
-
-  // On a backend of its own memory: keep the parameters there between steps, for a training loop
-  // whose optimizer runs on the backend too (optim/optimizer.h). forward() then reads the
-  // backend's weights as they are, backward() adds into the backend's gradients and leaves them
-  // there, and zero_grads() zeroes them there: nothing crosses per micro-batch but the tokens.
-  // The host ParamStore becomes a copy, refreshed by pull_weights() and sent back by
-  // push_weights(). Turning it on sends the weights over and zeroes the gradients. Host-memory
-  // backends have one copy already: there, these calls only zero the gradients or do nothing.
-  void set_resident(bool resident);
-  bool resident() const { return resident_ && !be_->host_memory(); }
-  // The weights and gradients the ops use, in the backend's memory (the ParamStore's on the host).
-  // Not with bf16 weight storage, where the weights are not one fp32 buffer (master_weights()).
-  float* backend_weights();
-  // Not with bf16 gradients (load_grads).
-  float* backend_grads();
-  void zero_grads();
-  void push_weights();                         // host → backend, every weight
-  void push_weights(size_t offset, size_t n);  // host → backend, flat [offset, offset + n)
-  void pull_weights();                         // backend → host, every weight
-
-  // bf16 weight storage, for a backend whose products take bf16 weights (Backend::bf16_weights):
-  // the weights of the products (the Muon matrices and the tied embedding, which is also
-  // gathered) live in the backend's memory as bf16 alone, the other tensors (norms, biases,
-  // convolutions, scales: a few per mille of the parameters) in fp32, and the fp32 master
-  // weights of the flat range [master_begin, master_end) (the rank's ZeRO-1 range, which its
-  // optimizer updates) beside them: 2 bytes per parameter plus 4 per parameter of the range,
-  // where full fp32 weights and their bf16 copy take 6. The products read the bf16 values the
-  // fp32 path would round them to, so the two paths compute the same bits.
-  //
-  // Takes effect on a backend with bf16 weights and its own memory (now or at the next
-  // set_backend); elsewhere the weights stay one fp32 buffer. The trainer then updates
-  // master_weights() and writes every range it changes back with store_weights; push_weights
-  // and pull_weights convert (the host copy holds the master values in the range and the stored
-  // values elsewhere).
-  //
-  // With bf16_gradients the Muon matrices' gradients are kept in bf16 too (2 bytes each instead
-  // of 4; every other gradient stays fp32, the embedding's among them): each product's backward
-  // adds its fp32 result into them with one rounding, so accumulating micro-batches rounds once
-  // per micro-batch. Needs resident parameters; the gradients are then read with load_grads.
-  void set_bf16_weight_storage(size_t master_begin, size_t master_end, bool bf16_gradients = false);
-  bool bf16_weight_storage() const { return !stored_runs_.empty(); }  // in effect
-  bool bf16_gradients() const { return bf16_weight_storage() && bf16_grads_wanted_; }
-  // The gradients of flat [offset, offset + n) as fp32 into dst (backend memory), from wherever
-  // they are kept (the bf16 ones widened); with fp32 gradients a copy of backend_grads().
-  void load_grads(size_t offset, size_t n, float* dst);
-  // Every gradient = value (the bf16 ones rounded): the trainer's NaN drill.
-  void fill_grads(float value);
-  float* master_weights() { return dev_master_.floats(); }  // [end − begin]
-  // Writes flat [offset, offset + n) from fp32 values in the backend's memory: the bf16 tensors
-  // rounded, the others copied (not the master weights).
-  void store_weights(size_t offset, size_t n, const float* values);
-  // ZeRO-1's all-gather in bf16 (Zero1Sync::WeightCodec): the values of flat [offset, offset + n)
-  // travel as the bf16 of the bf16 tensors plus, in order, the fp32 tensors' values (a few per
-  // mille). fp32_count: how many of those; pack_weights: the two parts of fp32 values (the
-  // master's); store_packed_weights: the inverse, into the storage. Backend memory throughout.
-  int64_t fp32_count(size_t offset, size_t n) const;
-  void pack_weights(size_t offset, size_t n, const float* values, uint16_t* bf16,
-                    float* fp32) const;
-  void store_packed_weights(size_t offset, size_t n, const uint16_t* bf16, const float* fp32);
-  // Bytes of weights in the backend's memory (fp32 buffer, or bf16 + fp32 + master).
-  size_t weight_bytes() const;
-  size_t grad_bytes() const;  // and of gradients (fp32 buffer, or bf16 + fp32)
+  const Backend& backend() const { return placement_.backend(); }
 
   // RoPE base for the following forward() calls (curriculum phases change it).
   void set_rope_theta(double theta);
@@ -170,16 +114,16 @@ class ZayaModel {
  private:
   friend class BatchDecoder;  // infer/batch_decoder.h: reads the stage weights and prefill
                               // activations
-  struct Stage {
-    const float *norm_w, *hs, *hb, *rs, *rb;
-    CcaWeights cca{};
-    MoeWeights moe{};
+  // A stage's tensors: its weights (Stage, read by the forward and backward) or their gradients
+  // (StageGrads, added into by the backward), filled by one binding (bind_stage).
+  template <class P>
+  struct StageTensors {
+    P norm_w, hs, hb, rs, rb;
+    CcaTensors<P> cca{};
+    MoeTensors<P> moe{};
   };
-  struct StageGrads {
-    float *norm_w, *hs, *hb, *rs, *rb;
-    CcaGrads cca{};
-    MoeGrads moe{};
-  };
+  using Stage = StageTensors<const float*>;
+  using StageGrads = StageTensors<float*>;
   struct StageActivations {
     float* r = nullptr;     // merged residual r_i [N, E]
     float* rstd = nullptr;  // [N]
@@ -191,25 +135,17 @@ class ZayaModel {
     float* kept_state = nullptr;    // with recompute: its router state [N, R]
   };
 
-  // Points the stage views at the weights and gradients the ops use (weight_address and
-  // grad_address: the ParamStore's, their copies in a backend's memory, or the bf16 storage).
+  // Points the stage views at the weights and gradients the ops use (the placement's
+  // weight_address and grad_address); ensure_bound does when the placement's layout changed
+  // since (forward, backward and the decoder call it before they read the views).
   void bind_weights();
-  const float* weights_base() const;
-  // The address the ops read the weight at flat `offset` from: weights_base() + offset, or with
-  // bf16 weight storage the reserved address (bf16 tensors) or the fp32 tensors' buffer.
-  const float* weight_address(size_t offset) const;
-  // The same for the gradient the backward adds into at flat `offset`: grads_base() + offset,
-  // or with bf16 gradients the reserved address or the fp32 gradients' buffer.
-  float* grad_address(size_t offset);
-  // Releases every copy of the parameters in a backend's memory (and the storage's layout).
-  void release_device_parameters();
-  // Lays out the bf16 weight storage in the backend's memory (set_backend then fills it).
-  void lay_out_bf16_storage();
-  // Moves host [offset, offset + n) into the storage (push) or back (pull), through the staging
-  // buffer, a chunk at a time.
-  void push_stored(size_t offset, size_t n);
-  void pull_stored();
-  float* grads_base();
+  void ensure_bound() {
+    if (bound_layout_ != placement_.layout_version()) bind_weights();
+  }
+  // Stage i's views of the tensors at the addresses `at` gives for flat offsets.
+  template <class P, class Address>
+  StageTensors<P> bind_stage(int i, Address at) const;
+  const Backend& be() const { return placement_.backend(); }
   // RMSNorm of stage i's merged residual and its block (CCA or MoE) into h [N, E]; fills
   // acts_[i] but r and h. Used by forward() and, with recompute, by backward().
   // With merge_from (the previous stage's h and r), the merge into acts_[i].r comes first, fused
@@ -228,34 +164,15 @@ class ZayaModel {
   void rope_for(int S);
 
   ModelConfig config_;
-  ParamStore params_;
-  const Backend* be_ = &cpu_backend();
-  // With a backend of its own memory (set_backend): the parameters' copies there, and the
-  // arena's memory (declared before arena_, which releases its blocks through it).
-  BackendBuffer dev_weights_, dev_grads_;
-  bool resident_ = false;  // see set_resident
-  // bf16 weight storage (set_bf16_weight_storage): the flat layout as runs of tensors of one
-  // kind, the reserved fp32 addresses of the bf16 ones, and the buffers.
-  struct StoredRun {
-    size_t begin = 0, n = 0;  // flat [begin, begin + n)
-    bool bf16 = false;        // the weights in bf16 (else in dev_w32_ at fp32_at)
-    bool bf16_grads = false;  // the gradients in bf16 (else in dev_g32_ at grad_fp32_at)
-    size_t fp32_at = 0, grad_fp32_at = 0;
-  };
-  const StoredRun& stored_run(size_t offset) const;
-  // fn(run, lo, hi) for each run's part [lo, hi) of flat [offset, offset + n), in order.
-  void for_each_run(size_t offset, size_t n,
-                    const std::function<void(const StoredRun*, size_t, size_t)>& fn) const;
-  bool bf16_storage_wanted_ = false, bf16_grads_wanted_ = false;
-  size_t master_begin_ = 0, master_end_ = 0;
-  std::vector<StoredRun> stored_runs_;
-  ReservedAddresses weight_addresses_, grad_addresses_;
-  BackendBuffer dev_w16_, dev_w32_, dev_master_, dev_staging_, dev_g16_, dev_g32_;
+  ParameterPlacement placement_;
+  // With a backend of its own memory (set_backend): the arena's memory there (declared before
+  // arena_, which releases its blocks through it).
   std::unique_ptr<ArenaMemory> arena_memory_;
   // final_from_[i]: the lowest flat offset above every tensor whose gradient stages i-1 … 0 and
   // the embedding still write (final_from_[L]: above every stage); see set_gradients_final.
   std::vector<int64_t> final_from_;
   std::function<void(int64_t)> gradients_final_;
+  uint64_t bound_layout_ = 0;  // the placement's layout_version the views were bound at
   std::vector<Stage> stages_;
   std::vector<StageGrads> grads_;
   Arena arena_;

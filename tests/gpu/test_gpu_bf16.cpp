@@ -186,17 +186,17 @@ TEST(GpuBf16, StoredWeightsGiveTheBitsOfTheRoundedCopy) {
   const size_t n = copy.params().size();
   std::copy_n(copy.params().weights(), n, stored.params().weights());
   copy.set_backend(cuda_bf16_backend());
-  copy.set_resident(true);
-  stored.set_bf16_weight_storage(0, n);
+  copy.placement().set_resident(true);
+  stored.placement().set_bf16_weight_storage(0, n);
   stored.set_backend(cuda_bf16_backend());
-  stored.set_resident(true);
-  ASSERT_TRUE(stored.bf16_weight_storage());
+  stored.placement().set_resident(true);
+  ASSERT_TRUE(stored.placement().bf16_weight_storage());
   auto step = [&](ZayaModel& m) {
-    m.zero_grads();
+    m.placement().zero_grads();
     const float loss = m.forward(tokens, targets, B, S);
     m.backward();
     Floats g(n);
-    cuda_bf16_backend().to_host(g.data(), m.backend_grads(), sizeof(float) * n);
+    cuda_bf16_backend().to_host(g.data(), m.placement().backend_grads(), sizeof(float) * n);
     return std::make_pair(loss, g);
   };
   const auto [copy_loss, copy_grads] = step(copy);
@@ -208,8 +208,8 @@ TEST(GpuBf16, StoredWeightsGiveTheBitsOfTheRoundedCopy) {
   Floats h(copy.params().weights(), copy.params().weights() + n);
   for (float& x : h) x *= 0.5f;
   halved.upload(h);
-  cuda::copy_on_device(copy.backend_weights(), halved.get(), sizeof(float) * n);
-  stored.store_weights(0, n, halved.get());
+  cuda::copy_on_device(copy.placement().backend_weights(), halved.get(), sizeof(float) * n);
+  stored.placement().store_weights(0, n, halved.get());
   EXPECT_EQ(step(stored).first, step(copy).first);
 }
 
@@ -226,30 +226,31 @@ TEST(GpuBf16, Bf16GradientsRoundOncePerMicroBatch) {
   randomise_weights(each.params(), 3, 9);
   const size_t n = each.params().size();
   std::copy_n(each.params().weights(), n, stored.params().weights());
-  each.set_bf16_weight_storage(0, n, /*bf16_gradients=*/false);
-  stored.set_bf16_weight_storage(0, n, /*bf16_gradients=*/true);
+  each.placement().set_bf16_weight_storage(0, n, /*bf16_gradients=*/false);
+  stored.placement().set_bf16_weight_storage(0, n, /*bf16_gradients=*/true);
   for (ZayaModel* m : {&each, &stored}) {
     m->set_backend(cuda_bf16_backend());
-    m->set_resident(true);
+    m->placement().set_resident(true);
   }
-  ASSERT_TRUE(stored.bf16_gradients() && !each.bf16_gradients());
+  ASSERT_TRUE(stored.placement().bf16_gradients() && !each.placement().bf16_gradients());
   Floats alone[2];
-  stored.zero_grads();
+  stored.placement().zero_grads();
   for (int k = 0; k < 2; ++k) {
     std::vector<int32_t> tokens(size_t(B) * S);
     for (size_t i = 0; i < tokens.size(); ++i)
       tokens[i] = int32_t((i * 23 + 7 + 13 * size_t(k)) % size_t(config.vocab_size));
     const auto targets = ZayaModel::shifted_targets(tokens, B, S);
-    each.zero_grads();
+    each.placement().zero_grads();
     each.forward(tokens, targets, B, S);
     each.backward(0.5f);
     alone[k].resize(n);
-    cuda_bf16_backend().to_host(alone[k].data(), each.backend_grads(), sizeof(float) * n);
+    cuda_bf16_backend().to_host(alone[k].data(), each.placement().backend_grads(),
+                                sizeof(float) * n);
     stored.forward(tokens, targets, B, S);
     stored.backward(0.5f);
   }
   DeviceBuffer<float> loaded(n);
-  stored.load_grads(0, n, loaded.get());
+  stored.placement().load_grads(0, n, loaded.get());
   const Floats got = loaded.download();
   auto bf16 = [](float x) { return bf16_to_f32(f32_to_bf16(x)); };
   for (const ParamSpec& s : stored.params().registry().specs()) {

@@ -146,8 +146,8 @@ TEST(BackendSeam, ResidentParametersAndOptimizerGiveTheHostPathsBits) {
   test::randomise_weights(host.params(), 5, 6);
   std::copy_n(host.params().weights(), host.params().size(), other.params().weights());
   other.set_backend(be);
-  other.set_resident(true);
-  ASSERT_TRUE(other.resident());
+  other.placement().set_resident(true);
+  ASSERT_TRUE(other.placement().resident());
   Optimizer host_opt(host.params().registry(), oc),
       other_opt(other.params().registry(), oc, nullptr, &be);
   std::vector<float> host_losses, other_losses;
@@ -156,7 +156,7 @@ TEST(BackendSeam, ResidentParametersAndOptimizerGiveTheHostPathsBits) {
     for (ZayaModel* m : {&host, &other}) {
       const bool on_host = m == &host;
       const int64_t before = be.host_reads();
-      m->zero_grads();
+      m->placement().zero_grads();
       float loss = 0;
       for (int micro = 0; micro < 2; ++micro) {
         std::vector<int32_t> tokens(size_t(B) * S);
@@ -166,15 +166,15 @@ TEST(BackendSeam, ResidentParametersAndOptimizerGiveTheHostPathsBits) {
         m->backward(0.5f);
       }
       (on_host ? host_losses : other_losses).push_back(loss);
-      const float norm = on_host
-                             ? host_opt.step(host.params(), 1e-2)
-                             : other_opt.step(other.backend_weights(), other.backend_grads(), 1e-2);
+      const float norm = on_host ? host_opt.step(host.params(), 1e-2)
+                                 : other_opt.step(other.placement().backend_weights(),
+                                                  other.placement().backend_grads(), 1e-2);
       ASSERT_GT(norm, oc.grad_clip);
       if (!on_host) reads += be.host_reads() - before;
     }
   EXPECT_EQ(other_losses, host_losses);
   EXPECT_EQ(reads, 3 * 2 * c.num_moe_stages()) << "only the expert counts cross to the host";
-  other.pull_weights();
+  other.placement().pull_weights();
   EXPECT_TRUE(std::equal(host.params().weights(), host.params().weights() + host.params().size(),
                          other.params().weights()));
   // The backend's copy is the one the forward reads: a host change shows only once pushed.
@@ -184,7 +184,7 @@ TEST(BackendSeam, ResidentParametersAndOptimizerGiveTheHostPathsBits) {
   // (Halved, not zeroed: zero weights make CCA's L2 norms 0/0.)
   for (size_t i = 0; i < other.params().size(); ++i) other.params().weights()[i] *= 0.5f;
   EXPECT_EQ(other.forward(tokens, targets, B, S), before);
-  other.push_weights();
+  other.placement().push_weights();
   EXPECT_NE(other.forward(tokens, targets, B, S), before);
 }
 

@@ -41,10 +41,10 @@ TEST(Bf16WeightStorage, ProductsReadTheWeightsRoundedAndEveryOtherTensorExactly)
     ++rounded_tensors;
   }
   ASSERT_GT(rounded_tensors, 10);
-  stored.set_bf16_weight_storage(0, n);
+  stored.placement().set_bf16_weight_storage(0, n);
   stored.set_backend(be);
-  stored.set_resident(true);
-  ASSERT_TRUE(stored.bf16_weight_storage());
+  stored.placement().set_resident(true);
+  ASSERT_TRUE(stored.placement().bf16_weight_storage());
   const int B = 2, S = 9;
   std::vector<int32_t> tokens(size_t(B) * S);
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t((i * 29 + 3) % c.vocab_size);
@@ -55,7 +55,8 @@ TEST(Bf16WeightStorage, ProductsReadTheWeightsRoundedAndEveryOtherTensorExactly)
   EXPECT_EQ(stored.forward(tokens, targets, B, S), want);
   stored.backward();
   // cpu-as-device's memory is the host's: the gradients can be read where they are.
-  EXPECT_TRUE(std::equal(host.params().grads(), host.params().grads() + n, stored.backend_grads()))
+  EXPECT_TRUE(std::equal(host.params().grads(), host.params().grads() + n,
+                         stored.placement().backend_grads()))
       << "the gradients of the stored model are the rounded host model's";
   // And not the unrounded model's: the rounding is live.
   ZayaModel exact(c);
@@ -81,10 +82,10 @@ TEST(Bf16WeightStorage, Bf16GradientsRoundOncePerMicroBatch) {
           m->params().weights()[s.offset + size_t(i)] =
               rounded(m->params().weights()[s.offset + size_t(i)]);
   }
-  stored.set_bf16_weight_storage(0, n, /*bf16_gradients=*/true);
+  stored.placement().set_bf16_weight_storage(0, n, /*bf16_gradients=*/true);
   stored.set_backend(be);
-  stored.set_resident(true);
-  ASSERT_TRUE(stored.bf16_gradients());
+  stored.placement().set_resident(true);
+  ASSERT_TRUE(stored.placement().bf16_gradients());
   const int B = 2, S = 7;
   std::vector<int32_t> tokens[2];
   for (int k = 0; k < 2; ++k) {
@@ -93,7 +94,7 @@ TEST(Bf16WeightStorage, Bf16GradientsRoundOncePerMicroBatch) {
       tokens[k][i] = int32_t((i * 17 + 5 + 11 * size_t(k)) % c.vocab_size);
   }
   std::vector<float> alone[2];
-  stored.zero_grads();
+  stored.placement().zero_grads();
   both.params().zero_grads();
   for (int k = 0; k < 2; ++k) {
     const auto targets = ZayaModel::shifted_targets(tokens[k], B, S);
@@ -107,7 +108,7 @@ TEST(Bf16WeightStorage, Bf16GradientsRoundOncePerMicroBatch) {
     stored.backward(0.5f);
   }
   std::vector<float> got(n);
-  stored.load_grads(0, n, got.data());  // cpu-as-device's memory is the host's
+  stored.placement().load_grads(0, n, got.data());  // cpu-as-device's memory is the host's
   size_t rounded_values = 0;
   for (const ParamSpec& s : stored.params().registry().specs())
     for (int64_t i = 0; i < s.numel; ++i) {
@@ -120,9 +121,9 @@ TEST(Bf16WeightStorage, Bf16GradientsRoundOncePerMicroBatch) {
     }
   EXPECT_GT(rounded_values, n / 2) << "the bf16 gradients are rounded";
   // The gradients live in bf16 and fp32 buffers: there is no one fp32 buffer to hand out.
-  EXPECT_THROW(stored.backend_grads(), Error);
-  stored.fill_grads(2.0f);
-  stored.load_grads(0, n, got.data());
+  EXPECT_THROW(stored.placement().backend_grads(), Error);
+  stored.placement().fill_grads(2.0f);
+  stored.placement().load_grads(0, n, got.data());
   EXPECT_TRUE(std::all_of(got.begin(), got.end(), [](float x) { return x == 2.0f; }));
 }
 
@@ -135,12 +136,13 @@ TEST(Bf16WeightStorage, PullGivesTheMasterRangeExactlyAndTheStoredValuesElsewher
   const std::vector<float> original(m.params().weights(), m.params().weights() + n);
   const size_t lo = n / 3, hi = 2 * n / 3;
   m.set_backend(be);
-  m.set_bf16_weight_storage(lo, hi);  // after set_backend: laid out now, from the host copy
-  ASSERT_TRUE(m.bf16_weight_storage());
-  EXPECT_TRUE(
-      std::equal(original.begin() + long(lo), original.begin() + long(hi), m.master_weights()));
+  m.placement().set_bf16_weight_storage(lo,
+                                        hi);  // after set_backend: laid out now, from the host copy
+  ASSERT_TRUE(m.placement().bf16_weight_storage());
+  EXPECT_TRUE(std::equal(original.begin() + long(lo), original.begin() + long(hi),
+                         m.placement().master_weights()));
   std::fill_n(m.params().weights(), n, 0.0f);
-  m.pull_weights();
+  m.placement().pull_weights();
   size_t inexact = 0;
   for (const ParamSpec& s : m.params().registry().specs())
     for (int64_t i = 0; i < s.numel; ++i) {
@@ -153,14 +155,14 @@ TEST(Bf16WeightStorage, PullGivesTheMasterRangeExactlyAndTheStoredValuesElsewher
   EXPECT_GT(inexact, n / 3) << "outside the range the bf16 tensors come back rounded";
   // store_weights writes a flat range from fp32 values: rounded into the bf16 tensors.
   std::vector<float> values(n, 1.0f + 1.0f / 1024);  // not a bf16 value: rounds to 1
-  m.store_weights(0, n, values.data());
-  m.pull_weights();
+  m.placement().store_weights(0, n, values.data());
+  m.placement().pull_weights();
   const ParamSpec& emb = m.params().registry().get("model.embed_tokens.weight");
   const ParamSpec& norm = m.params().registry().get("model.final_norm.weight");
   EXPECT_EQ(m.params().weights()[emb.offset], 1.0f);
   EXPECT_EQ(m.params().weights()[norm.offset], values[0]);
   try {
-    m.store_weights(n - 1, 2, values.data());
+    m.placement().store_weights(n - 1, 2, values.data());
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("is outside the"), std::string::npos) << e.what();
@@ -171,15 +173,15 @@ TEST(Bf16WeightStorage, OnlyOnABackendWithBf16WeightsAndItsOwnMemory) {
   const ModelConfig c = test::tiny_config();
   const CpuAsDeviceBackend fp32(false), bf16(true);  // before the model, which they outlive
   ZayaModel m(c);
-  m.set_bf16_weight_storage(0, m.params().size());
-  EXPECT_FALSE(m.bf16_weight_storage()) << "the CPU backend: host memory";
+  m.placement().set_bf16_weight_storage(0, m.params().size());
+  EXPECT_FALSE(m.placement().bf16_weight_storage()) << "the CPU backend: host memory";
   m.set_backend(fp32);
-  EXPECT_FALSE(m.bf16_weight_storage()) << "products in fp32";
-  EXPECT_NE(m.backend_weights(), nullptr);
+  EXPECT_FALSE(m.placement().bf16_weight_storage()) << "products in fp32";
+  EXPECT_NE(m.placement().backend_weights(), nullptr);
   m.set_backend(bf16);
-  EXPECT_TRUE(m.bf16_weight_storage());
+  EXPECT_TRUE(m.placement().bf16_weight_storage());
   try {
-    m.backend_weights();
+    m.placement().backend_weights();
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("not one fp32 buffer"), std::string::npos) << e.what();

@@ -195,7 +195,7 @@ TEST_P(MoeLayer, GradientsMatchFiniteDifferences) {
       g2b(m2b.size()), g4w(m4w.size());
   std::vector<std::vector<float>> gfc1(X), gfc2(X);
   MoeGrads grads{gdw.data(), gdb.data(), gg.data(),  grms.data(), g0w.data(), g0b.data(),
-                 g2w.data(), g2b.data(), g4w.data(), {},          {}};
+                 g2w.data(), g2b.data(), g4w.data(), nullptr,     {},         {}};
   for (int e = 0; e < X; ++e) {
     gfc1[e].assign(fc1[e].size(), 0.0f);
     gfc2[e].assign(fc2[e].size(), 0.0f);

@@ -1,10 +1,12 @@
-// ZayaModel's bf16 weight storage (zaya_model.h, set_bf16_weight_storage): the layout of the
-// flat parameters as runs of bf16 and fp32 tensors, the addresses the ops read, and the moves
-// between the host's fp32 copy and the backend's buffers.
+// Where the parameters live (parameter_placement.h): the host's ParamStore, its copies in a
+// backend's memory, and the bf16 weight storage (the flat parameters as runs of bf16 and fp32
+// tensors, the addresses the ops read, and the moves between the host's fp32 copy and the
+// backend's buffers).
 #include <algorithm>
 
+#include "backend/cpu/cpu_backend.h"
 #include "core/error.h"
-#include "model/zaya_model.h"
+#include "model/parameter_placement.h"
 
 namespace zaya {
 
@@ -15,10 +17,118 @@ constexpr size_t kStagingFloats = size_t(1) << 22;
 
 }  // namespace
 
-void ZayaModel::set_bf16_weight_storage(size_t master_begin, size_t master_end,
-                                        bool bf16_gradients) {
+ParameterPlacement::ParameterPlacement(const ModelConfig& config)
+    : params_(config), be_(&cpu_backend()) {}
+
+void ParameterPlacement::set_backend(const Backend& backend) {
+  be_ = &backend;
+  // The old buffers go first, so that the new ones never sit beside them.
+  release_device_parameters();
+  if (!backend.host_memory()) {
+    const size_t bytes = sizeof(float) * params_.size();
+    if (bf16_storage_wanted_ && backend.bf16_weights()) {
+      if (!bf16_grads_wanted_) dev_grads_ = BackendBuffer(backend, bytes);
+      lay_out_bf16_storage();  // the weights come with the next push
+    } else {
+      dev_grads_ = BackendBuffer(backend, bytes);
+      dev_weights_ = BackendBuffer(backend, bytes);
+    }
+  }
+  layout_changed();
+  if (!backend.host_memory() && resident_) set_resident(true);  // the new memory gets the weights
+}
+
+void ParameterPlacement::release_device_parameters() {
+  for (BackendBuffer* b : {&dev_weights_, &dev_grads_, &dev_w16_, &dev_w32_, &dev_master_,
+                           &dev_staging_, &dev_g16_, &dev_g32_})
+    b->reset();
+  weight_addresses_.reset();
+  grad_addresses_.reset();
+  stored_runs_.clear();
+}
+
+void ParameterPlacement::set_resident(bool resident) {
+  resident_ = resident;
+  if (!this->resident()) return;
+  push_weights();
+  zero_grads();
+}
+
+void ParameterPlacement::zero_grads() {
+  if (bf16_gradients()) {
+    be_->fill_zero(dev_g16_.get(), dev_g16_.bytes());
+    be_->fill_zero(dev_g32_.get(), dev_g32_.bytes());
+  } else if (resident()) {
+    be_->fill_zero(dev_grads_.floats(), dev_grads_.bytes());
+  } else {
+    params_.zero_grads();
+  }
+}
+
+float* ParameterPlacement::backend_grads() {
+  ZAYA_CHECK(!bf16_gradients(),
+             "ParameterPlacement::backend_grads: with bf16 gradients the gradients are not one "
+             "fp32 buffer "
+             "(load_grads())");
+  return grads_base();
+}
+
+void ParameterPlacement::push_weights() {
+  push_weights(0, params_.size());
+}
+
+void ParameterPlacement::push_weights(size_t offset, size_t n) {
+  ZAYA_CHECK(offset + n <= params_.size(), "ParameterPlacement::push_weights: [", offset, ", ",
+             offset + n, ") is outside the ", params_.size(), " parameters");
+  if (bf16_weight_storage())
+    push_stored(offset, n);
+  else if (!be_->host_memory())
+    be_->to_device(dev_weights_.floats() + offset, params_.weights() + offset, sizeof(float) * n);
+}
+
+void ParameterPlacement::pull_weights() {
+  if (bf16_weight_storage())
+    pull_stored();
+  else if (!be_->host_memory())
+    be_->to_host(params_.weights(), dev_weights_.floats(), sizeof(float) * params_.size());
+}
+
+float* ParameterPlacement::backend_weights() {
+  ZAYA_CHECK(
+      !bf16_weight_storage(),
+      "ParameterPlacement::backend_weights: with bf16 weight storage the weights are not one fp32 "
+      "buffer (master_weights(), store_weights())");
+  return const_cast<float*>(weights_base());
+}
+
+const float* ParameterPlacement::weights_base() const {
+  return be_->host_memory() ? params_.weights() : dev_weights_.floats();
+}
+
+float* ParameterPlacement::grads_base() {
+  return be_->host_memory() ? params_.grads() : dev_grads_.floats();
+}
+
+const float* ParameterPlacement::stored_weight_addresses() const {
+  return static_cast<const float*>(weight_addresses_.get());
+}
+
+const uint16_t* ParameterPlacement::stored_bf16_weights() const {
+  return static_cast<const uint16_t*>(dev_w16_.get());
+}
+
+const float* ParameterPlacement::stored_grad_addresses() const {
+  return static_cast<const float*>(grad_addresses_.get());
+}
+
+uint16_t* ParameterPlacement::stored_bf16_grads() {
+  return static_cast<uint16_t*>(dev_g16_.get());
+}
+
+void ParameterPlacement::set_bf16_weight_storage(size_t master_begin, size_t master_end,
+                                                 bool bf16_gradients) {
   ZAYA_CHECK(master_begin <= master_end && master_end <= params_.size(),
-             "ZayaModel::set_bf16_weight_storage: the master range [", master_begin, ", ",
+             "ParameterPlacement::set_bf16_weight_storage: the master range [", master_begin, ", ",
              master_end, ") is not inside the ", params_.size(), " parameters");
   bf16_storage_wanted_ = true;
   bf16_grads_wanted_ = bf16_gradients;
@@ -32,7 +142,7 @@ void ZayaModel::set_bf16_weight_storage(size_t master_begin, size_t master_end,
   }
 }
 
-void ZayaModel::lay_out_bf16_storage() {
+void ParameterPlacement::lay_out_bf16_storage() {
   const size_t n = params_.size();
   stored_runs_.clear();
   size_t fp32 = 0, grad_fp32 = 0;
@@ -67,17 +177,16 @@ void ZayaModel::lay_out_bf16_storage() {
     dev_g32_.reset();
     grad_addresses_.reset();
   }
-  bind_weights();
 }
 
-const ZayaModel::StoredRun& ZayaModel::stored_run(size_t offset) const {
+const ParameterPlacement::StoredRun& ParameterPlacement::stored_run(size_t offset) const {
   auto it = std::upper_bound(stored_runs_.begin(), stored_runs_.end(), offset,
                              [](size_t o, const StoredRun& r) { return o < r.begin; });
   ZAYA_CHECK(it != stored_runs_.begin(), "bf16 weight storage: no run holds offset ", offset);
   return *(it - 1);
 }
 
-void ZayaModel::for_each_run(
+void ParameterPlacement::for_each_run(
     size_t offset, size_t n,
     const std::function<void(const StoredRun*, size_t, size_t)>& fn) const {
   const size_t end = offset + n;
@@ -86,23 +195,23 @@ void ZayaModel::for_each_run(
     fn(r, std::max(r->begin, offset), std::min(r->begin + r->n, end));
 }
 
-const float* ZayaModel::weight_address(size_t offset) const {
+const float* ParameterPlacement::weight_address(size_t offset) const {
   if (!bf16_weight_storage()) return weights_base() + offset;
   const StoredRun& r = stored_run(offset);
   if (r.bf16) return static_cast<const float*>(weight_addresses_.get()) + offset;
   return dev_w32_.floats() + r.fp32_at + (offset - r.begin);
 }
 
-float* ZayaModel::grad_address(size_t offset) {
+float* ParameterPlacement::grad_address(size_t offset) {
   if (!bf16_gradients()) return grads_base() + offset;
   const StoredRun& r = stored_run(offset);
   if (r.bf16_grads) return static_cast<float*>(grad_addresses_.get()) + offset;
   return dev_g32_.floats() + r.grad_fp32_at + (offset - r.begin);
 }
 
-void ZayaModel::load_grads(size_t offset, size_t n, float* dst) {
-  ZAYA_CHECK(offset + n <= params_.size(), "ZayaModel::load_grads: [", offset, ", ", offset + n,
-             ") is outside the ", params_.size(), " parameters");
+void ParameterPlacement::load_grads(size_t offset, size_t n, float* dst) {
+  ZAYA_CHECK(offset + n <= params_.size(), "ParameterPlacement::load_grads: [", offset, ", ",
+             offset + n, ") is outside the ", params_.size(), " parameters");
   if (!bf16_gradients()) {
     be_->copy(dst, grads_base() + offset, sizeof(float) * n);
     return;
@@ -117,7 +226,7 @@ void ZayaModel::load_grads(size_t offset, size_t n, float* dst) {
   });
 }
 
-void ZayaModel::fill_grads(float value) {
+void ParameterPlacement::fill_grads(float value) {
   if (!bf16_gradients()) {
     be_->fill(grads_base(), params_.size(), value);
     return;
@@ -131,10 +240,10 @@ void ZayaModel::fill_grads(float value) {
     be_->round_to_bf16(g16 + at, dev_staging_.floats(), std::min(chunk, n - at));
 }
 
-void ZayaModel::store_weights(size_t offset, size_t n, const float* values) {
-  ZAYA_CHECK(bf16_weight_storage(), "ZayaModel::store_weights needs bf16 weight storage");
-  ZAYA_CHECK(offset + n <= params_.size(), "ZayaModel::store_weights: [", offset, ", ", offset + n,
-             ") is outside the ", params_.size(), " parameters");
+void ParameterPlacement::store_weights(size_t offset, size_t n, const float* values) {
+  ZAYA_CHECK(bf16_weight_storage(), "ParameterPlacement::store_weights needs bf16 weight storage");
+  ZAYA_CHECK(offset + n <= params_.size(), "ParameterPlacement::store_weights: [", offset, ", ",
+             offset + n, ") is outside the ", params_.size(), " parameters");
   auto* w16 = static_cast<uint16_t*>(dev_w16_.get());
   for_each_run(offset, n, [&](const StoredRun* r, size_t lo, size_t hi) {
     if (r->bf16)
@@ -145,8 +254,8 @@ void ZayaModel::store_weights(size_t offset, size_t n, const float* values) {
   });
 }
 
-int64_t ZayaModel::fp32_count(size_t offset, size_t n) const {
-  ZAYA_CHECK(bf16_weight_storage(), "ZayaModel::fp32_count needs bf16 weight storage");
+int64_t ParameterPlacement::fp32_count(size_t offset, size_t n) const {
+  ZAYA_CHECK(bf16_weight_storage(), "ParameterPlacement::fp32_count needs bf16 weight storage");
   // fp32 values below flat x: the fp32 runs before x's run (its fp32_at) and x's own part.
   auto below = [&](size_t x) -> size_t {
     if (x >= params_.size()) return dev_w32_.bytes() / sizeof(float);
@@ -156,8 +265,8 @@ int64_t ZayaModel::fp32_count(size_t offset, size_t n) const {
   return int64_t(below(offset + n) - below(offset));
 }
 
-void ZayaModel::pack_weights(size_t offset, size_t n, const float* values, uint16_t* bf16,
-                             float* fp32) const {
+void ParameterPlacement::pack_weights(size_t offset, size_t n, const float* values, uint16_t* bf16,
+                                      float* fp32) const {
   size_t e = 0;
   for_each_run(offset, n, [&](const StoredRun* r, size_t lo, size_t hi) {
     if (r->bf16) {
@@ -169,10 +278,10 @@ void ZayaModel::pack_weights(size_t offset, size_t n, const float* values, uint1
   });
 }
 
-void ZayaModel::store_packed_weights(size_t offset, size_t n, const uint16_t* bf16,
-                                     const float* fp32) {
-  ZAYA_CHECK(offset + n <= params_.size(), "ZayaModel::store_packed_weights: [", offset, ", ",
-             offset + n, ") is outside the ", params_.size(), " parameters");
+void ParameterPlacement::store_packed_weights(size_t offset, size_t n, const uint16_t* bf16,
+                                              const float* fp32) {
+  ZAYA_CHECK(offset + n <= params_.size(), "ParameterPlacement::store_packed_weights: [", offset,
+             ", ", offset + n, ") is outside the ", params_.size(), " parameters");
   auto* w16 = static_cast<uint16_t*>(dev_w16_.get());
   size_t e = 0;
   for_each_run(offset, n, [&](const StoredRun* r, size_t lo, size_t hi) {
@@ -186,7 +295,7 @@ void ZayaModel::store_packed_weights(size_t offset, size_t n, const uint16_t* bf
   });
 }
 
-void ZayaModel::push_stored(size_t offset, size_t n) {
+void ParameterPlacement::push_stored(size_t offset, size_t n) {
   const float* host = params_.weights();
   const size_t chunk = dev_staging_.bytes() / sizeof(float);
   for (size_t at = offset; at < offset + n; at += chunk) {
@@ -200,7 +309,7 @@ void ZayaModel::push_stored(size_t offset, size_t n) {
                    sizeof(float) * (hi - lo));
 }
 
-void ZayaModel::pull_stored() {
+void ParameterPlacement::pull_stored() {
   float* host = params_.weights();
   const size_t n = params_.size(), chunk = dev_staging_.bytes() / sizeof(float);
   const auto* w16 = static_cast<const uint16_t*>(dev_w16_.get());
@@ -222,13 +331,13 @@ void ZayaModel::pull_stored() {
                  sizeof(float) * (master_end_ - master_begin_));
 }
 
-size_t ZayaModel::weight_bytes() const {
+size_t ParameterPlacement::weight_bytes() const {
   if (be_->host_memory()) return 0;
   if (!bf16_weight_storage()) return dev_weights_.bytes();
   return dev_w16_.bytes() + dev_w32_.bytes() + dev_master_.bytes() + dev_staging_.bytes();
 }
 
-size_t ZayaModel::grad_bytes() const {
+size_t ParameterPlacement::grad_bytes() const {
   if (be_->host_memory()) return 0;
   return dev_grads_.bytes() + dev_g16_.bytes() + dev_g32_.bytes();
 }

@@ -1,0 +1,114 @@
+#include "optim/parameter_update.h"
+
+#include <chrono>
+
+#include "core/error.h"
+#include "dist/communicator.h"
+
+namespace zaya {
+
+ParameterUpdate::ParameterUpdate(ParameterPlacement& placement, const OptimConfig& config,
+                                 dist::Communicator* comm, dist::Communicator* data_comm,
+                                 int64_t bucket_floats)
+    : placement_(placement),
+      be_(placement.backend()),
+      optimizer_(placement.params().registry(), config, comm, &placement.backend(), data_comm) {
+  const int64_t n = int64_t(placement_.params().size());
+  const int world = comm ? comm->world_size() : 1, rank = comm ? comm->rank() : 0;
+  const ShardLayout range{n, world, rank};
+  ZAYA_CHECK(optimizer_.shard().begin() == range.begin() && optimizer_.shard().end() == range.end(),
+             "ParameterUpdate: the optimizer's range differs from the master weights' range");
+  if (world > 1) {
+    zero1_ = std::make_unique<Zero1Sync>(data_comm ? *data_comm : *comm, n, bucket_floats, &be_);
+    shard_grads_ = BackendBuffer(be_, sizeof(float) * size_t(zero1_->layout().size()));
+  } else if (placement_.bf16_gradients()) {  // one rank: every gradient, widened to fp32
+    shard_grads_ = BackendBuffer(be_, sizeof(float) * size_t(n));
+  }
+  // bf16 gradients (the Muon matrices'): read through the placement into ZeRO-1's staging.
+  grad_source_ = [this](int64_t offset, int64_t count, float* dst) {
+    placement_.load_grads(size_t(offset), size_t(count), dst);
+  };
+  // At several ranks the gathered bf16 weights travel as bf16 (the fp32 tensors' values in fp32).
+  codec_.fp32_count = [this](int64_t offset, int64_t count) {
+    return placement_.fp32_count(size_t(offset), size_t(count));
+  };
+  codec_.pack = [this](int64_t offset, int64_t count, const float* values, uint16_t* bf16,
+                       float* fp32) {
+    placement_.pack_weights(size_t(offset), size_t(count), values, bf16, fp32);
+  };
+  codec_.store = [this](int64_t offset, int64_t count, const uint16_t* bf16, const float* fp32) {
+    placement_.store_packed_weights(size_t(offset), size_t(count), bf16, fp32);
+  };
+  codec_.store_fp32 = [this](int64_t offset, const float* values, int64_t count) {
+    placement_.store_weights(size_t(offset), size_t(count), values);
+  };
+}
+
+std::function<void(int64_t)> ParameterUpdate::begin_overlapped_reduce() {
+  ZAYA_CHECK(zero1_, "ParameterUpdate::begin_overlapped_reduce: one rank has nothing to reduce");
+  if (placement_.bf16_gradients())
+    zero1_->begin_reduce(grad_source_, shard_grads_.floats());
+  else
+    zero1_->begin_reduce(placement_.backend_grads(), shard_grads_.floats());
+  overlapped_ = true;
+  return [this](int64_t from) { zero1_->grads_final_from(from); };
+}
+
+double ParameterUpdate::reduce_gradients() {
+  if (!zero1_) return 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (overlapped_)
+    zero1_->finish_reduce();
+  else if (placement_.bf16_gradients())
+    zero1_->reduce_scatter_grads(grad_source_, shard_grads_.floats());
+  else
+    zero1_->reduce_scatter_grads(placement_.backend_grads(), shard_grads_.floats());
+  overlapped_ = false;
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double ParameterUpdate::step(double lr) {
+  const size_t n = placement_.params().size();
+  if (placement_.bf16_weight_storage()) {
+    // The optimizer updates the master weights of this rank's range; the new values are stored
+    // (rounded to bf16 where the products read them) on every rank.
+    float* const master = placement_.master_weights();
+    float* step_grads = zero1_ ? shard_grads_.floats() : nullptr;
+    if (!zero1_) {
+      if (placement_.bf16_gradients()) {  // one rank: its range is every gradient
+        placement_.load_grads(0, n, shard_grads_.floats());
+        step_grads = shard_grads_.floats();
+      } else {
+        step_grads = placement_.backend_grads();
+      }
+    }
+    const double grad_norm = optimizer_.step_shard(master, step_grads, lr);
+    if (zero1_)
+      zero1_->all_gather_weights(master, codec_);
+    else
+      placement_.store_weights(0, n, master);
+    return grad_norm;
+  }
+  float* const weights = placement_.backend_weights();
+  if (!zero1_) return optimizer_.step(weights, placement_.backend_grads(), lr);
+  const double grad_norm = optimizer_.step(weights, shard_grads_.floats(), lr);
+  zero1_->all_gather_weights(weights);
+  return grad_norm;
+}
+
+void ParameterUpdate::gather_master_weights_to_host() {
+  if (!placement_.bf16_weight_storage() || !zero1_) return;
+  float* host = placement_.params().weights();
+  zero1_->all_gather_weights(placement_.master_weights(),
+                             [&](int64_t offset, const float* values, int64_t count) {
+                               be_.to_host(host + offset, values, sizeof(float) * size_t(count));
+                             });
+}
+
+int64_t ParameterUpdate::bytes_per_step() {
+  if (!zero1_) return 0;
+  return placement_.bf16_weight_storage() ? zero1_->bytes_per_step(codec_)
+                                          : zero1_->bytes_per_step();
+}
+
+}  // namespace zaya

@@ -1,0 +1,69 @@
+// One update of a model's parameters from the gradients of a step, for every way the parameters
+// can be kept (model/parameter_placement.h): the gradients' reduce-scatter over the data ranks
+// (ZeRO-1, optionally overlapping the backward), AdamW + Muon on this rank's range, and the
+// all-gather of the new weights (in bf16 where the weights are stored in bf16).
+//
+//   weights      gradients   ranks   what a step does
+//   fp32         fp32        1       optimizer on the whole buffer
+//   fp32         fp32        > 1     reduce-scatter, optimizer on the range, all-gather
+//   bf16+master  fp32/bf16   1       (bf16: widen every gradient) optimizer on the master, store
+//   bf16+master  fp32/bf16   > 1     reduce-scatter, optimizer on the master, bf16 all-gather
+//
+// `zaya train` and `zaya bench step --optimizer` both step through this object.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "backend/backend.h"
+#include "model/parameter_placement.h"
+#include "optim/optim_config.h"
+#include "optim/optimizer.h"
+#include "optim/zero1_sync.h"
+
+namespace zaya {
+
+class ParameterUpdate {
+ public:
+  // comm: the host communicator of the ranks that share the parameters (nullptr: one rank).
+  // data_comm: the one ZeRO-1's buckets and the Muon pieces move over, in the backend's memory
+  // (nullptr: comm). With bf16 weight storage the placement's master range must be this rank's
+  // ZeRO-1 range (ShardLayout{parameters, world, rank}).
+  ParameterUpdate(ParameterPlacement& placement, const OptimConfig& config,
+                  dist::Communicator* comm = nullptr, dist::Communicator* data_comm = nullptr,
+                  int64_t bucket_floats = Zero1Sync::kDefaultStagingFloats);
+  ParameterUpdate(const ParameterUpdate&) = delete;
+  ParameterUpdate& operator=(const ParameterUpdate&) = delete;
+
+  Optimizer& optimizer() { return optimizer_; }
+  const Zero1Sync* zero1() const { return zero1_.get(); }
+
+  // The overlapped reduce-scatter (several ranks): call before the last micro-batch's backward
+  // and give the model the returned function (ZayaModel::set_gradients_final); ZeRO-1's buckets
+  // start as the backward finishes them. reduce_gradients() then waits for the rest.
+  std::function<void(int64_t)> begin_overlapped_reduce();
+  // The summed gradients of this rank's range (several ranks; one rank: nothing to do).
+  // Returns the seconds this rank waited for them.
+  double reduce_gradients();
+  // The optimizer's step at learning rate lr on the reduced gradients, and the new weights
+  // gathered to every rank. Returns the global gradient norm before clipping.
+  double step(double lr);
+  // At the end of a run with bf16 weight storage at several ranks: the master weights of every
+  // rank's range into the host copy (which held only this rank's master values).
+  void gather_master_weights_to_host();
+  // Bytes this rank sends per step in the reduce-scatter and the all-gather.
+  int64_t bytes_per_step();
+
+ private:
+  ParameterPlacement& placement_;
+  const Backend& be_;
+  Optimizer optimizer_;
+  std::unique_ptr<Zero1Sync> zero1_;
+  BackendBuffer shard_grads_;  // this rank's summed range (or every gradient widened to fp32)
+  bool overlapped_ = false;    // begin_overlapped_reduce ran this step
+  Zero1Sync::GradSource grad_source_;
+  Zero1Sync::WeightCodec codec_;
+};
+
+}  // namespace zaya

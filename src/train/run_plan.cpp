@@ -1,0 +1,208 @@
+#include "train/run_plan.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.h"
+#include "dist/communicator.h"
+#include "model/context_shard.h"
+#include "optim/schedule.h"
+#include "tokenizer/tokenizer_files.h"
+#include "train/metrics.h"
+#include "train/run_dir.h"
+
+namespace zaya {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+int64_t phase_batch(const DataPhase& phase, const TrainConfig& tc) {
+  return phase.global_batch > 0 ? phase.global_batch : tc.global_batch;
+}
+
+namespace {
+
+// The schedule's length follows from the phases' token budgets and the batch-size ramp.
+int64_t schedule_length(const RunPlan& p) {
+  int64_t steps = 0, tokens = 0;
+  while (tokens < p.data.total_tokens()) {
+    const auto& phase = p.data.phases[size_t(p.loader->phase_at(tokens))];
+    tokens +=
+        batch_sequences(p.optim, steps, phase_batch(phase, p.train), p.granule) * phase.seq_len;
+    ++steps;
+  }
+  return steps;
+}
+
+// The config's sections, with the command line's overrides.
+void read_config(RunPlan& p, const TrainOptions& opt) {
+  const std::string& path = p.config_path;
+  p.root = read_config_file(path);
+  ZAYA_CHECK(p.root.contains("model"), path, ": missing required section 'model'");
+  p.model = model_config_from_json(p.root["model"], path);
+  ZAYA_CHECK(p.root.contains("train"), path, ": missing section 'train' (zaya train needs it)");
+  ZAYA_CHECK(p.root.contains("data"), path, ": missing section 'data' (zaya train needs it)");
+  p.train = train_config_from_json(p.root["train"], path);
+  if (!opt.out_dir.empty()) p.train.out_dir = opt.out_dir;
+  if (opt.max_steps >= 0) p.train.max_steps = opt.max_steps;
+  if (opt.context_parallel >= 1) p.train.context_parallel = opt.context_parallel;
+}
+
+// The batch against the ranks: each data rank takes an equal, whole number of micro-batches of
+// every step's batch (the context ranks of one data rank share its sequences).
+void check_batches(RunPlan& p) {
+  const std::string& path = p.config_path;
+  const TrainConfig& tc = p.train;
+  const int data_world = p.grid.data, cp = tc.context_parallel;
+  p.granule = int64_t(tc.micro_batch) * data_world;
+  ZAYA_CHECK(tc.global_batch % p.granule == 0, path, ": 'train.global_batch' (", tc.global_batch,
+             ") must be a multiple of 'train.micro_batch' (", tc.micro_batch, ") x ", data_world,
+             cp > 1 ? " data-parallel ranks = " : " ranks = ", p.granule,
+             ", so that every rank takes whole micro-batches");
+  for (const DataPhase& ph : p.data.phases)
+    ZAYA_CHECK(ph.global_batch % p.granule == 0, path, ": data phase '", ph.name,
+               "': 'global_batch' (", ph.global_batch, ") must be a multiple of ", p.granule,
+               " ('train.micro_batch' x data-parallel ranks)");
+}
+
+// A validation window for every phase's length, and sequences long enough for the context
+// parallelism: a bad config fails in seconds rather than after the schedule.
+void check_phases(const RunPlan& p) {
+  const std::string& path = p.config_path;
+  const int cp = p.train.context_parallel;
+  for (const DataPhase& ph : p.data.phases) {
+    int64_t windows = 0;
+    for (int src = 0; src < p.loader->num_sources(); ++src)
+      windows += p.loader->val_windows(src, int(ph.seq_len));
+    ZAYA_CHECK(windows > 0, path, ": data phase '", ph.name, "' (seq_len ", ph.seq_len,
+               "): no source's validation split has a window of ", ph.seq_len + 1,
+               " tokens; prepare the data with a larger --val-fraction or use a shorter seq_len");
+    ZAYA_CHECK(ph.seq_len >= ContextShard::min_seq_len(cp), path, ": data phase '", ph.name,
+               "' (seq_len ", ph.seq_len, ") is too short for context parallel ", cp,
+               ": its sequences are cut into ", 2 * cp, " chunks of at least ",
+               ContextShard::kMinChunk,
+               " tokens, so seq_len must be >= ", ContextShard::min_seq_len(cp));
+  }
+}
+
+// Drops the metrics lines of steps past the checkpoint (written by the interrupted run). The file
+// is rewritten beside the original and renamed over it, so a crash here loses no saved line.
+void truncate_metrics(const std::string& path, int64_t last_step) {
+  std::vector<json> kept;
+  int torn = 0;
+  if (fs::exists(path))
+    for (json& r : read_metrics(path, &torn))
+      if (r.value("step", int64_t(0)) <= last_step) kept.push_back(std::move(r));
+  if (torn)
+    std::fprintf(stderr, "%s: dropped a torn last line (the run was killed while writing it)\n",
+                 path.c_str());
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream rewrite(tmp);
+    for (const json& r : kept) rewrite << r.dump() << "\n";
+    ZAYA_CHECK(rewrite.good(), "writing '", tmp, "' failed (disk full?)");
+  }
+  fs::rename(tmp, path);
+}
+
+// --resume auto: the newest checkpoint that verifies, or none (step 0).
+std::string find_resume_checkpoint(const RunPlan& p, dist::Communicator& comm, bool lead) {
+  // Collective: the ranks share the checksums of the files (each file is read by one rank).
+  const std::string dir = find_latest_checkpoint(
+      p.ckpt_root,
+      [&](const std::string& msg) {
+        if (lead) std::fprintf(stderr, "%s\n", msg.c_str());
+      },
+      &comm);
+  // Damaged checkpoints are evidence, not garbage: starting over would let retention delete
+  // them. Step 0 only when no checkpoint was ever committed here.
+  ZAYA_CHECK(!dir.empty() || !has_committed_checkpoints(p.ckpt_root),
+             "--resume auto: every checkpoint under ", p.ckpt_root,
+             " is damaged (see above); nothing was deleted. Resume from one of them with "
+             "--resume DIR after repairing it, or move them away to start over from step 0");
+  if (dir.empty() && lead)
+    std::fprintf(stderr, "resume auto: no complete checkpoint under %s, starting from step 0\n",
+                 p.ckpt_root.c_str());
+  return dir;
+}
+
+// Resume: every rank reads the checkpoint (of any world size) and keeps its own range of the
+// optimizer state. The checkpoint is read before the metrics file is opened, so the metrics of
+// steps past the checkpoint (from the interrupted run) can be dropped and the rest continued.
+void resolve_resume(RunPlan& p, const TrainOptions& opt, dist::Communicator& comm, bool lead) {
+  p.resume_dir = opt.resume == "auto" ? find_resume_checkpoint(p, comm, lead) : opt.resume;
+  if (p.resume_dir.empty()) return;
+  const std::string& dir = p.resume_dir;
+  // Verified once: --resume auto's choice was just verified, a named one is verified here (the
+  // checksums shared by the ranks); then only the manifest is read again.
+  const bool verified = opt.resume == "auto";
+  p.resumed = checkpoint_header(dir, verify_checkpoint(dir, &comm, !verified));
+  ZAYA_CHECK(p.resumed.state.seed == p.train.seed, "checkpoint ", dir, ": saved with seed ",
+             p.resumed.state.seed, " but 'train.seed' is ", p.train.seed,
+             "; the data order would differ, so the run could not continue exactly");
+  ZAYA_CHECK(p.resumed.state.step <= p.total_steps, "checkpoint ", dir, " is at step ",
+             p.resumed.state.step, ", past this run's last step ", p.total_steps);
+  check_resume_config(p.resumed.state.config, p.root, dir, opt.allow_changes,
+                      [&](const std::string& msg) {
+                        if (lead) std::fprintf(stderr, "%s\n", msg.c_str());
+                      });
+  if (lead) truncate_metrics(p.metrics_path, p.resumed.state.step);
+}
+
+}  // namespace
+
+RunPlan plan_run(const TrainOptions& opt, dist::Communicator& comm) {
+  const bool lead = comm.rank() == 0;  // the rank that prints and writes run files
+  RunPlan p;
+  p.config_path = opt.config_path;
+  const std::string& path = p.config_path;
+  read_config(p, opt);
+  p.grid = dist::make_rank_grid(comm, p.train.context_parallel, path,
+                                "train.context_parallel or --context-parallel");
+  p.optim = optim_config_from_json(p.train.optim, path);
+  p.data = data_config_from_json(p.root["data"], path);
+  p.loader = std::make_unique<DataLoader>(p.data, p.train.seed);
+  ZAYA_CHECK(p.loader->vocab_size() <= p.model.vocab_size, path, ": the data's tokenizer has ",
+             p.loader->vocab_size(), " tokens but 'model.vocab_size' is ", p.model.vocab_size);
+  check_batches(p);
+  // max_steps stops a run early without reshaping the schedule.
+  p.schedule_steps = schedule_length(p);
+  ZAYA_CHECK(p.schedule_steps > 0, path, ": the data phases hold no tokens to train on");
+  p.total_steps =
+      p.train.max_steps > 0 ? std::min(p.train.max_steps, p.schedule_steps) : p.schedule_steps;
+  check_phases(p);
+  // The device (backend/device_select.h): a bad name, a missing plugin or no GPU fails here.
+  p.device = open_device(opt.device, opt.precision);
+  const int cp = p.train.context_parallel;
+  ZAYA_CHECK(cp == 1 || p.device.backend->host_memory(), "--device ", p.device.name,
+             ": context parallelism (train.context_parallel ", cp,
+             ") runs on the CPU backend only so far; use --device cpu");
+  // Loaded here, by the rank that samples, and kept for the samples at the end.
+  if (lead && p.train.sample_tokens > 0 && !p.train.tokenizer.empty()) {
+    p.sample_tokenizer = load_tokenizer(p.train.tokenizer);
+    ZAYA_CHECK(p.sample_tokenizer->vocab_size() <= p.model.vocab_size, path, ": 'train.tokenizer' ",
+               p.train.tokenizer, " has ", p.sample_tokenizer->vocab_size(),
+               " tokens but 'model.vocab_size' is ", p.model.vocab_size);
+  }
+
+  const std::string& out = p.train.out_dir;
+  p.ckpt_root = (fs::path(out) / "ckpt").string();
+  if (opt.resume.empty()) refuse_existing_run(out);  // every rank, before any rank writes
+  if (opt.resume == "auto") {
+    const auto finished = finished_run_steps(out);
+    if (finished && *finished >= p.total_steps) {
+      p.finished_at = *finished;
+      return p;
+    }
+  }
+  if (lead) fs::create_directories(out);
+  p.metrics_path = (fs::path(out) / "metrics.jsonl").string();
+  p.plot_path = (fs::path(out) / "loss.svg").string();
+  p.model_dir = (fs::path(out) / "model").string();
+  resolve_resume(p, opt, comm, lead);
+  comm.barrier();  // the run directory exists and the metrics are truncated
+  return p;
+}
+
+}  // namespace zaya
