@@ -80,15 +80,16 @@ is_placeholder() {
   [[ "/$1/" =~ /[A-Z_]{2,}[/.-] && ! "/$1/" =~ /(CMakeLists|CMakePresets|README|COMPLETE)[/.] ]]
 }
 
-# Trailing punctuation of the sentence around the word, then a :LINE or :LINE-LINE.
+# Strips from $word the trailing punctuation of the sentence around it, then a :LINE or
+# :LINE-LINE (sets $word: no subshell per word).
+trailing_punctuation='^(.*[^],;:.)])[],;:.)]+$'
+line_number='^(.*):[0-9]+(-[0-9]+)?$'
 strip_decoration() {
-  local word=$1 trailing_punctuation='^(.*[^],;:.)])[],;:.)]+$' line_number='^(.*):[0-9]+(-[0-9]+)?$'
-  [[ "$word" =~ $trailing_punctuation ]] && word=${BASH_REMATCH[1]}
-  [[ "$word" =~ $line_number ]] && word=${BASH_REMATCH[1]}
-  printf '%s' "$word"
+  if [[ "$word" =~ $trailing_punctuation ]]; then word=${BASH_REMATCH[1]}; fi
+  if [[ "$word" =~ $line_number ]]; then word=${BASH_REMATCH[1]}; fi
 }
 
-exists_in_tree() {  # exists_in_tree PATH (relative to the current folder; globs allowed)
+exists_in_tree() {  # exists_in_tree PATH (globs allowed)
   local path=$1
   if [[ "$path" == *[*?]* ]]; then
     compgen -G "$path" > /dev/null
@@ -107,14 +108,15 @@ for doc in "${docs[@]}"; do
       case "$target" in http:* | https:* | mailto:* | '#'* | '') continue ;; esac
       path=${target%%#*}
       checked=$((checked + 1))
-      if ! (cd "$folder" && exists_in_tree "$path"); then
+      if ! exists_in_tree "$folder/$path"; then
         echo "$doc:$line: missing link target $target"
         missing=$((missing + 1))
       fi
       continue
     fi
-    for word in $target; do
-      word=$(strip_decoration "$word")
+    read -ra words <<< "$target"   # split on blanks, no glob expansion
+    for word in "${words[@]}"; do
+      strip_decoration
       base=.
       if [[ "$word" == ../* ]]; then
         base=$folder   # a path written relative to the doc's own folder
@@ -123,7 +125,7 @@ for doc in "${docs[@]}"; do
       fi
       is_placeholder "$word" && continue
       checked=$((checked + 1))
-      if ! (cd "$base" && exists_in_tree "$word"); then
+      if ! exists_in_tree "$base/$word"; then
         echo "$doc:$line: missing path $word"
         missing=$((missing + 1))
       fi
