@@ -1,4 +1,4 @@
-// The seam under the model (shared/docs/design.md §GPU): every computation of a training step is
+// The seam under the model (docs/gpu.md, "The seam"): every computation of a training step is
 // an op of a Backend, so the model's orchestration (model/zaya_model, cca, moe) is written once
 // and runs on any backend. The conventions are the CPU op set's (backend/cpu/*.h), which is the
 // oracle every backend is held to: row-major plain buffers in the backend's memory; `*_forward`

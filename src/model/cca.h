@@ -1,6 +1,6 @@
 // Compressed Convolutional Attention (CCA/CCGQA), the attention block of every even ZAYA1 stage.
 // Forward and backward side by side on plain buffers; the math is §1.2 of
-// shared/docs/zaya1-architecture.md, written out step by step in cca.cpp.
+// docs/model.md, written out step by step in cca.cpp.
 #pragma once
 
 #include "backend/backend.h"

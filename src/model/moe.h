@@ -1,5 +1,5 @@
 // The ZAYA1 MoE block of every odd stage: the MLP router with exponential depth averaging (EDA),
-// top-1 routing over X experts + 1 skip route, and SwiGLU experts. §2 of zaya1-architecture.md.
+// top-1 routing over X experts + 1 skip route, and SwiGLU experts. §2 of docs/model.md.
 #pragma once
 
 #include <vector>

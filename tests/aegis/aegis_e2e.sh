@@ -181,7 +181,7 @@ sigterm)  # SIGTERM to the supervisor: it stops the job (grace, then SIGKILL) be
   check "the event log says how it was stopped" grep -q '"kind":"interrupted".*SIGKILL after 0.5 s grace' "$OUT/aegis/events.jsonl"
   kill -KILL "$LEADER" 2>/dev/null
   ;;
-hostile_log)  # the README's rules and a backtracking one against huge lines: no crash, no hang
+hostile_log)  # docs/aegis.md's example rules and a backtracking one against huge lines: no crash, no hang
   rm -rf "$OUT"
   cat > "$WORK/hostile_rules.json" <<'JSON'
 [{"regex": "NCCL (WARN|ERROR).*[Tt]imeout", "action": "restart"},

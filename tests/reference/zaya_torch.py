@@ -1,7 +1,8 @@
 """Independent PyTorch reference of ZAYA1 (ZAYA1-base layout), used only by tests and benchmarks.
 
-Written from /work/shared/docs/zaya1-architecture.md (section numbers below refer to it); where that
-page left room, Zyphra's `modeling_zaya.py` (branch `zaya`, commit 2f421fdf) was read for the facts.
+Written from the project's ZAYA1 specification (docs/model.md restates what is cited here, under the
+same section numbers); where that left room, Zyphra's `modeling_zaya.py` (branch `zaya`, commit
+2f421fdf) was read for the facts.
 Everything is fp32 (or whatever dtype the module is cast to, e.g. float64 for gradcheck); gradients
 come from torch autograd only.
 
