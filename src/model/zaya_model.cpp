@@ -156,9 +156,25 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
   ZAYA_CHECK(!sharded_ || be().host_memory(), "context parallelism runs on the CPU backend only; ",
              "the model is on ", be().name());
   if (sharded_) shard_ = ContextShard(context_group_, S);
-  const int T = sharded_ ? shard_.local_len() : S;  // rows per sequence on this rank
-  const int N = B * T, E = int(config_.hidden_size), V = int(config_.vocab_size);
-  const int L = int(config_.num_stages);
+  check_inputs(tokens, targets, B, S);
+  const RopeTables rope = take_inputs(tokens, targets, B, S);
+  // The weights stay as they are until the next forward (the backward reads the same ones).
+  if (placement_.bf16_weight_storage())
+    be().set_stored_bf16_weights(placement_.stored_weight_addresses(), params().size(),
+                                 placement_.stored_bf16_weights());
+  else
+    be().set_product_weights(placement_.weights_base(), params().size());
+  // Embedding (no sqrt(E) scaling): this is h_{-1}, the first "branch output".
+  const int N = B_ * T_, E = int(config_.hidden_size);
+  emb_ = arena_.floats(size_t(N) * E);
+  be().embedding_forward(emb_, embedding_weights(), op_tokens_, N, E);
+  stages_forward(rope);
+  return head_forward();
+}
+
+void ZayaModel::check_inputs(std::span<const int32_t> tokens, std::span<const int32_t> targets,
+                             int B, int S) const {
+  const int V = int(config_.vocab_size);
   const size_t whole = size_t(B) * size_t(S);
   ZAYA_CHECK(tokens.size() == whole, "forward: expected ", whole, " tokens (B=", B, " × S=", S,
              "), got ", tokens.size());
@@ -174,6 +190,13 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
                "forward: target id ", targets[t], " at position ", t,
                " is outside the vocabulary [0, ", V, ") and is not the ignore index -100");
   }
+}
+
+// This rank's rows of the tokens and targets (and RoPE's rows of their positions), in the
+// backend's memory; the arena starts over.
+RopeTables ZayaModel::take_inputs(std::span<const int32_t> tokens, std::span<const int32_t> targets,
+                                  int B, int S) {
+  const int T = sharded_ ? shard_.local_len() : S;  // rows per sequence on this rank
   arena_.reset();
   B_ = B;
   S_ = S;
@@ -199,7 +222,6 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
     }
     rope = RopeTables{local_cos_.data(), local_sin_.data()};
   }
-  const ContextShard* shard = sharded_ ? &shard_ : nullptr;
   op_tokens_ = tokens_.data();
   op_targets_ = targets_.data();
   if (!be().host_memory()) {
@@ -222,19 +244,17 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
     rope = RopeTables{cos_t, sin_t};
     dev_rope_ = rope;
   }
-  const float* emb_w =
-      placement_.weight_address(params().registry().get("model.embed_tokens.weight").offset);
-  // The weights stay as they are until the next forward (the backward reads the same ones).
-  if (placement_.bf16_weight_storage())
-    be().set_stored_bf16_weights(placement_.stored_weight_addresses(), params().size(),
-                                 placement_.stored_bf16_weights());
-  else
-    be().set_product_weights(placement_.weights_base(), params().size());
+  return rope;
+}
 
-  // Embedding (no sqrt(E) scaling): this is h_{-1}, the first "branch output".
-  emb_ = arena_.floats(size_t(N) * E);
-  be().embedding_forward(emb_, emb_w, op_tokens_, N, E);
+const float* ZayaModel::embedding_weights() const {
+  return placement_.weight_address(params().registry().get("model.embed_tokens.weight").offset);
+}
 
+// The L stages; with recompute each keeps only what its backward cannot recompute.
+void ZayaModel::stages_forward(const RopeTables& rope) {
+  const int N = B_ * T_, E = int(config_.hidden_size), L = int(config_.num_stages);
+  const ContextShard* shard = sharded_ ? &shard_ : nullptr;
   acts_.assign(L, StageActivations{});
   const float* h_prev = emb_;
   const float* r_prev = nullptr;
@@ -263,8 +283,14 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
     h_prev = a.h;
     r_prev = a.r;
   }
+}
 
-  // Final merge with model.res_scale, final_norm, tied LM head.
+// Final merge with model.res_scale, final_norm, the tied LM head and the loss.
+float ZayaModel::head_forward() {
+  const int N = B_ * T_, E = int(config_.hidden_size), V = int(config_.vocab_size);
+  const float* emb_w = embedding_weights();
+  const float* h_prev = acts_.empty() ? emb_ : acts_.back().h;  // the last stage's output
+  const float* r_prev = acts_.empty() ? nullptr : acts_.back().r;
   const ParamRegistry& reg = params().registry();
   final_r_ = arena_.floats(size_t(N) * E);
   final_rstd_ = arena_.floats(N);
@@ -349,13 +375,7 @@ void ZayaModel::backward(float loss_scale) {
   ZAYA_CHECK(have_loss_ && (logits_valid_ || chunked_loss_),
              "backward() needs a forward() with targets before it");
   ensure_bound();
-  const int N = B_ * T_, E = int(config_.hidden_size), V = int(config_.vocab_size);
-  const int L = int(config_.num_stages), R = int(config_.router_dim);
-  const RopeTables rope = !be().host_memory() ? dev_rope_
-                          : sharded_          ? RopeTables{local_cos_.data(), local_sin_.data()}
-                                              : RopeTables{rope_cos_.data(), rope_sin_.data()};
-  const ContextShard* shard = sharded_ ? &shard_ : nullptr;
-  const ParamRegistry& reg = params().registry();
+  const int N = B_ * T_, E = int(config_.hidden_size);
   float* G = placement_.grads_base();
   const bool on_host = be().host_memory();
   // On a backend of its own memory the backward adds into a copy of the host's gradients there,
@@ -374,12 +394,31 @@ void ZayaModel::backward(float loss_scale) {
   if (placement_.bf16_gradients())
     be().set_stored_bf16_gradients(placement_.stored_grad_addresses(), params().size(),
                                    placement_.stored_bf16_grads());
+  const StreamGrads top = head_backward(loss_scale);
+  if (gradients_final_ && in_place) gradients_final_(final_from_[size_t(config_.num_stages)]);
+  float* demb = stages_backward(top, in_place);
+  // Embedding rows, accumulated in token order (deterministic).
+  be().embedding_backward(placement_.grad_address(embedding_offset()), demb, op_tokens_, N, E);
+  if (copy_grads)  // one explicit copy of the gradients back, over the host's
+    be().to_host(params().grads(), G, sizeof(float) * params().size());
+  if (placement_.bf16_gradients()) be().set_stored_bf16_gradients(nullptr, 0, nullptr);
+  if (gradients_final_) gradients_final_(0);
+}
+
+size_t ZayaModel::embedding_offset() const {
+  return params().registry().get("model.embed_tokens.weight").offset;
+}
+
+// Loss → logits (in place) → final_norm → final merge: the gradients w.r.t. the last stage's
+// output and merged residual.
+ZayaModel::StreamGrads ZayaModel::head_backward(float loss_scale) {
+  const int N = B_ * T_, E = int(config_.hidden_size), V = int(config_.vocab_size);
+  const int L = int(config_.num_stages);
+  const ParamRegistry& reg = params().registry();
   auto w = [&](const char* name) { return placement_.weight_address(reg.get(name).offset); };
   auto g = [&](const char* name) { return placement_.grad_address(reg.get(name).offset); };
   const float* emb_w = w("model.embed_tokens.weight");
   float* emb_g = g("model.embed_tokens.weight");
-
-  // Loss → logits (in place) → final_norm → final merge.
   const float scale = loss_count_ ? loss_scale / float(loss_count_) : 0.0f;
   float* dy = arena_.zeros(size_t(N) * E);
   if (chunked_loss_) {
@@ -402,8 +441,21 @@ void ZayaModel::backward(float loss_scale) {
       acts_[L - 1].h, w("model.res_scale.hidden_states_bias"),
       w("model.res_scale.hidden_states_scale"), acts_[L - 1].r, w("model.res_scale.residual_bias"),
       w("model.res_scale.residual_scale"), N, E);
-  if (gradients_final_ && in_place) gradients_final_(final_from_[size_t(L)]);
+  return {dh, dr};
+}
 
+// Stage L−1 … 0, from the gradients w.r.t. the last stage's output and merged residual to the
+// gradient w.r.t. the embedding's output (returned); each stage's gradients are reported final
+// (set_gradients_final) when `report`.
+float* ZayaModel::stages_backward(StreamGrads top, bool report) {
+  const int N = B_ * T_, E = int(config_.hidden_size);
+  const int L = int(config_.num_stages), R = int(config_.router_dim);
+  const RopeTables rope = !be().host_memory() ? dev_rope_
+                          : sharded_          ? RopeTables{local_cos_.data(), local_sin_.data()}
+                                              : RopeTables{rope_cos_.data(), rope_sin_.data()};
+  const ContextShard* shard = sharded_ ? &shard_ : nullptr;
+  float* dh = top.dh;
+  float* dr = top.dr;
   // The gradients that flow from stage to stage live in two pairs of buffers taken here; what a
   // stage's backward takes besides is freed when the stage is done (and, with recompute, so is
   // its recomputed forward), so the backward holds one stage's temporaries at a time.
@@ -447,14 +499,9 @@ void ZayaModel::backward(float loss_scale) {
     dr_next = dr;
     dh = dh_prev;
     dr = dr_prev;
-    if (gradients_final_ && in_place) gradients_final_(final_from_[size_t(i)]);
+    if (gradients_final_ && report) gradients_final_(final_from_[size_t(i)]);
   }
-  // Embedding rows, accumulated in token order (deterministic).
-  be().embedding_backward(emb_g, dh, op_tokens_, N, E);
-  if (copy_grads)  // one explicit copy of the gradients back, over the host's
-    be().to_host(params().grads(), G, sizeof(float) * params().size());
-  if (placement_.bf16_gradients()) be().set_stored_bf16_gradients(nullptr, 0, nullptr);
-  if (gradients_final_) gradients_final_(0);
+  return dh;
 }
 
 std::span<const float> ZayaModel::logits() const {

@@ -157,6 +157,23 @@ class ZayaModel {
   };
   void stage_forward(int i, float* h, const RopeTables& rope, const ContextShard* shard,
                      const MergeInputs* merge_from = nullptr);
+  // forward()'s parts: the inputs checked, this rank's rows of them (and of RoPE's tables) taken
+  // into the backend's memory, the stages, and the final merge, norm, LM head and loss.
+  void check_inputs(std::span<const int32_t> tokens, std::span<const int32_t> targets, int B,
+                    int S) const;
+  RopeTables take_inputs(std::span<const int32_t> tokens, std::span<const int32_t> targets, int B,
+                         int S);
+  void stages_forward(const RopeTables& rope);
+  float head_forward();
+  const float* embedding_weights() const;
+  size_t embedding_offset() const;
+  // backward()'s parts: the head (loss, LM head, final norm and merge) and the stages.
+  struct StreamGrads {
+    float* dh;  // w.r.t. a stage's output h_i
+    float* dr;  // w.r.t. its merged residual r_i
+  };
+  StreamGrads head_backward(float loss_scale);
+  float* stages_backward(StreamGrads top, bool report);
   // The router state MoE stage i passes on.
   const float* router_state_out(int i) const;
   // The mean loss from this rank's sum (and loss_count_), over the context group when sharded.
