@@ -18,7 +18,7 @@
 #include "bench/membw_bench.h"
 #include "core/error.h"
 #include "model/config.h"
-#include "sizing/model_gemms.h"
+#include "model/model_gemms.h"
 
 namespace zaya::cli {
 
