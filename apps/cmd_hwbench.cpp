@@ -18,7 +18,7 @@
 #include "bench/membw_bench.h"
 #include "core/error.h"
 #include "model/config.h"
-#include "sizing/model_gemms.h"
+#include "model/model_gemms.h"
 
 namespace zaya::cli {
 
@@ -110,6 +110,134 @@ void write_json(const std::string& path, const json& j) {
   ZAYA_CHECK(out.good(), "--json: writing '", path, "' failed");
 }
 
+// --shapes: the sweep, the grid, a model's products (then `muon` gets Muon's, and batch and seq
+// the micro-batch's) or a list; `model` says which.
+std::vector<GemmShape> gemm_shapes(const std::string& spec, int& batch, int& seq,
+                                   std::vector<GemmShape>& muon, bool& model) {
+  model = false;
+  if (spec == "sweep") return gemm_sweep();
+  if (spec == "grid") return gemm_grid();
+  if (spec.rfind("model:", 0) == 0) {
+    model = true;
+    return model_shapes(spec.substr(6), batch, seq, muon);
+  }
+  return parse_gemm_list(spec);
+}
+
+// zaya bench gemm: the shapes timed on the CPU backend or with cuBLASLt, printed and in --json.
+int run_gemm(const HwBenchArgs& a) {
+  check_device(a.device, a.dtype);
+  std::vector<GemmShape> muon;
+  bool model = false;
+  int batch = a.batch, seq = a.seq;
+  const std::vector<GemmShape> shapes = gemm_shapes(a.shapes, batch, seq, muon, model);
+  const int threads = omp_get_max_threads();
+  const bool tty = isatty(STDERR_FILENO);
+  const std::string what = model ? ", " + a.shapes.substr(6) + ", micro-batch " +
+                                       std::to_string(batch) + " x " + std::to_string(seq)
+                                 : "";
+  json j = {{"device", a.device}, {"dtype", a.dtype}};
+  GemmTimer timer;
+  if (a.device == "cuda") {
+    const cuda::PluginApi& api = usable_gpu("--device");
+    const bool bf16 = a.dtype == "bf16";
+    std::printf("bench gemm: cuda (%s), %s (cuBLASLt, fp32 accumulation)%s\n",
+                api.device_summary().c_str(), a.dtype.c_str(), what.c_str());
+    j["gpu"] = api.device_summary();
+    timer = [&api, bf16](const GemmShape& s, double min_time_s) {
+      return time_gpu_gemm(api, s, min_time_s, bf16);
+    };
+  } else {
+    std::printf("bench gemm: cpu, f32, %d threads (zaya's tiled product on OpenBLAS)%s\n", threads,
+                what.c_str());
+    std::printf("%s\n", cpu::blas::blas_summary(cpu::blas::blas_state()).c_str());
+    j["threads"] = threads;
+    j["blas_kernels"] = cpu::blas::blas_state().kernels;
+  }
+  j["results"] = timings_json(run_gemm_bench(shapes, a.min_time, model, tty, stdout, timer));
+  if (model) {
+    j["batch"] = batch;
+    j["seq"] = seq;
+    std::printf("\nMuon (one optimizer step, Newton-Schulz):\n");
+    j["muon"] = timings_json(run_gemm_bench(muon, a.min_time, true, tty, stdout, timer));
+  }
+  if (!a.json_out.empty()) write_json(a.json_out, j);
+  return 0;
+}
+
+// zaya bench membw: STREAM per thread count on the CPU, or its kernels in device memory.
+int run_membw(const HwBenchArgs& a) {
+  check_device(a.device, "f32");
+  std::vector<MembwRow> rows;
+  if (a.device == "cuda") {
+    const cuda::PluginApi& api = usable_gpu("--device");
+    // 2^27 floats (512 MiB) per array unless --elements says otherwise: far past any cache.
+    const int64_t n = a.membw.elements > 0 ? a.membw.elements : int64_t(1) << 27;
+    std::printf("bench membw: cuda (%s), 3 arrays of %lld floats (%.0f MiB each), best of %d\n",
+                api.device_summary().c_str(), (long long)n, double(n) * 4 / (1 << 20),
+                a.membw.times);
+    rows.push_back(run_gpu_membw(api, n, a.membw.times));
+    std::printf("%-8s %10s %10s %10s %10s  (GB/s)\n", "device", "copy", "scale", "add", "triad");
+    std::printf("%-8s %10.1f %10.1f %10.1f %10.1f\n", "cuda", rows[0].copy, rows[0].scale,
+                rows[0].add, rows[0].triad);
+  } else {
+    rows = run_membw_bench(a.membw, stdout);
+  }
+  if (!a.membw_json.empty()) {
+    json r = json::array();
+    for (const MembwRow& m : rows)
+      r.push_back({{"threads", m.threads},
+                   {"copy", m.copy},
+                   {"scale", m.scale},
+                   {"add", m.add},
+                   {"triad", m.triad}});
+    write_json(a.membw_json, {{"device", a.device}, {"unit", "GB/s"}, {"rows", r}});
+  }
+  return 0;
+}
+
+void add_gemm_options(CLI::App& gemm, HwBenchArgs& a) {
+  gemm.add_option("--device", a.device,
+                  "cpu (zaya's tiled product on OpenBLAS) or cuda (cuBLASLt, from the CUDA "
+                  "backend plugin)")
+      ->capture_default_str();
+  gemm.add_option("--dtype", a.dtype,
+                  "f32, or bf16 (inputs and output in bf16, fp32 accumulation; cuda only)")
+      ->capture_default_str();
+  gemm.add_option("--shapes", a.shapes,
+                  "sweep (square and unaligned sizes), grid (M, N, K in {16, 64, 256, 1024, "
+                  "4096}), model:CONFIG (every product of one micro-batch and of Muon's step), "
+                  "or MxNxK,MxNxK,...")
+      ->capture_default_str();
+  gemm.add_option("--batch", a.batch,
+                  "with model:CONFIG, sequences per micro-batch (default: train.micro_batch)");
+  gemm.add_option("--seq", a.seq,
+                  "with model:CONFIG, tokens per sequence (default: the first phase's seq_len)");
+  gemm.add_option("--min-time", a.min_time, "seconds of timed calls per shape")
+      ->check(Positive())
+      ->capture_default_str();
+  gemm.add_option("--json", a.json_out, "also write the results to this JSON file");
+}
+
+void add_membw_options(CLI::App& membw, HwBenchArgs& a) {
+  membw
+      .add_option("--device", a.device,
+                  "cpu (per thread count) or cuda (kernels in device memory, float arrays)")
+      ->capture_default_str();
+  membw
+      .add_option("--elements", a.membw.elements,
+                  "doubles per array (default: 4 x the last-level cache, within 2^22 and 2^27)")
+      ->check(CLI::Range(int64_t(1) << 10, int64_t(1) << 32));
+  membw.add_option("--times", a.membw.times, "runs of each kernel (the first is dropped)")
+      ->check(CLI::Range(2, 1000))
+      ->capture_default_str();
+  membw
+      .add_option("--threads-list", a.membw.threads,
+                  "thread counts to measure (default: 1, 2, 4, ... and all)")
+      ->delimiter(',');
+  membw.add_option("--json", a.membw_json, "also write the results to this JSON file");
+}
+
 }  // namespace
 
 Runner add_hwbench_commands(CLI::App& bench) {
@@ -118,126 +246,13 @@ Runner add_hwbench_commands(CLI::App& bench) {
                                     "Matrix-product throughput (the CPU backend, or cuBLASLt with "
                                     "--device cuda): a size sweep, a grid for zaya size, or the "
                                     "exact products of a model config");
-  gemm->add_option("--device", args->device,
-                   "cpu (zaya's tiled product on OpenBLAS) or cuda (cuBLASLt, from the CUDA "
-                   "backend plugin)")
-      ->capture_default_str();
-  gemm->add_option("--dtype", args->dtype,
-                   "f32, or bf16 (inputs and output in bf16, fp32 accumulation; cuda only)")
-      ->capture_default_str();
-  gemm->add_option("--shapes", args->shapes,
-                   "sweep (square and unaligned sizes), grid (M, N, K in {16, 64, 256, 1024, "
-                   "4096}), model:CONFIG (every product of one micro-batch and of Muon's step), "
-                   "or MxNxK,MxNxK,...")
-      ->capture_default_str();
-  gemm->add_option("--batch", args->batch,
-                   "with model:CONFIG, sequences per micro-batch (default: train.micro_batch)");
-  gemm->add_option("--seq", args->seq,
-                   "with model:CONFIG, tokens per sequence (default: the first phase's seq_len)");
-  gemm->add_option("--min-time", args->min_time, "seconds of timed calls per shape")
-      ->check(Positive())
-      ->capture_default_str();
-  gemm->add_option("--json", args->json_out, "also write the results to this JSON file");
-
+  add_gemm_options(*gemm, *args);
   auto* membw = bench.add_subcommand(
       "membw", "Memory bandwidth: STREAM's copy, scale, add and triad per thread count");
-  membw
-      ->add_option("--device", args->device,
-                   "cpu (per thread count) or cuda (kernels in device memory, float arrays)")
-      ->capture_default_str();
-  membw
-      ->add_option("--elements", args->membw.elements,
-                   "doubles per array (default: 4 x the last-level cache, within 2^22 and 2^27)")
-      ->check(CLI::Range(int64_t(1) << 10, int64_t(1) << 32));
-  membw->add_option("--times", args->membw.times, "runs of each kernel (the first is dropped)")
-      ->check(CLI::Range(2, 1000))
-      ->capture_default_str();
-  membw
-      ->add_option("--threads-list", args->membw.threads,
-                   "thread counts to measure (default: 1, 2, 4, ... and all)")
-      ->delimiter(',');
-  membw->add_option("--json", args->membw_json, "also write the results to this JSON file");
-
+  add_membw_options(*membw, *args);
   return [=]() -> int {
-    if (*gemm) {
-      check_device(args->device, args->dtype);
-      std::vector<GemmShape> shapes, muon;
-      bool model = false;
-      int batch = args->batch, seq = args->seq;
-      if (args->shapes == "sweep") {
-        shapes = gemm_sweep();
-      } else if (args->shapes == "grid") {
-        shapes = gemm_grid();
-      } else if (args->shapes.rfind("model:", 0) == 0) {
-        shapes = model_shapes(args->shapes.substr(6), batch, seq, muon);
-        model = true;
-      } else {
-        shapes = parse_gemm_list(args->shapes);
-      }
-      const int threads = omp_get_max_threads();
-      const bool tty = isatty(STDERR_FILENO);
-      const std::string what = model ? ", " + args->shapes.substr(6) + ", micro-batch " +
-                                           std::to_string(batch) + " x " + std::to_string(seq)
-                                     : "";
-      json j = {{"device", args->device}, {"dtype", args->dtype}};
-      GemmTimer timer;
-      if (args->device == "cuda") {
-        const cuda::PluginApi& api = usable_gpu("--device");
-        const bool bf16 = args->dtype == "bf16";
-        std::printf("bench gemm: cuda (%s), %s (cuBLASLt, fp32 accumulation)%s\n",
-                    api.device_summary().c_str(), args->dtype.c_str(), what.c_str());
-        j["gpu"] = api.device_summary();
-        timer = [&api, bf16](const GemmShape& s, double min_time_s) {
-          return time_gpu_gemm(api, s, min_time_s, bf16);
-        };
-      } else {
-        std::printf("bench gemm: cpu, f32, %d threads (zaya's tiled product on OpenBLAS)%s\n",
-                    threads, what.c_str());
-        std::printf("%s\n", cpu::blas::blas_summary(cpu::blas::blas_state()).c_str());
-        j["threads"] = threads;
-        j["blas_kernels"] = cpu::blas::blas_state().kernels;
-      }
-      j["results"] =
-          timings_json(run_gemm_bench(shapes, args->min_time, model, tty, stdout, timer));
-      if (model) {
-        j["batch"] = batch;
-        j["seq"] = seq;
-        std::printf("\nMuon (one optimizer step, Newton-Schulz):\n");
-        j["muon"] = timings_json(run_gemm_bench(muon, args->min_time, true, tty, stdout, timer));
-      }
-      if (!args->json_out.empty()) write_json(args->json_out, j);
-      return 0;
-    }
-    if (*membw) {
-      check_device(args->device, "f32");
-      std::vector<MembwRow> rows;
-      if (args->device == "cuda") {
-        const cuda::PluginApi& api = usable_gpu("--device");
-        // 2^27 floats (512 MiB) per array unless --elements says otherwise: far past any cache.
-        const int64_t n = args->membw.elements > 0 ? args->membw.elements : int64_t(1) << 27;
-        std::printf("bench membw: cuda (%s), 3 arrays of %lld floats (%.0f MiB each), best of %d\n",
-                    api.device_summary().c_str(), (long long)n, double(n) * 4 / (1 << 20),
-                    args->membw.times);
-        rows.push_back(run_gpu_membw(api, n, args->membw.times));
-        std::printf("%-8s %10s %10s %10s %10s  (GB/s)\n", "device", "copy", "scale", "add",
-                    "triad");
-        std::printf("%-8s %10.1f %10.1f %10.1f %10.1f\n", "cuda", rows[0].copy, rows[0].scale,
-                    rows[0].add, rows[0].triad);
-      } else {
-        rows = run_membw_bench(args->membw, stdout);
-      }
-      if (!args->membw_json.empty()) {
-        json r = json::array();
-        for (const MembwRow& m : rows)
-          r.push_back({{"threads", m.threads},
-                       {"copy", m.copy},
-                       {"scale", m.scale},
-                       {"add", m.add},
-                       {"triad", m.triad}});
-        write_json(args->membw_json, {{"device", args->device}, {"unit", "GB/s"}, {"rows", r}});
-      }
-      return 0;
-    }
+    if (*gemm) return run_gemm(*args);
+    if (*membw) return run_membw(*args);
     return kNotMine;
   };
 }

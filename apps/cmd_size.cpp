@@ -198,6 +198,224 @@ json written_config(const Candidate& k, const std::string& base, const HardwareP
   return j;
 }
 
+// zaya size's options (its goal, the shapes to list and what to write).
+void add_size_options(CLI::App& size, SizeArgs& a) {
+  size.add_option("--profile", a.profile,
+                  "hardware profile: a file from `zaya size profile` or built-in h100 / mi300x");
+  size.add_option("--config", a.config,
+                  "evaluate this zaya config's model instead of proposing shapes (its "
+                  "train.micro_batch and global_batch are used unless given)");
+  size.add_option("--active-params", a.active,
+                  "goal: active non-embedding parameters (one expert per MoE stage), e.g. 760M");
+  size.add_option("--total-params", a.total,
+                  "goal: total non-embedding parameters, e.g. 8.3B (with --active-params: both)");
+  size.add_option("--flops", a.flops,
+                  "goal: compute budget in FLOPs (with --tokens: active = FLOPs / 6 tokens)");
+  size.add_option("--gpu-hours", a.gpu_hours,
+                  "goal: device-hours budget (with --tokens: the largest shape that trains them "
+                  "in time on --world devices)");
+  size.add_option("--tokens", a.tokens, "training tokens, e.g. 12T");
+  size.add_option("--vocab", a.goal.vocab,
+                  "tokenizer vocabulary (padded to a multiple of 64; default 262144 on a GPU "
+                  "profile, 4096 on a CPU one)")
+      ->check(CLI::Range(int64_t(2), int64_t(1) << 24));
+  size.add_option("--experts", a.goal.experts, "routed experts per MoE stage (+ skip)")
+      ->check(CLI::Range(int64_t(1), int64_t(256)))
+      ->capture_default_str();
+  size.add_option("--world", a.goal.world, "ranks (GPUs, or CPU processes)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  size.add_option("--ranks-per-machine", a.goal.ranks_per_machine,
+                  "CPU: ranks sharing one machine's cores and RAM (default: all of --world)")
+      ->check(CLI::Range(1, 4096));
+  size.add_option("--seq", a.goal.seq,
+                  "sequence length (default 4096 on a GPU profile, 256 on a CPU one; with "
+                  "--config, its first phase's seq_len)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
+  size.add_option("--global-batch", a.goal.global_batch,
+                  "sequences per optimizer step over all ranks (default: one micro-batch per rank)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 30));
+  size.add_option("--micro-batch", a.goal.micro_batch,
+                  "sequences per micro-batch (default: the largest power of two that fits, at "
+                  "most 64)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
+  size.add_option("--candidates", a.candidates, "shapes to list")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  size.add_option("--pick", a.pick, "which listed shape --write writes (1 = the first)")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  size.add_option("--write", a.write, "write the picked shape as a zaya config to this file");
+  size.add_option("--base", a.base,
+                  "with --write: copy this config's data and train sections into the new one");
+  size.add_flag("--force", a.force, "with --write: replace an existing file");
+  size.add_flag("--json", a.json_out, "print the results as JSON instead of tables");
+  size.add_flag("--explain", a.explain, "print the sizing rules and their sources");
+}
+
+// zaya size profile's options (what to measure, and how long).
+void add_profile_options(CLI::App& prof, SizeArgs& a) {
+  prof.add_option("--out", a.out, "profile file to write (under mpirun: to update)")->required();
+  prof.add_option("--threads-list", a.popt.threads,
+                  "thread counts to measure, e.g. 1,2 (default: 1, powers of two, and all "
+                  "cores)")
+      ->delimiter(',');
+  prof.add_option("--gemm-min-time", a.popt.gemm_min_time,
+                  "seconds of timed calls per GEMM grid point")
+      ->check(Positive())
+      ->capture_default_str();
+  prof.add_option("--probe-steps", a.popt.probe_steps, "timed steps per probe model")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  prof.add_option("--grid-max", a.popt.grid_max,
+                  "largest M, N and K of the GEMM grid {16, 64, 256, 1024, 4096}; products "
+                  "beyond it are priced at its rates (smaller: a quicker, rougher profile)")
+      ->check(CLI::Range(16, 4096))
+      ->capture_default_str();
+  prof.add_option("--membw-elements", a.popt.membw_elements,
+                  "doubles per STREAM array (default: STREAM's rule, 4 x the last-level cache; "
+                  "smaller arrays measure the cache, not memory)")
+      ->check(CLI::Range(int64_t(1) << 10, int64_t(1) << 32));
+  prof.add_flag("--force", a.force, "replace an existing profile (single process)");
+}
+
+// zaya size profile under mpirun: the collectives and the rates of the ranks sharing the
+// machine, added to the profile at --out.
+void add_shared_rates(const SizeArgs& a, dist::Communicator& comm) {
+  HardwareProfile p = read_profile(a.out);  // every rank checks it is readable
+  ZAYA_CHECK(p.device == "cpu", "--out: '", a.out, "' is not a CPU profile");
+  const CommRates c = measure_comm_rates(comm, stdout);
+  // Each rank's share of the cores, measured while every rank runs (other ranks' tables go
+  // to /dev/null).
+  const int threads = std::max(1, p.cores / comm.world_size());
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> devnull(std::fopen("/dev/null", "w"),
+                                                          &std::fclose);
+  ZAYA_CHECK(devnull != nullptr, "cannot open /dev/null");
+  const ProfileRates shared =
+      measure_rates(threads, p, a.popt, comm.rank() == 0 ? stdout : devnull.get(), &comm);
+  if (comm.rank() == 0) {
+    p.comm = c;
+    std::erase_if(p.rates, [&](const ProfileRates& r) {
+      return r.threads == shared.threads && r.ranks == shared.ranks;
+    });
+    p.rates.push_back(shared);
+    write_profile(p, a.out);
+    std::printf("added the collectives and the rates of %d ranks sharing the machine to %s\n",
+                c.world, a.out.c_str());
+  }
+}
+
+// zaya size profile: this machine's profile measured and written to --out (under mpirun, the
+// collectives added to it).
+int run_profile(const SizeArgs& a) {
+  auto comm = dist::make_communicator();
+  if (comm->world_size() > 1) {
+    add_shared_rates(a, *comm);
+    return 0;
+  }
+  struct stat st {};
+  ZAYA_CHECK(a.force || ::stat(a.out.c_str(), &st) != 0, "--out: '", a.out,
+             "' exists; pass --force to replace it (or run under mpirun to add the "
+             "collectives to it)");
+  HardwareProfile p = measure_compute_profile(a.popt, stdout);
+  char host[256] = "this machine";
+  gethostname(host, sizeof host);
+  const std::time_t now = std::time(nullptr);
+  char when[32];
+  std::strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  p.name = std::string(host) + " (" + std::to_string(p.cores) + " cores, measured)";
+  p.source = std::string("zaya size profile, ") + when;
+  write_profile(p, a.out);
+  std::printf("wrote %s (runtime %s, memory %s)\n", a.out.c_str(),
+              format_bytes(double(p.runtime_bytes)).c_str(),
+              format_bytes(double(p.memory_bytes)).c_str());
+  return 0;
+}
+
+// zaya size --explain without a profile: the GPU and the CPU rules.
+void print_all_rules() {
+  for (const char* name : {"mi300x", "cpu"}) {
+    HardwareProfile p;
+    if (!builtin_profile(name, p)) p.device = "cpu";
+    std::printf("%s rules:\n", p.device == "gpu" ? "GPU" : "CPU");
+    for (const std::string& r : sizing_rules(p)) std::printf("  - %s\n", r.c_str());
+  }
+  std::printf("sources and the measurements behind them: docs/sizing.md\n");
+}
+
+// The shapes to report: --config's (its train and data sections fill the goal's blanks) or the
+// proposals for the goal.
+std::vector<Candidate> size_candidates(const SizeArgs& a, SizeGoal& g, const HardwareProfile& p) {
+  if (a.config.empty()) {
+    std::vector<Candidate> cands = propose_shapes(g, p, a.candidates);
+    ZAYA_CHECK(!cands.empty(), "no shape follows the rules and fits this goal on '", p.name,
+               "' (zaya size --explain lists the rules; try another target, --world or --seq)");
+    return cands;
+  }
+  ZAYA_CHECK(a.active.empty() && a.total.empty() && a.flops.empty() && a.gpu_hours.empty(),
+             "--config evaluates one shape: leave out --active-params, --total-params, "
+             "--flops and --gpu-hours");
+  const json root = read_config_file(a.config);
+  const ModelConfig c = model_config_from_json(root.at("model"), a.config + ": model");
+  if (g.micro_batch == 0) g.micro_batch = root.value("/train/micro_batch"_json_pointer, int64_t(0));
+  if (g.global_batch == 0)
+    g.global_batch = root.value("/train/global_batch"_json_pointer, int64_t(0));
+  if (g.seq == 0 && root.contains("data") && root["data"].contains("phases") &&
+      !root["data"]["phases"].empty())
+    g.seq = root["data"]["phases"][0].value("seq_len", int64_t(0));
+  return {evaluate_config(c, g, p)};
+}
+
+// The candidates as JSON or as the table and the picked one's details; then --write.
+void report_candidates(const SizeArgs& a, const std::vector<Candidate>& cands, const SizeGoal& g,
+                       const HardwareProfile& p) {
+  if (a.json_out) {
+    json out = json::array();
+    for (const Candidate& k : cands) out.push_back(candidate_json(k));
+    std::printf("%s\n", json{{"profile", p.name}, {"candidates", out}}.dump(2).c_str());
+  } else {
+    std::printf("profile: %s (%s)\n", p.name.c_str(), p.source.c_str());
+    print_table(cands, p);
+    ZAYA_CHECK(a.pick <= int(cands.size()), "--pick ", a.pick, ": only ", cands.size(),
+               " shape(s) listed");
+    print_details(cands[size_t(a.pick - 1)], g, p);
+  }
+  if (!a.write.empty()) {
+    ZAYA_CHECK(a.pick <= int(cands.size()), "--pick ", a.pick, ": only ", cands.size(),
+               " shape(s) listed");
+    struct stat st {};
+    ZAYA_CHECK(a.force || ::stat(a.write.c_str(), &st) != 0, "--write: '", a.write,
+               "' exists; pass --force to replace it");
+    write_file_atomically(a.write,
+                          written_config(cands[size_t(a.pick - 1)], a.base, p).dump(2) + "\n");
+    if (!a.json_out) std::printf("wrote %s\n", a.write.c_str());
+  }
+}
+
+// zaya size: the rules (--explain), or the shapes for a goal or a config on a profile.
+int run_size(const SizeArgs& a) {
+  if (a.explain && a.profile.empty()) {
+    print_all_rules();
+    return 0;
+  }
+  const HardwareProfile p = load_profile(a.profile);
+  if (a.explain) {
+    std::printf("rules for %s:\n", p.name.c_str());
+    for (const std::string& r : sizing_rules(p)) std::printf("  - %s\n", r.c_str());
+    std::printf("sources and the measurements behind them: docs/sizing.md\n");
+    return 0;
+  }
+  SizeGoal g = a.goal;
+  g.active_params = parse_amount(a.active, "--active-params");
+  g.total_params = parse_amount(a.total, "--total-params");
+  g.flops = parse_amount(a.flops, "--flops");
+  g.gpu_hours = parse_amount(a.gpu_hours, "--gpu-hours");
+  g.tokens = parse_amount(a.tokens, "--tokens");
+  const std::vector<Candidate> cands = size_candidates(a, g, p);
+  report_candidates(a, cands, g, p);
+  return 0;
+}
+
 }  // namespace
 
 Runner add_size_commands(CLI::App& app) {
@@ -206,200 +424,17 @@ Runner add_size_commands(CLI::App& app) {
       "size",
       "ZAYA1 shapes and training plans for a hardware profile: parameter counts, memory per rank "
       "under ZeRO-1, the largest micro-batch, predicted step time and throughput");
-  size->add_option("--profile", args->profile,
-                   "hardware profile: a file from `zaya size profile` or built-in h100 / mi300x");
-  size->add_option("--config", args->config,
-                   "evaluate this zaya config's model instead of proposing shapes (its "
-                   "train.micro_batch and global_batch are used unless given)");
-  size->add_option("--active-params", args->active,
-                   "goal: active non-embedding parameters (one expert per MoE stage), e.g. 760M");
-  size->add_option("--total-params", args->total,
-                   "goal: total non-embedding parameters, e.g. 8.3B (with --active-params: both)");
-  size->add_option("--flops", args->flops,
-                   "goal: compute budget in FLOPs (with --tokens: active = FLOPs / 6 tokens)");
-  size->add_option("--gpu-hours", args->gpu_hours,
-                   "goal: device-hours budget (with --tokens: the largest shape that trains them "
-                   "in time on --world devices)");
-  size->add_option("--tokens", args->tokens, "training tokens, e.g. 12T");
-  size->add_option("--vocab", args->goal.vocab,
-                   "tokenizer vocabulary (padded to a multiple of 64; default 262144 on a GPU "
-                   "profile, 4096 on a CPU one)")
-      ->check(CLI::Range(int64_t(2), int64_t(1) << 24));
-  size->add_option("--experts", args->goal.experts, "routed experts per MoE stage (+ skip)")
-      ->check(CLI::Range(int64_t(1), int64_t(256)))
-      ->capture_default_str();
-  size->add_option("--world", args->goal.world, "ranks (GPUs, or CPU processes)")
-      ->check(CLI::Range(1, 1 << 20))
-      ->capture_default_str();
-  size->add_option("--ranks-per-machine", args->goal.ranks_per_machine,
-                   "CPU: ranks sharing one machine's cores and RAM (default: all of --world)")
-      ->check(CLI::Range(1, 4096));
-  size->add_option("--seq", args->goal.seq,
-                   "sequence length (default 4096 on a GPU profile, 256 on a CPU one; with "
-                   "--config, its first phase's seq_len)")
-      ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
-  size->add_option(
-          "--global-batch", args->goal.global_batch,
-          "sequences per optimizer step over all ranks (default: one micro-batch per rank)")
-      ->check(CLI::Range(int64_t(1), int64_t(1) << 30));
-  size->add_option("--micro-batch", args->goal.micro_batch,
-                   "sequences per micro-batch (default: the largest power of two that fits, at "
-                   "most 64)")
-      ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
-  size->add_option("--candidates", args->candidates, "shapes to list")
-      ->check(CLI::Range(1, 100))
-      ->capture_default_str();
-  size->add_option("--pick", args->pick, "which listed shape --write writes (1 = the first)")
-      ->check(CLI::Range(1, 100))
-      ->capture_default_str();
-  size->add_option("--write", args->write, "write the picked shape as a zaya config to this file");
-  size->add_option("--base", args->base,
-                   "with --write: copy this config's data and train sections into the new one");
-  size->add_flag("--force", args->force, "with --write: replace an existing file");
-  size->add_flag("--json", args->json_out, "print the results as JSON instead of tables");
-  size->add_flag("--explain", args->explain, "print the sizing rules and their sources");
-
+  add_size_options(*size, *args);
   auto* prof = size->add_subcommand(
       "profile",
       "Measure this machine's hardware profile for zaya size: the GEMM grid, STREAM triad and "
       "calibration steps per thread count; under mpirun -np N (N > 1), the collectives, added to "
       "an existing profile");
-  prof->add_option("--out", args->out, "profile file to write (under mpirun: to update)")
-      ->required();
-  prof->add_option("--threads-list", args->popt.threads,
-                   "thread counts to measure, e.g. 1,2 (default: 1, powers of two, and all "
-                   "cores)")
-      ->delimiter(',');
-  prof->add_option("--gemm-min-time", args->popt.gemm_min_time,
-                   "seconds of timed calls per GEMM grid point")
-      ->check(Positive())
-      ->capture_default_str();
-  prof->add_option("--probe-steps", args->popt.probe_steps, "timed steps per probe model")
-      ->check(CLI::Range(1, 100))
-      ->capture_default_str();
-  prof->add_option("--grid-max", args->popt.grid_max,
-                   "largest M, N and K of the GEMM grid {16, 64, 256, 1024, 4096}; products "
-                   "beyond it are priced at its rates (smaller: a quicker, rougher profile)")
-      ->check(CLI::Range(16, 4096))
-      ->capture_default_str();
-  prof->add_option("--membw-elements", args->popt.membw_elements,
-                   "doubles per STREAM array (default: STREAM's rule, 4 x the last-level cache; "
-                   "smaller arrays measure the cache, not memory)")
-      ->check(CLI::Range(int64_t(1) << 10, int64_t(1) << 32));
-  prof->add_flag("--force", args->force, "replace an existing profile (single process)");
-
+  add_profile_options(*prof, *args);
   return [=]() -> int {
-    if (*prof) {
-      auto comm = dist::make_communicator();
-      if (comm->world_size() > 1) {
-        HardwareProfile p = read_profile(args->out);  // every rank checks it is readable
-        ZAYA_CHECK(p.device == "cpu", "--out: '", args->out, "' is not a CPU profile");
-        const CommRates c = measure_comm_rates(*comm, stdout);
-        // Each rank's share of the cores, measured while every rank runs (other ranks' tables go
-        // to /dev/null).
-        const int threads = std::max(1, p.cores / comm->world_size());
-        std::unique_ptr<std::FILE, int (*)(std::FILE*)> devnull(std::fopen("/dev/null", "w"),
-                                                                &std::fclose);
-        ZAYA_CHECK(devnull != nullptr, "cannot open /dev/null");
-        const ProfileRates shared = measure_rates(
-            threads, p, args->popt, comm->rank() == 0 ? stdout : devnull.get(), comm.get());
-        if (comm->rank() == 0) {
-          p.comm = c;
-          std::erase_if(p.rates, [&](const ProfileRates& r) {
-            return r.threads == shared.threads && r.ranks == shared.ranks;
-          });
-          p.rates.push_back(shared);
-          write_profile(p, args->out);
-          std::printf("added the collectives and the rates of %d ranks sharing the machine to %s\n",
-                      c.world, args->out.c_str());
-        }
-        return 0;
-      }
-      struct stat st {};
-      ZAYA_CHECK(args->force || ::stat(args->out.c_str(), &st) != 0, "--out: '", args->out,
-                 "' exists; pass --force to replace it (or run under mpirun to add the "
-                 "collectives to it)");
-      HardwareProfile p = measure_compute_profile(args->popt, stdout);
-      char host[256] = "this machine";
-      gethostname(host, sizeof host);
-      const std::time_t now = std::time(nullptr);
-      char when[32];
-      std::strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
-      p.name = std::string(host) + " (" + std::to_string(p.cores) + " cores, measured)";
-      p.source = std::string("zaya size profile, ") + when;
-      write_profile(p, args->out);
-      std::printf("wrote %s (runtime %s, memory %s)\n", args->out.c_str(),
-                  format_bytes(double(p.runtime_bytes)).c_str(),
-                  format_bytes(double(p.memory_bytes)).c_str());
-      return 0;
-    }
+    if (*prof) return run_profile(*args);
     if (!*size) return kNotMine;
-    if (args->explain && args->profile.empty()) {
-      for (const char* name : {"mi300x", "cpu"}) {
-        HardwareProfile p;
-        if (!builtin_profile(name, p)) p.device = "cpu";
-        std::printf("%s rules:\n", p.device == "gpu" ? "GPU" : "CPU");
-        for (const std::string& r : sizing_rules(p)) std::printf("  - %s\n", r.c_str());
-      }
-      std::printf("sources and the measurements behind them: docs/sizing.md\n");
-      return 0;
-    }
-    const HardwareProfile p = load_profile(args->profile);
-    if (args->explain) {
-      std::printf("rules for %s:\n", p.name.c_str());
-      for (const std::string& r : sizing_rules(p)) std::printf("  - %s\n", r.c_str());
-      std::printf("sources and the measurements behind them: docs/sizing.md\n");
-      return 0;
-    }
-    SizeGoal g = args->goal;
-    g.active_params = parse_amount(args->active, "--active-params");
-    g.total_params = parse_amount(args->total, "--total-params");
-    g.flops = parse_amount(args->flops, "--flops");
-    g.gpu_hours = parse_amount(args->gpu_hours, "--gpu-hours");
-    g.tokens = parse_amount(args->tokens, "--tokens");
-    std::vector<Candidate> cands;
-    if (!args->config.empty()) {
-      ZAYA_CHECK(args->active.empty() && args->total.empty() && args->flops.empty() &&
-                     args->gpu_hours.empty(),
-                 "--config evaluates one shape: leave out --active-params, --total-params, "
-                 "--flops and --gpu-hours");
-      const json root = read_config_file(args->config);
-      const ModelConfig c = model_config_from_json(root.at("model"), args->config + ": model");
-      if (g.micro_batch == 0)
-        g.micro_batch = root.value("/train/micro_batch"_json_pointer, int64_t(0));
-      if (g.global_batch == 0)
-        g.global_batch = root.value("/train/global_batch"_json_pointer, int64_t(0));
-      if (g.seq == 0 && root.contains("data") && root["data"].contains("phases") &&
-          !root["data"]["phases"].empty())
-        g.seq = root["data"]["phases"][0].value("seq_len", int64_t(0));
-      cands.push_back(evaluate_config(c, g, p));
-    } else {
-      cands = propose_shapes(g, p, args->candidates);
-      ZAYA_CHECK(!cands.empty(), "no shape follows the rules and fits this goal on '", p.name,
-                 "' (zaya size --explain lists the rules; try another target, --world or --seq)");
-    }
-    if (args->json_out) {
-      json out = json::array();
-      for (const Candidate& k : cands) out.push_back(candidate_json(k));
-      std::printf("%s\n", json{{"profile", p.name}, {"candidates", out}}.dump(2).c_str());
-    } else {
-      std::printf("profile: %s (%s)\n", p.name.c_str(), p.source.c_str());
-      print_table(cands, p);
-      ZAYA_CHECK(args->pick <= int(cands.size()), "--pick ", args->pick, ": only ", cands.size(),
-                 " shape(s) listed");
-      print_details(cands[size_t(args->pick - 1)], g, p);
-    }
-    if (!args->write.empty()) {
-      ZAYA_CHECK(args->pick <= int(cands.size()), "--pick ", args->pick, ": only ", cands.size(),
-                 " shape(s) listed");
-      struct stat st {};
-      ZAYA_CHECK(args->force || ::stat(args->write.c_str(), &st) != 0, "--write: '", args->write,
-                 "' exists; pass --force to replace it");
-      write_file_atomically(
-          args->write, written_config(cands[size_t(args->pick - 1)], args->base, p).dump(2) + "\n");
-      if (!args->json_out) std::printf("wrote %s\n", args->write.c_str());
-    }
-    return 0;
+    return run_size(*args);
   };
 }
 

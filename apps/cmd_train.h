@@ -4,7 +4,7 @@
 
 namespace zaya::cli {
 
-// zaya train, zaya plot, zaya sample.
-Runner add_train_commands(CLI::App& app);
+// zaya train: a training run from a config's model, data and train sections.
+Runner add_train_command(CLI::App& app);
 
 }  // namespace zaya::cli

@@ -1,20 +1,23 @@
 // The seam under the model (docs/gpu.md, "The seam"): every computation of a training step is
-// an op of a Backend, so the model's orchestration (model/zaya_model, cca, moe) is written once
-// and runs on any backend. The conventions are the CPU op set's (backend/cpu/*.h), which is the
-// oracle every backend is held to: row-major plain buffers in the backend's memory; `*_forward`
-// overwrites its outputs; `*_backward` ADDS into the gradients it is given and skips nullptr ones.
+// an op of a Backend, so the model's orchestration (model/zaya_model, cca, moe, ring_attention)
+// is written once and runs on any backend. The conventions are the CPU op set's
+// (backend/cpu/*.h), which is the oracle every backend is held to: row-major plain buffers in the
+// backend's memory; `*_forward` overwrites its outputs; `*_backward` ADDS into the gradients it
+// is given and skips nullptr ones.
 //
 // Where the host must read a value the ops computed (the experts' row offsets, the loss), the
 // op says so or the model calls to_host: each such read is an explicit copy, visible at its call
-// site. CpuBackend (backend/cpu/cpu_backend.h) is the one implementation so far; the CUDA one
-// needs device memory under the step's arena and the parameters first (docs/gpu.md).
+// site. Three implement it: CpuBackend (backend/cpu/cpu_backend.h, host memory), cpu-as-device
+// (backend/cpu/cpu_as_device_backend.h: the CPU ops on memory the model treats as a device's) and
+// CudaBackend (backend/cuda/cuda_backend.h, device memory), which `zaya` loads from the CUDA
+// plugin (backend/cuda/plugin_api.h) for --device cuda; backend/device_select.h picks one.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 
-#include "backend/cpu/lm_head_loss.h"
+#include "backend/op_types.h"
 #include "backend/optim_types.h"
 #include "core/error.h"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "sizing/model_gemms.h"
+#include "model/model_gemms.h"
 
 namespace zaya {
 

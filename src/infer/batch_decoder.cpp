@@ -5,8 +5,8 @@
 
 #include "backend/cpu/norm.h"
 #include "backend/cpu/residual.h"
-#include "backend/cpu/rope.h"
 #include "backend/cpu/rowwise.h"
+#include "backend/rope_tables.h"
 #include "core/error.h"
 #include "model/moe_decode.h"
 
@@ -47,8 +47,8 @@ BatchDecoder::BatchDecoder(ZayaModel& model, const DecoderLimits& limits, dist::
   const int half = int(c.rotary_dim()) / 2;
   rope_cos_.assign(size_t(capacity_) * half, 0.0f);
   rope_sin_.assign(size_t(capacity_) * half, 0.0f);
-  cpu::rope_tables(rope_cos_.data(), rope_sin_.data(), int(capacity_), int(c.rotary_dim()),
-                   float(c.rope_theta));
+  rope_tables(rope_cos_.data(), rope_sin_.data(), int(capacity_), int(c.rotary_dim()),
+              float(c.rope_theta));
 }
 
 int64_t BatchDecoder::cache_bytes_per_token(const ModelConfig& c) {

@@ -11,7 +11,6 @@
 
 #include "infer/decoder.h"
 #include "infer/sampling.h"
-#include "model/zaya_model.h"
 
 namespace zaya {
 

@@ -3,11 +3,6 @@
 #include <cmath>
 #include <cstring>
 
-#include "backend/cpu/attention.h"
-#include "backend/cpu/conv.h"
-#include "backend/cpu/matmul.h"
-#include "backend/cpu/norm.h"
-#include "backend/cpu/rope.h"
 #include "model/cca_halo.h"
 #include "model/ring_attention.h"
 
@@ -132,7 +127,7 @@ void cca_forward(float* out, CcaActivations& act, const float* x, const CcaWeigh
   const float scale = float(1.0 / std::sqrt(double(D.d)));
   if (shard)
     ring_attention_forward(act.att, act.lse, act.q, act.k, act.v, {B, D.nq, D.nk, D.d, scale},
-                           *shard, arena);
+                           *shard, arena, be);
   else
     be.attention_forward(act.att, act.lse, act.q, act.k, act.v, B, S, D.nq, D.nk, D.d, scale);
 
@@ -157,7 +152,7 @@ void cca_backward(float* dx, CcaGrads& g, const float* dout, const CcaActivation
   const float scale = float(1.0 / std::sqrt(double(D.d)));
   if (shard)
     ring_attention_backward(dq, dk, dv, datt, act.att, act.lse, act.q, act.k, act.v,
-                            {B, D.nq, D.nk, D.d, scale}, *shard, arena);
+                            {B, D.nq, D.nk, D.d, scale}, *shard, arena, be);
   else
     be.attention_backward(dq, dk, dv, datt, act.att, act.lse, act.q, act.k, act.v, B, S, D.nq, D.nk,
                           D.d, scale);

@@ -6,7 +6,6 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
-#include "backend/cpu/model_ops.h"
 #include "core/arena.h"
 #include "model/config.h"
 
@@ -46,9 +45,6 @@ struct MoeActivations {
   float* sw = nullptr;                // [n_exp, F]
   float* y = nullptr;                 // [n_exp, E] expert outputs before the gate
 };
-
-// ZAYA1's top-1 choice for one token: cpu::top1_route (backend/cpu/model_ops.h).
-using cpu::top1_route;
 
 // out[N, E] = MoE(x); act.state receives this stage's router state for the next MoE stage.
 // held_route[N], when given, replaces the top-1 choice (the gates stay the router's probabilities

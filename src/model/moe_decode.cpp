@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "backend/cpu/activation.h"
+#include "backend/cpu/model_ops.h"
 #include "backend/cpu/norm.h"
 #include "backend/cpu/rowwise.h"
 
@@ -33,7 +34,7 @@ void moe_decode(float* out, float* state_out, const float* x, const float* state
   // Top-1 choice (top1_route); then the rows of each expert together.
   std::vector<std::vector<int32_t>> members(static_cast<size_t>(NR));
   for (int t = 0; t < n; ++t) {
-    const int best = top1_route(probs + size_t(t) * NR, w.balancing_biases, NR);
+    const int best = cpu::top1_route(probs + size_t(t) * NR, w.balancing_biases, NR);
     members[size_t(best)].push_back(t);
     if (routes) routes[t] = best;
   }

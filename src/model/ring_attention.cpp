@@ -6,8 +6,6 @@
 #include <memory>
 #include <utility>
 
-#include "backend/cpu/attention.h"
-
 namespace zaya {
 
 namespace {
@@ -38,8 +36,8 @@ struct Ring {
   // Mask of query chunk qc against key chunk kc: 0 invisible, 1 full, 2 causal (diagonal).
   static int visibility(int qc, int kc) { return kc < qc ? 1 : kc == qc ? 2 : 0; }
   // The block of query chunk `which` (of this rank) against chunk kc held by rank s.
-  cpu::AttentionBlock block(int which, int kc, int s) const {
-    cpu::AttentionBlock b;
+  AttentionBlock block(int which, int kc, int s) const {
+    AttentionBlock b;
     b.batch = dims.B;
     b.q_len = shard.len(which);
     b.k_len = shard.chunk_len(kc);
@@ -90,8 +88,8 @@ void merge_block(float* out, float* lse, const float* bout, const float* blse, c
 }  // namespace
 
 void ring_attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
-                            const RingAttentionDims& dims, const ContextShard& shard,
-                            Arena& arena) {
+                            const RingAttentionDims& dims, const ContextShard& shard, Arena& arena,
+                            const Backend& be) {
   const Ring ring(shard, dims);
   const size_t q_floats = size_t(dims.B) * ring.L * dims.nq * dims.d;
   const size_t lse_floats = size_t(dims.B) * dims.nq * ring.L;
@@ -116,10 +114,10 @@ void ring_attention_forward(float* out, float* lse, const float* q, const float*
     for (int which = 0; which < 2; ++which)
       for (const int kc : {ContextShard::first_chunk(s), shard.second_chunk(s)}) {
         if (Ring::visibility(shard.chunk(which), kc) == 0) continue;
-        const cpu::AttentionBlock blk = ring.block(which, kc, s);
-        cpu::attention_block_forward(bout + ring.q_off(which), blse + ring.lse_off(which),
-                                     q + ring.q_off(which), Ks + ring.k_off(kc, s),
-                                     Vs + ring.k_off(kc, s), blk);
+        const AttentionBlock blk = ring.block(which, kc, s);
+        be.attention_block_forward(bout + ring.q_off(which), blse + ring.lse_off(which),
+                                   q + ring.q_off(which), Ks + ring.k_off(kc, s),
+                                   Vs + ring.k_off(kc, s), blk);
         merge_block(out, lse + ring.lse_off(which), bout, blse + ring.lse_off(which), ring, which);
       }
     if (transfer) {
@@ -131,14 +129,14 @@ void ring_attention_forward(float* out, float* lse, const float* q, const float*
 
 void ring_attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out,
                              const float* lse, const float* q, const float* k, const float* v,
-                             const RingAttentionDims& dims, const ContextShard& shard,
-                             Arena& arena) {
+                             const RingAttentionDims& dims, const ContextShard& shard, Arena& arena,
+                             const Backend& be) {
   const Ring ring(shard, dims);
   float* D = arena.floats(size_t(dims.B) * dims.nq * ring.L);
   for (int which = 0; which < 2; ++which) {
-    cpu::AttentionBlock blk = ring.block(which, shard.chunk(which), ring.r);
-    cpu::attention_row_dot(D + ring.lse_off(which), dout + ring.q_off(which),
-                           out + ring.q_off(which), blk);
+    AttentionBlock blk = ring.block(which, shard.chunk(which), ring.r);
+    be.attention_row_dot(D + ring.lse_off(which), dout + ring.q_off(which), out + ring.q_off(which),
+                         blk);
   }
   const size_t max_kv = ring.max_kv_floats();
   float* cur = arena.floats(max_kv);
@@ -158,10 +156,10 @@ void ring_attention_backward(float* dq, float* dk, float* dv, const float* dout,
     for (int which = 0; which < 2; ++which)
       for (const int kc : {ContextShard::first_chunk(s), shard.second_chunk(s)}) {
         if (Ring::visibility(shard.chunk(which), kc) == 0) continue;
-        const cpu::AttentionBlock blk = ring.block(which, kc, s);
+        const AttentionBlock blk = ring.block(which, kc, s);
         const size_t ko = ring.k_off(kc, s), qo = ring.q_off(which), lo = ring.lse_off(which);
-        cpu::attention_block_backward(dq + qo, dcur + ko, dcur + half + ko, dout + qo, D + lo,
-                                      lse + lo, q + qo, cur + ko, cur + half + ko, blk);
+        be.attention_block_backward(dq + qo, dcur + ko, dcur + half + ko, dout + qo, D + lo,
+                                    lse + lo, q + qo, cur + ko, cur + half + ko, blk);
       }
     if (transfer) transfer->wait();
     if (ring.N > 1) {

@@ -3,11 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "backend/cpu/loss.h"
-#include "backend/cpu/matmul.h"
-#include "backend/cpu/norm.h"
-#include "backend/cpu/residual.h"
-#include "backend/cpu/rope.h"
+#include "backend/rope_tables.h"
 #include "core/error.h"
 #include "dist/rank_sum.h"
 
@@ -135,13 +131,13 @@ void ZayaModel::rope_for(int S) {
   const int half = int(config_.rotary_dim()) / 2;
   rope_cos_.assign(size_t(S) * half, 0.0f);
   rope_sin_.assign(size_t(S) * half, 0.0f);
-  cpu::rope_tables(rope_cos_.data(), rope_sin_.data(), S, int(config_.rotary_dim()),
-                   float(config_.rope_theta));
+  rope_tables(rope_cos_.data(), rope_sin_.data(), S, int(config_.rotary_dim()),
+              float(config_.rope_theta));
   rope_seq_ = S;
 }
 
 std::vector<int32_t> ZayaModel::shifted_targets(std::span<const int32_t> tokens, int B, int S) {
-  std::vector<int32_t> t(size_t(B) * S, cpu::kIgnoreIndex);
+  std::vector<int32_t> t(size_t(B) * S, kIgnoreIndex);
   for (int b = 0; b < B; ++b)
     for (int s = 0; s + 1 < S; ++s) t[size_t(b) * S + s] = tokens[size_t(b) * S + s + 1];
   return t;
@@ -186,7 +182,7 @@ void ZayaModel::check_inputs(std::span<const int32_t> tokens, std::span<const in
     ZAYA_CHECK(tokens[t] >= 0 && tokens[t] < V, "forward: token id ", tokens[t], " at position ", t,
                " is outside the vocabulary [0, ", V, ")");
   for (int t = 0; t < int(targets.size()); ++t) {
-    ZAYA_CHECK(targets[t] == cpu::kIgnoreIndex || (targets[t] >= 0 && targets[t] < V),
+    ZAYA_CHECK(targets[t] == kIgnoreIndex || (targets[t] >= 0 && targets[t] < V),
                "forward: target id ", targets[t], " at position ", t,
                " is outside the vocabulary [0, ", V, ") and is not the ignore index -100");
   }

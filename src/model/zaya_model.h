@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "backend/cpu/lm_head_loss.h"
+#include "backend/op_types.h"
 #include "core/arena.h"
 #include "core/reserved_addresses.h"
 #include "model/cca.h"
@@ -34,7 +34,7 @@ class ZayaModel {
   ParameterPlacement& placement() { return placement_; }
   const ParameterPlacement& placement() const { return placement_; }
 
-  // tokens[B·S] (row-major [B, S]); targets[B·S] with cpu::kIgnoreIndex where no loss is taken.
+  // tokens[B·S] (row-major [B, S]); targets[B·S] with kIgnoreIndex where no loss is taken.
   // Returns the mean loss over the non-ignored targets (0 if there are none). With an empty
   // `targets` no loss is computed (inference: logits only).
   //
@@ -86,7 +86,7 @@ class ZayaModel {
   // Following forward() calls with targets compute the LM head and the loss in blocks of
   // chunks.tokens × chunks.vocab logits (backend/cpu/lm_head_loss.h) and keep no logits; disabled
   // chunks (the default) materialise them. Forward calls without targets always materialise.
-  void set_lm_head_chunks(const cpu::LmHeadChunks& chunks) { lm_chunks_ = chunks; }
+  void set_lm_head_chunks(const LmHeadChunks& chunks) { lm_chunks_ = chunks; }
 
   // Recomputation: following forward() calls keep only each stage's input and output (and a MoE
   // stage's routes and router state), and backward() runs each stage's forward again just before
@@ -220,7 +220,7 @@ class ZayaModel {
   int64_t loss_count_ = 0;
   bool have_loss_ = false;
   bool logits_valid_ = false;
-  cpu::LmHeadChunks lm_chunks_;
+  LmHeadChunks lm_chunks_;
   bool chunked_loss_ = false;    // the last forward computed the loss in blocks
   float* lm_scratch_ = nullptr;  // its one block of logits
 

@@ -43,10 +43,10 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/newton_schulz.h"  // the O = newton_schulz(d) of step 3 above
 #include "core/tensor.h"
 #include "model/params.h"
 #include "optim/muon_plan.h"
-#include "optim/newton_schulz.h"
 #include "optim/optim_config.h"
 #include "optim/shard_layout.h"
 

@@ -139,12 +139,59 @@ struct OpenAiServer::Impl {
         });
   }
 
+  // What a request's answer needs besides the channel: its id, its prompt's length (for the
+  // usage) and when it came (for the log line).
+  struct Reply {
+    std::string id;
+    size_t prompt_tokens;
+    std::chrono::steady_clock::time_point t0;
+    json usage(size_t completion) const {
+      return json{{"prompt_tokens", prompt_tokens},
+                  {"completion_tokens", completion},
+                  {"total_tokens", prompt_tokens + completion}};
+    }
+    void log(const Channel& c, const char* how) const {
+      std::fprintf(stderr,
+                   "zaya serve: POST /v1/completions %s: %zu prompt tokens, %zu generated (%s), "
+                   "first token %.1f ms, %.2f s in all\n",
+                   how, prompt_tokens, c.completion_tokens, c.finish_reason.c_str(), c.ttft_s * 1e3,
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  };
+
   void completion(const httplib::Request& hreq, httplib::Response& res) {
     const auto t0 = std::chrono::steady_clock::now();
     flight_begin();  // before the draining check: stop() waits for every request counted here
     FlightGuard guard{this};
     CompletionRequest cr;
     std::vector<int32_t> prompt;
+    if (!admit(hreq, res, cr, prompt)) return;
+    auto ch = std::make_shared<Channel>();
+    ch->stream = std::make_unique<TextStream>(tok, cr.stop, eos);
+    if (!submit(engine_request(cr, prompt, ch), res)) return;
+    const Reply reply{"cmpl-" + std::to_string(next_id++), prompt.size(), t0};
+    if (!cr.stream) {
+      respond_whole(res, *ch, reply);
+      return;
+    }
+    guard.armed = false;  // the stream's releaser ends the request's flight
+    res.set_header("Cache-Control", "no-cache");
+    const bool include_usage = cr.include_usage;
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [this, ch, reply, include_usage](size_t, httplib::DataSink& sink) {
+          return stream_events(*ch, reply, include_usage, sink);
+        },
+        [this, ch](bool success) {
+          if (!success) ch->cancelled = true;
+          flight_end();
+        });
+  }
+
+  // The request parsed and its prompt encoded and checked against the context; false after
+  // answering an error (or 503 while draining).
+  bool admit(const httplib::Request& hreq, httplib::Response& res, CompletionRequest& cr,
+             std::vector<int32_t>& prompt) {
     try {
       if (draining) {
         res.set_header("Connection", "close");
@@ -165,10 +212,15 @@ struct OpenAiServer::Impl {
                        "prompt", "invalid_request_error", "context_length_exceeded");
     } catch (const ApiError& e) {
       send_error(res, e);
-      return;
+      return false;
     }
-    auto ch = std::make_shared<Channel>();
-    ch->stream = std::make_unique<TextStream>(tok, cr.stop, eos);
+    return true;
+  }
+
+  // The engine's request: each token goes through the channel's text stream, and the settled
+  // text and the end land in the channel.
+  EngineRequest engine_request(const CompletionRequest& cr, const std::vector<int32_t>& prompt,
+                               const std::shared_ptr<Channel>& ch) {
     EngineRequest er;
     er.prompt = prompt;
     er.opt.max_new_tokens = cr.max_tokens;
@@ -203,6 +255,11 @@ struct OpenAiServer::Impl {
       ch->done = true;
       ch->cv.notify_all();
     };
+    return er;
+  }
+
+  // Queues the request; false after answering 429 (a full queue) or 400.
+  bool submit(EngineRequest er, httplib::Response& res) {
     try {
       if (!engine.submit(std::move(er)))
         throw ApiError(429,
@@ -212,95 +269,75 @@ struct OpenAiServer::Impl {
     } catch (const ApiError& e) {
       res.set_header("Retry-After", "1");
       send_error(res, e);
-      return;
+      return false;
     } catch (const Error& e) {
       send_error(res, ApiError(400, e.what()));
-      return;
+      return false;
     }
-    const std::string id = "cmpl-" + std::to_string(next_id++);
-    const size_t prompt_tokens = prompt.size();
-    const auto usage = [prompt_tokens](size_t completion) {
-      return json{{"prompt_tokens", prompt_tokens},
-                  {"completion_tokens", completion},
-                  {"total_tokens", prompt_tokens + completion}};
+    return true;
+  }
+
+  // One text_completion object once the request is done.
+  void respond_whole(httplib::Response& res, Channel& ch, const Reply& reply) {
+    std::unique_lock<std::mutex> lock(ch.m);
+    ch.cv.wait(lock, [&] { return ch.done; });
+    res.set_content(dump(json{{"id", reply.id},
+                              {"object", "text_completion"},
+                              {"created", int64_t(std::time(nullptr))},
+                              {"model", opt.model_name},
+                              {"choices",
+                               {{{"text", ch.text},
+                                 {"index", 0},
+                                 {"logprobs", nullptr},
+                                 {"finish_reason", ch.finish_reason}}}},
+                              {"usage", reply.usage(ch.completion_tokens)}}),
+                    "application/json");
+    reply.log(ch, "200");
+  }
+
+  // The stream's next events: the text settled since the last call, and at the end the
+  // finish_reason, the usage (if asked for) and [DONE]. False ends the stream.
+  bool stream_events(Channel& ch, const Reply& reply, bool include_usage, httplib::DataSink& sink) {
+    const auto event = [&](const json& j) {
+      const std::string s = "data: " + dump(j) + "\n\n";
+      return sink.write(s.data(), s.size());
     };
-    const auto log = [t0, prompt_tokens](const Channel& c, const char* how) {
-      std::fprintf(stderr,
-                   "zaya serve: POST /v1/completions %s: %zu prompt tokens, %zu generated (%s), "
-                   "first token %.1f ms, %.2f s in all\n",
-                   how, prompt_tokens, c.completion_tokens, c.finish_reason.c_str(), c.ttft_s * 1e3,
-                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    const auto chunk = [&](const std::string& text, const json& finish) {
+      return json{
+          {"id", reply.id},
+          {"object", "text_completion"},
+          {"created", int64_t(std::time(nullptr))},
+          {"model", opt.model_name},
+          {"choices",
+           {{{"text", text}, {"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish}}}}};
     };
-    if (!cr.stream) {
-      std::unique_lock<std::mutex> lock(ch->m);
-      ch->cv.wait(lock, [&] { return ch->done; });
-      res.set_content(dump(json{{"id", id},
-                                {"object", "text_completion"},
-                                {"created", int64_t(std::time(nullptr))},
-                                {"model", opt.model_name},
-                                {"choices",
-                                 {{{"text", ch->text},
-                                   {"index", 0},
-                                   {"logprobs", nullptr},
-                                   {"finish_reason", ch->finish_reason}}}},
-                                {"usage", usage(ch->completion_tokens)}}),
-                      "application/json");
-      log(*ch, "200");
-      return;
+    std::string text;
+    bool done;
+    {
+      std::unique_lock<std::mutex> lock(ch.m);
+      ch.cv.wait(lock, [&] { return ch.done || !ch.text.empty(); });
+      text.swap(ch.text);
+      done = ch.done;
     }
-    const bool include_usage = cr.include_usage;
-    guard.armed = false;  // the stream's releaser ends the request's flight
-    res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [this, ch, id, usage, include_usage, log](size_t, httplib::DataSink& sink) {
-          const auto event = [&](const json& j) {
-            const std::string s = "data: " + dump(j) + "\n\n";
-            return sink.write(s.data(), s.size());
-          };
-          const auto chunk = [&](const std::string& text, const json& finish) {
-            return json{{"id", id},
-                        {"object", "text_completion"},
-                        {"created", int64_t(std::time(nullptr))},
-                        {"model", opt.model_name},
-                        {"choices",
-                         {{{"text", text},
-                           {"index", 0},
-                           {"logprobs", nullptr},
-                           {"finish_reason", finish}}}}};
-          };
-          std::string text;
-          bool done;
-          {
-            std::unique_lock<std::mutex> lock(ch->m);
-            ch->cv.wait(lock, [&] { return ch->done || !ch->text.empty(); });
-            text.swap(ch->text);
-            done = ch->done;
-          }
-          if (!text.empty() && !event(chunk(text, nullptr))) {
-            ch->cancelled = true;  // the client went away: the engine ends the request
-            return false;
-          }
-          if (!done) return true;
-          bool ok = event(chunk("", ch->finish_reason));
-          if (ok && include_usage) {
-            json u = chunk("", nullptr);
-            u["choices"] = json::array();
-            u["usage"] = usage(ch->completion_tokens);
-            ok = event(u);
-          }
-          if (ok) {
-            const std::string last = "data: [DONE]\n\n";
-            ok = sink.write(last.data(), last.size());
-          }
-          log(*ch, "200 (stream)");
-          if (ok) sink.done();
-          return ok;
-        },
-        [this, ch](bool success) {
-          if (!success) ch->cancelled = true;
-          flight_end();
-        });
+    if (!text.empty() && !event(chunk(text, nullptr))) {
+      ch.cancelled = true;  // the client went away: the engine ends the request
+      return false;
+    }
+    if (!done) return true;
+    bool ok = event(chunk("", ch.finish_reason));
+    if (ok && include_usage) {
+      json u = chunk("", nullptr);
+      u["choices"] = json::array();
+      u["usage"] = reply.usage(ch.completion_tokens);
+      ok = event(u);
+    }
+    if (ok) {
+      const std::string last = "data: [DONE]\n\n";
+      ok = sink.write(last.data(), last.size());
+    }
+    reply.log(ch, "200 (stream)");
+    if (ok) sink.done();
+    return ok;
   }
 
   void engine_loop() {

@@ -3,10 +3,10 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "model/model_gemms.h"
 #include "model/params.h"
 #include "optim/muon_plan.h"
 #include "optim/shard_layout.h"
-#include "sizing/model_gemms.h"
 #include "sizing/train_memory.h"
 
 namespace zaya {

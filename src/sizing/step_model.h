@@ -1,5 +1,5 @@
 // Predicted time of one optimizer step of `zaya train`, split the way the trainer spends it:
-//  - gemm: every product of every micro-batch (sizing/model_gemms.h), each priced on the
+//  - gemm: every product of every micro-batch (model/model_gemms.h), each priced on the
 //    profile's GEMM curve;
 //  - other: the non-GEMM work of the micro-batches: activation bytes (sizing/train_memory.h) ×
 //    the profile's time per byte + causal attention scores × its time per score + logits × the

@@ -118,7 +118,7 @@ TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq,
   // master weights with bf16 weights).
   m.optimizer = (bytes.weights == 4 ? 3 : 4) * 4 * layout.chunk();
   // The busiest rank's whole matrices, and one Newton–Schulz workspace (two copies of the largest
-  // matrix and two Gram-sized squares; optim/newton_schulz.cpp).
+  // matrix and two Gram-sized squares; backend/cpu/newton_schulz.cpp).
   int64_t owned = 0, largest = 0, gram = 0;
   for (int r = 0; r < world; ++r) {
     layout.rank = r;

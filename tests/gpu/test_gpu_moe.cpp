@@ -60,7 +60,8 @@ Routing make_routing(int n, int routes) {
     r.probs[2 * size_t(routes) + 3] = 0.9f - r.biases[3];
   }
   for (int t = 0; t < n; ++t)
-    r.route.push_back(top1_route(r.probs.data() + size_t(t) * routes, r.biases.data(), routes));
+    r.route.push_back(
+        cpu::top1_route(r.probs.data() + size_t(t) * routes, r.biases.data(), routes));
   r.order.resize(static_cast<size_t>(n));
   std::iota(r.order.begin(), r.order.end(), 0);
   std::stable_sort(r.order.begin(), r.order.end(),

@@ -11,8 +11,8 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/device.h"
 #include "backend/cuda/ops.h"
+#include "backend/newton_schulz.h"
 #include "gpu_test_util.h"
-#include "optim/newton_schulz.h"
 #include "optim/optimizer.h"
 
 namespace zaya {

@@ -71,7 +71,7 @@ TEST(GpuOps, RopeForwardAndInverse) {
   for (const int seq : kSeqs) {
     const int batch = 2, heads = 3, d = 16, rot = 8;
     Floats cos_t(size_t(seq) * rot / 2), sin_t(cos_t.size());
-    cpu::rope_tables(cos_t.data(), sin_t.data(), seq, rot, 10000.0f);
+    rope_tables(cos_t.data(), sin_t.data(), seq, rot, 10000.0f);
     DeviceBuffer<float> dcos(cos_t), dsin(sin_t);
     for (const bool inverse : {false, true}) {
       Floats x = random_floats(size_t(batch) * seq * heads * d, 38);

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend/newton_schulz.h"
 #include "core/error.h"
 #include "io/safetensors.h"
 #include "optim/optimizer.h"

@@ -96,7 +96,7 @@ TEST_P(CcaLayer, GradientsMatchFiniteDifferences) {
   const std::vector<float> R = randn(size_t(N) * E, g);
   const int half = int(c.rotary_dim()) / 2;
   std::vector<float> cs(size_t(S) * half), sn(size_t(S) * half);
-  cpu::rope_tables(cs.data(), sn.data(), S, int(c.rotary_dim()), float(c.rope_theta));
+  rope_tables(cs.data(), sn.data(), S, int(c.rotary_dim()), float(c.rope_theta));
   const RopeTables rope{cs.data(), sn.data()};
   Arena arena;
   auto weights = [&] {

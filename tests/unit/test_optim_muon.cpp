@@ -5,7 +5,7 @@
 #include <random>
 #include <vector>
 
-#include "optim/newton_schulz.h"
+#include "backend/newton_schulz.h"
 
 namespace zaya {
 namespace {

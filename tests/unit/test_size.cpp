@@ -11,8 +11,8 @@
 
 #include "core/error.h"
 #include "model/config.h"
+#include "model/model_gemms.h"
 #include "sizing/hardware_profile.h"
-#include "sizing/model_gemms.h"
 #include "sizing/profile_measure.h"
 #include "sizing/shape_search.h"
 #include "sizing/step_model.h"

@@ -10,8 +10,8 @@
 #include "bench/membw_bench.h"
 #include "core/error.h"
 #include "model/config.h"
+#include "model/model_gemms.h"
 #include "model/params.h"
-#include "sizing/model_gemms.h"
 
 namespace zaya {
 namespace {

@@ -6,6 +6,8 @@
 
 #include <cstddef>
 
+#include "backend/op_types.h"  // AttentionBlock
+
 namespace zaya::cpu {
 
 void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
@@ -18,19 +20,8 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
                         const float* lse, const float* q, const float* k, const float* v, int batch,
                         int seq, int nq, int nk, int d, float scale);
 
-// One block of a sharded attention (ring attention, model/ring_attention.h): queries of q_len
-// positions against keys/values of k_len positions, either all visible (keys earlier in the
-// sequence) or causal on the diagonal (the same positions: q_len == k_len). Rows of every
-// sequence are [len, heads, d]; the strides say where sequence b starts, so a block can be a run
-// of rows inside a larger buffer.
-struct AttentionBlock {
-  int batch = 0, q_len = 0, k_len = 0, nq = 0, nk = 0, d = 0;
-  size_t q_batch_stride = 0;   // floats between sequences of q, out, dout, dq
-  size_t kv_batch_stride = 0;  // floats between sequences of k, v, dk, dv
-  bool causal = false;
-  float scale = 1.0f;
-};
-
+// One block of a sharded attention (ring attention, model/ring_attention.h; AttentionBlock in
+// backend/op_types.h says which).
 // out (at q's strides) = softmax(q·kᵀ·scale)·v over this block alone; lse[batch, nq, q_len].
 void attention_block_forward(float* out, float* lse, const float* q, const float* k, const float* v,
                              const AttentionBlock& blk);

@@ -112,7 +112,7 @@ void CpuAsDeviceBackend::grouped_matmul_backward(float* din, float* const* dweig
 
 double CpuAsDeviceBackend::lm_head_loss_forward(float* lse, const float* y, const float* w,
                                                 const int32_t* targets, int n, int e, int v,
-                                                const cpu::LmHeadChunks& chunks, float* scratch,
+                                                const LmHeadChunks& chunks, float* scratch,
                                                 int64_t* count) const {
   return cpu::lm_head_loss_forward(lse, y, weight(w, size_t(v) * size_t(e)), targets, n, e, v,
                                    chunks, scratch, count);
@@ -121,8 +121,7 @@ double CpuAsDeviceBackend::lm_head_loss_forward(float* lse, const float* y, cons
 void CpuAsDeviceBackend::lm_head_loss_backward(float* dy, float* dw, const float* y, const float* w,
                                                const float* lse, const int32_t* targets, int n,
                                                int e, int v, float loss_scale,
-                                               const cpu::LmHeadChunks& chunks,
-                                               float* scratch) const {
+                                               const LmHeadChunks& chunks, float* scratch) const {
   cpu::lm_head_loss_backward(dy, dw, y, weight(w, size_t(v) * size_t(e)), lse, targets, n, e, v,
                              loss_scale, chunks, scratch);
 }

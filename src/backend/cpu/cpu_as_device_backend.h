@@ -39,11 +39,11 @@ class CpuAsDeviceBackend final : public CpuBackend {
                                const float* in, const float* const* weights, const int* offsets,
                                int groups, int k, int m) const override;
   double lm_head_loss_forward(float* lse, const float* y, const float* w, const int32_t* targets,
-                              int n, int e, int v, const cpu::LmHeadChunks& chunks, float* scratch,
+                              int n, int e, int v, const LmHeadChunks& chunks, float* scratch,
                               int64_t* count) const override;
   void lm_head_loss_backward(float* dy, float* dw, const float* y, const float* w, const float* lse,
                              const int32_t* targets, int n, int e, int v, float loss_scale,
-                             const cpu::LmHeadChunks& chunks, float* scratch) const override;
+                             const LmHeadChunks& chunks, float* scratch) const override;
   void embedding_forward(float* out, const float* table, const int32_t* tokens, int n,
                          int e) const override;
 

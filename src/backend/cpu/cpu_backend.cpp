@@ -9,6 +9,7 @@
 #include "backend/cpu/attention.h"
 #include "backend/cpu/bf16_ops.h"
 #include "backend/cpu/conv.h"
+#include "backend/cpu/lm_head_loss.h"
 #include "backend/cpu/loss.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/model_ops.h"

@@ -10,10 +10,6 @@
 
 namespace zaya::cpu {
 
-size_t LmHeadChunks::scratch_floats(int n, int v) const {
-  return size_t(std::min(tokens, n)) * size_t(std::min(vocab, v));
-}
-
 namespace {
 
 // Calls fn(t0, tn, v0, vn) for every block of tn tokens × vn vocabulary entries, token chunks in

@@ -15,15 +15,9 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace zaya::cpu {
+#include "backend/op_types.h"  // LmHeadChunks, kIgnoreIndex
 
-struct LmHeadChunks {
-  int tokens = 0;  // rows of a block (0: not chunked)
-  int vocab = 0;   // columns of a block
-  bool enabled() const { return tokens > 0 && vocab > 0; }
-  // Floats of the one logits block the functions below need as scratch.
-  size_t scratch_floats(int n, int v) const;
-};
+namespace zaya::cpu {
 
 // lse[n] of the logits y[n, E] · w[V, E]ᵀ; returns Σ over rows with a target (≠ kIgnoreIndex) of
 // lse − logit[target], and sets *count to the number of such rows.

@@ -3,9 +3,9 @@
 
 #include <cstdint>
 
-namespace zaya::cpu {
+#include "backend/op_types.h"  // kIgnoreIndex
 
-constexpr int32_t kIgnoreIndex = -100;  // a target that contributes no loss (Hugging Face's value)
+namespace zaya::cpu {
 
 // Returns Σ over rows with target ≠ kIgnoreIndex of −log softmax(logits)[target], and sets
 // *count to the number of such rows. Also stores each row's logsumexp in lse[n].

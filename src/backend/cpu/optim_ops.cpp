@@ -3,7 +3,7 @@
 #include <cmath>
 #include <vector>
 
-#include "optim/newton_schulz.h"
+#include "backend/newton_schulz.h"
 
 namespace zaya::cpu {
 

@@ -23,7 +23,7 @@ void muon_momentum(float* buf, float* d, const float* g, const OptimSegment* seg
                    float beta, float one_minus_beta, bool nesterov);
 // w ← w·keep − step·d per segment (Muon's weight update with its per-matrix step).
 void decay_and_step(float* w, const float* d, const OptimSegment* segments, int count);
-// Newton–Schulz (optim/newton_schulz.h) in place on `count` matrices of one shape [rows, cols],
+// Newton–Schulz (backend/newton_schulz.h) in place on `count` matrices of one shape [rows, cols],
 // one after another: each result is that of newton_schulz on the matrix alone.
 void newton_schulz_batch(float* const* matrices, int count, int64_t rows, int64_t cols, int steps);
 

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-namespace zaya::cpu {
+namespace zaya {
 
 void rope_tables(float* cos_out, float* sin_out, int seq, int rot, float theta) {
   const int half = rot / 2;
@@ -17,6 +17,10 @@ void rope_tables(float* cos_out, float* sin_out, int seq, int rot, float theta) 
     }
   }
 }
+
+}  // namespace zaya
+
+namespace zaya::cpu {
 
 void rope_apply(float* x, const float* cos_t, const float* sin_t, int batch, int seq, int heads,
                 int d, int rot, bool inverse) {

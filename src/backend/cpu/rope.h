@@ -1,11 +1,9 @@
 // Partial rotary position embedding (NeoX rotate-half) over the first `rot` dims of each head.
 #pragma once
 
-namespace zaya::cpu {
+#include "backend/rope_tables.h"  // the tables rope_apply reads
 
-// cos/sin tables [seq, rot/2] for positions 0..seq-1: inv_freq_i = 1 / theta^(2i/rot), computed in
-// fp32 the way Hugging Face does (so the two agree to the last bit of the angle).
-void rope_tables(float* cos_out, float* sin_out, int seq, int rot, float theta);
+namespace zaya::cpu {
 
 // In place on x[batch, seq, heads, d]: for i < rot/2, with x1 = x[i], x2 = x[i + rot/2],
 //   x1' = x1 cos − x2 sin,  x2' = x2 cos + x1 sin.   Dims rot..d-1 pass through.

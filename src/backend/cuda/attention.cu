@@ -329,4 +329,24 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
   }
 }
 
+void attention_block_forward(float*, float*, const float*, const float*, const float*,
+                             const AttentionBlock&) {
+  ZAYA_FAIL(
+      "not implemented on cuda: attention_block_forward (ring attention's blocks; "
+      "context parallelism runs on the CPU backend only)");
+}
+
+void attention_row_dot(float*, const float*, const float*, const AttentionBlock&) {
+  ZAYA_FAIL(
+      "not implemented on cuda: attention_row_dot (ring attention's blocks; context "
+      "parallelism runs on the CPU backend only)");
+}
+
+void attention_block_backward(float*, float*, float*, const float*, const float*, const float*,
+                              const float*, const float*, const float*, const AttentionBlock&) {
+  ZAYA_FAIL(
+      "not implemented on cuda: attention_block_backward (ring attention's blocks; "
+      "context parallelism runs on the CPU backend only)");
+}
+
 }  // namespace zaya::cuda

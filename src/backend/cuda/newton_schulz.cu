@@ -1,4 +1,4 @@
-// Muon's Newton–Schulz (optim/newton_schulz.h) on the GPU, over a batch of same-shape matrices:
+// Muon's Newton–Schulz (backend/newton_schulz.h) on the GPU, over a batch of same-shape matrices:
 // a layer's experts, or every attention projection of one shape. The matrices are stacked, and
 // each of an iteration's three products is one strided-batched cuBLASLt GEMM over the stack, so
 // sixteen 2048×2048 experts cost three launches per iteration instead of forty-eight. The steps
@@ -10,7 +10,7 @@
 #include "backend/cuda/gemm.h"
 #include "backend/cuda/ops.h"
 #include "backend/cuda/reduce.cuh"
-#include "optim/newton_schulz.h"
+#include "backend/newton_schulz.h"
 
 namespace zaya::cuda {
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "backend/cpu/lm_head_loss.h"
+#include "backend/op_types.h"
 #include "backend/optim_types.h"
 
 namespace zaya::cuda {
@@ -47,7 +47,7 @@ void merge_rmsnorm_forward(float* r_out, float* x_out, float* rstd, const float*
                            const float* w, int n, int c, float eps);
 
 // Partial rotary embedding in place on x[batch, seq, heads, d] (cpu::rope_apply); the tables
-// [seq, rot/2] are device copies of cpu::rope_tables'.
+// [seq, rot/2] are device copies of rope_tables' (backend/rope_tables.h).
 void rope_apply(float* x, const float* cos_t, const float* sin_t, int batch, int seq, int heads,
                 int d, int rot, bool inverse);
 
@@ -68,6 +68,15 @@ void attention_forward(float* out, float* lse, const float* q, const float* k, c
 void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out,
                         const float* lse, const float* q, const float* k, const float* v, int batch,
                         int seq, int nq, int nk, int d, float scale);
+// One block of a sharded attention (cpu::attention_block_forward, attention_row_dot,
+// attention_block_backward): no kernels yet (ring attention runs on host memory only); each
+// fails, naming itself.
+void attention_block_forward(float* out, float* lse, const float* q, const float* k, const float* v,
+                             const AttentionBlock& blk);
+void attention_row_dot(float* D, const float* dout, const float* out, const AttentionBlock& blk);
+void attention_block_backward(float* dq, float* dk, float* dv, const float* dout, const float* D,
+                              const float* lse, const float* q, const float* k, const float* v,
+                              const AttentionBlock& blk);
 
 // Cross-entropy (cpu::cross_entropy_*); targets is device memory. The forward copies the n row
 // losses to the host and sums them there in row order.
@@ -93,15 +102,13 @@ void lm_head_loss_backward(float* dy, float* dw, const float* y, const float* w,
 // The same, with the blocks as the CPU op takes them (the Backend's signature).
 inline double lm_head_loss_forward(float* lse, const float* y, const float* w,
                                    const int32_t* targets, int n, int e, int v,
-                                   const cpu::LmHeadChunks& chunks, float* scratch,
-                                   int64_t* count) {
+                                   const LmHeadChunks& chunks, float* scratch, int64_t* count) {
   return lm_head_loss_forward(lse, y, w, targets, n, e, v, chunks.tokens, chunks.vocab, scratch,
                               count);
 }
 inline void lm_head_loss_backward(float* dy, float* dw, const float* y, const float* w,
                                   const float* lse, const int32_t* targets, int n, int e, int v,
-                                  float loss_scale, const cpu::LmHeadChunks& chunks,
-                                  float* scratch) {
+                                  float loss_scale, const LmHeadChunks& chunks, float* scratch) {
   lm_head_loss_backward(dy, dw, y, w, lse, targets, n, e, v, loss_scale, chunks.tokens,
                         chunks.vocab, scratch);
 }

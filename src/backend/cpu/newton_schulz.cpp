@@ -1,4 +1,4 @@
-#include "optim/newton_schulz.h"
+#include "backend/newton_schulz.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "sizing/model_gemms.h"
+#include "model/model_gemms.h"
 
 #include <algorithm>
 #include <map>

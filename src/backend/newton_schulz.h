@@ -1,6 +1,10 @@
 // Muon's orthogonalisation: the Newton–Schulz quintic iteration (KellerJordan/Muon). It maps a
 // matrix G = U S Vᵀ to roughly U S' Vᵀ with S' in a band around 1 (≈0.7–1.2 after 5 steps), not
 // exactly U Vᵀ: the coefficients trade exactness for fast growth of small singular values.
+//
+// A backend-wide definition: every backend's newton_schulz_batch (backend_ops.inc) computes this
+// iteration with these coefficients; newton_schulz below is the CPU's, on host buffers
+// (backend/cpu/newton_schulz.cpp), and the oracle the others are held to.
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,43 @@
+// zaya debug-dump --config C --out DIR [--seed N] [--batch N] [--seq N]
+#include "cmd_debug_dump.h"
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "model/config.h"
+#include "model/debug_dump.h"
+
+namespace zaya::cli {
+
+namespace {
+
+struct DumpArgs {
+  std::string config, out;
+  DumpOptions opt;
+};
+
+}  // namespace
+
+Runner add_debug_dump_command(CLI::App& app) {
+  auto args = std::make_shared<DumpArgs>();
+  auto* dump =
+      app.add_subcommand("debug-dump",
+                         "Write a random non-trivial model and its logits/loss/gradients on random "
+                         "tokens (for checking against an independent implementation)");
+  dump->add_option("--config", args->config, "zaya JSON config")->required();
+  dump->add_option("--out", args->out, "output directory")->required();
+  dump->add_option("--seed", args->opt.seed, "weights and tokens seed")->capture_default_str();
+  dump->add_option("--batch", args->opt.batch, "sequences")->capture_default_str();
+  dump->add_option("--seq", args->opt.seq, "tokens per sequence")->capture_default_str();
+  return [=]() -> int {
+    if (!*dump) return kNotMine;
+    const ModelConfig c = load_model_config(args->config);
+    debug_dump(c, args->opt, args->out);
+    std::printf("debug-dump: wrote %s/model and %s/outputs.safetensors\n", args->out.c_str(),
+                args->out.c_str());
+    return 0;
+  };
+}
+
+}  // namespace zaya::cli

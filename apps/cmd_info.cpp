@@ -1,0 +1,50 @@
+// zaya info --config C [--seq N] [--world N]
+#include "cmd_info.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "backend/cpu/blas_startup.h"
+#include "model/config.h"
+#include "model/model_info.h"
+#include "sizing/gpu_plan.h"
+
+namespace zaya::cli {
+
+namespace {
+
+struct InfoArgs {
+  std::string config;
+  int64_t seq = 0;
+  int world = 1;
+};
+
+}  // namespace
+
+Runner add_info_command(CLI::App& app) {
+  auto args = std::make_shared<InfoArgs>();
+  auto* info = app.add_subcommand(
+      "info", "Parameter counts, FLOPs per token, KV-cache size and the memory plan per GPU");
+  info->add_option("--config", args->config, "zaya JSON config (e.g. configs/zaya1-base.json)")
+      ->required();
+  info->add_option("--seq", args->seq,
+                   "sequence length for the attention FLOPs and the GPU memory plan (default: the "
+                   "config's max_seq_len)");
+  info->add_option("--world", args->world,
+                   "ranks of the ZeRO-1 job for the GPU memory plan (each holds 1/world of the "
+                   "optimizer state and fp32 master weights)")
+      ->check(CLI::Range(1, 1 << 20));
+  return [=]() -> int {
+    if (!*info) return kNotMine;
+    const ModelConfig c = load_model_config(args->config);
+    const int64_t seq = args->seq > 0 ? args->seq : c.max_seq_len;
+    std::printf("%s", format_model_info(c, seq).c_str());
+    std::printf("%s", format_gpu_memory_plan(c, seq, args->world).c_str());
+    std::printf("%s", cpu::blas::format_blas_info(cpu::blas::blas_state()).c_str());
+    return 0;
+  };
+}
+
+}  // namespace zaya::cli

@@ -1,0 +1,37 @@
+// zaya plot --metrics METRICS.jsonl --out PLOT.svg [--baseline LOSS]
+#include "cmd_plot.h"
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "train/plot.h"
+
+namespace zaya::cli {
+
+namespace {
+
+struct PlotArgs {
+  std::string metrics, out;
+  double baseline = -1;
+};
+
+}  // namespace
+
+Runner add_plot_command(CLI::App& app) {
+  auto args = std::make_shared<PlotArgs>();
+  auto* plot = app.add_subcommand("plot", "Draw a run's loss curve (metrics.jsonl) as SVG");
+  plot->add_option("--metrics", args->metrics, "metrics JSON lines of a run")->required();
+  plot->add_option("--out", args->out, "output .svg")->required();
+  plot->add_option("--baseline", args->baseline, "draw a horizontal baseline at this loss");
+  return [=]() -> int {
+    if (!*plot) return kNotMine;
+    PlotOptions po;
+    po.baseline = args->baseline;
+    plot_loss_svg(args->metrics, args->out, po);
+    std::printf("wrote %s\n", args->out.c_str());
+    return 0;
+  };
+}
+
+}  // namespace zaya::cli

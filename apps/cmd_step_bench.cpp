@@ -1,0 +1,116 @@
+// zaya bench step --config C [--batch N] [--seq N] [--steps N] [--optimizer] [--json]
+#include "cmd_step_bench.h"
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include <omp.h>
+#include <nlohmann/json.hpp>
+
+#include "backend/cpu/blas_startup.h"
+#include "backend/device_select.h"
+#include "bench/step_bench.h"
+#include "core/error.h"
+#include "model/config.h"
+
+namespace zaya::cli {
+
+namespace {
+
+struct StepArgs {
+  std::string config, chunks;
+  StepBenchOptions opt;
+  bool json = false;
+};
+
+void add_step_options(CLI::App& step, StepArgs& a) {
+  step.add_option("--config", a.config, "zaya JSON config")->required();
+  step.add_option("--batch", a.opt.batch, "sequences per step")->capture_default_str();
+  step.add_option("--seq", a.opt.seq, "tokens per sequence")->capture_default_str();
+  step.add_option("--steps", a.opt.steps, "timed steps")->capture_default_str();
+  step.add_option("--warmup", a.opt.warmup, "untimed warm-up steps")->capture_default_str();
+  step.add_option("--seed", a.opt.seed, "init and token seed")->capture_default_str();
+  step.add_option("--save-model", a.opt.save_model_dir,
+                  "write the benchmarked model (config.json + model.safetensors) to this "
+                  "directory, e.g. for the PyTorch peer");
+  step.add_option("--device", a.opt.device, kDeviceFlagHelp)->capture_default_str();
+  step.add_option("--precision", a.opt.precision, kPrecisionFlagHelp)->capture_default_str();
+  step.add_flag("--optimizer", a.opt.optimizer,
+                "time the optimizer's step too (AdamW and Muon with their default settings, on "
+                "the same device), and print its share");
+  step.add_option("--lm-head-chunks", a.chunks,
+                  "TOKENS,VOCAB: the LM head and loss in blocks of that many logits, never the "
+                  "whole [tokens x vocab] (default: the logits materialised, as the PyTorch peer "
+                  "does; at ZAYA1's 262,272 tokens of vocabulary a GPU run wants e.g. 4096,32768)");
+  step.add_flag("--json", a.json, "print one JSON line instead of text");
+}
+
+void print_step_result(const StepBenchResult& r, const StepBenchOptions& opt, int nthreads,
+                       bool json) {
+  if (json) {
+    std::printf("%s\n", nlohmann::json{{"impl", "zaya"},
+                                       {"device", r.device},
+                                       {"tokens_per_s", r.tokens_per_s},
+                                       {"step_ms", r.step_ms},
+                                       {"optimizer_ms", r.optimizer_ms},
+                                       {"loss", r.loss},
+                                       {"threads", nthreads},
+                                       {"blas_kernels", cpu::blas::blas_state().kernels},
+                                       {"arena_bytes", r.arena_bytes},
+                                       {"train_flops_per_token", r.train_flops_per_token},
+                                       {"device_memory_bytes", r.device_memory_bytes},
+                                       {"host_reads_per_step", r.host_reads_per_step},
+                                       {"host_read_bytes_per_step", r.host_read_bytes_per_step}}
+                            .dump()
+                            .c_str());
+    return;
+  }
+  std::printf("zaya (%s): %.1f ms/step, %.0f tokens/s (fwd+bwd%s), loss %.4f, arena %.1f MiB\n",
+              r.device.c_str(), r.step_ms, r.tokens_per_s, opt.optimizer ? "+optimizer" : "",
+              r.loss, double(r.arena_bytes) / (1 << 20));
+  if (opt.optimizer)
+    std::printf("  optimizer: %.1f ms/step (%.1f %% of the step)\n", r.optimizer_ms,
+                100.0 * r.optimizer_ms / r.step_ms);
+  if (!r.host_memory && r.host_reads_per_step > 0)
+    std::printf("  %.0f copies to the host per step (%.1f MiB), each a GPU synchronisation\n",
+                r.host_reads_per_step, r.host_read_bytes_per_step / (1 << 20));
+}
+
+int run_step(StepArgs& a) {
+  StepBenchOptions& sopt = a.opt;
+  const ModelConfig c = load_model_config(a.config);
+  ZAYA_CHECK(sopt.batch > 0 && sopt.seq > 0 && sopt.steps > 0 && sopt.warmup >= 0,
+             "--batch, --seq and --steps must be positive, --warmup non-negative");
+  if (!a.chunks.empty()) {
+    int t = 0, v = 0;
+    char rest = 0;
+    ZAYA_CHECK(std::sscanf(a.chunks.c_str(), "%d,%d%c", &t, &v, &rest) == 2 && t > 0 && v > 0,
+               "--lm-head-chunks: expected TOKENS,VOCAB (two positive integers), got '", a.chunks,
+               "'");
+    sopt.lm_head_chunk_tokens = t;
+    sopt.lm_head_chunk_vocab = v;
+  }
+  const int nthreads = omp_get_max_threads();
+  if (!a.json) {
+    std::printf("bench step: %s, batch %d x seq %d, %d threads\n", a.config.c_str(), sopt.batch,
+                sopt.seq, nthreads);
+    std::printf("%s\n", cpu::blas::blas_summary(cpu::blas::blas_state()).c_str());
+  }
+  const StepBenchResult r = run_step_bench(c, sopt, !a.json);
+  print_step_result(r, sopt, nthreads, a.json);
+  return 0;
+}
+
+}  // namespace
+
+Runner add_step_bench_command(CLI::App& bench) {
+  auto args = std::make_shared<StepArgs>();
+  auto* step = bench.add_subcommand("step",
+                                    "Forward+backward tokens/s of the model on random "
+                                    "tokens (random init)");
+  add_step_options(*step, *args);
+  return [=]() -> int { return *step ? run_step(*args) : kNotMine; };
+}
+
+}  // namespace zaya::cli
