@@ -65,11 +65,11 @@ class Backend {
   // Whether the products take bf16 weights (set_product_weights rounds them), so that the weights
   // may be kept in bf16 alone (set_stored_bf16_weights).
   virtual bool bf16_weights() const { return false; }
-  // The model's bf16 weight storage (ZayaModel::set_bf16_weight_storage): the weight addresses
-  // [base, base + n) stand for the bf16 values at bf16[0, n), in the backend's memory. Every op
-  // that reads a weight there (the products and the embedding's gather) reads the bf16 value
-  // instead, and no op reads or writes the fp32 addresses themselves (the model reserves them as
-  // addresses only). Holds until the next call of this or set_product_weights. Backends without
+  // The model's bf16 weight storage (ParameterPlacement::set_bf16_weight_storage): the weight
+  // addresses [base, base + n) stand for the bf16 values at bf16[0, n), in the backend's memory.
+  // Every op that reads a weight there (the products and the embedding's gather) reads the bf16
+  // value instead, and no op reads or writes the fp32 addresses themselves (the model reserves them
+  // as addresses only). Holds until the next call of this or set_product_weights. Backends without
   // bf16_weights() refuse.
   virtual void set_stored_bf16_weights(const float* /*base*/, size_t /*n*/,
                                        const uint16_t* /*bf16*/) const {

@@ -1,7 +1,7 @@
 // A range of the process's address space with no memory behind it (mmap PROT_NONE, nothing
 // committed): unique addresses that can name things stored elsewhere, and that fault at once if
 // anything reads or writes through them. The model's bf16 weight storage uses one for the fp32
-// addresses of weights that exist only in bf16 (ZayaModel::set_bf16_weight_storage).
+// addresses of weights that exist only in bf16 (ParameterPlacement::set_bf16_weight_storage).
 #pragma once
 
 #include <cstddef>

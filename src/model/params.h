@@ -54,11 +54,11 @@ class ParamRegistry {
   size_t total_ = 0;
 };
 
-// The bf16 weight storage's split (ZayaModel::set_bf16_weight_storage; sizing counts the same):
-// the weights kept in bf16 alone are the products' (the Muon matrices) and the tied embedding,
-// whose gather then reads the same bf16 values; the gradients that may be kept in bf16 are the
-// Muon matrices', each written by one product per backward (the embedding's gathers every token's
-// row and the LM head's blocks, and stays fp32). Every other tensor stays fp32.
+// The bf16 weight storage's split (ParameterPlacement::set_bf16_weight_storage; sizing counts the
+// same): the weights kept in bf16 alone are the products' (the Muon matrices) and the tied
+// embedding, whose gather then reads the same bf16 values; the gradients that may be kept in bf16
+// are the Muon matrices', each written by one product per backward (the embedding's gathers every
+// token's row and the LM head's blocks, and stays fp32). Every other tensor stays fp32.
 inline bool weight_in_bf16(const ParamSpec& spec) {
   return spec.group == OptimGroup::Muon || spec.name == "model.embed_tokens.weight";
 }

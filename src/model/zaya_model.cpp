@@ -380,8 +380,9 @@ void ZayaModel::backward(float loss_scale) {
   // this backward's share from zero and adding it to the host's would round differently).
   // (Resident parameters: the gradients stay in the backend's memory from step to step.)
   const bool copy_grads = !on_host && !placement_.resident_wanted();
-  ZAYA_CHECK(!copy_grads || !placement_.bf16_gradients(),
-             "ZayaModel::backward: bf16 gradients need resident parameters (set_resident)");
+  ZAYA_CHECK(
+      !copy_grads || !placement_.bf16_gradients(),
+      "ZayaModel::backward: bf16 gradients need resident parameters (placement().set_resident)");
   // The gradients the backward writes are the ones the caller reads (host, or resident): each
   // stage's are final as soon as it is done, and set_gradients_final reports them.
   const bool in_place = !copy_grads;

@@ -52,16 +52,17 @@ class Zero1Sync {
   // sum.
   void reduce_scatter_grads(const float* full_grads, float* shard_grads);
   // The same for gradients not kept in one fp32 buffer: source(offset, n, dst) writes the fp32
-  // gradients of flat [offset, offset + n) to dst (the backend's memory; ZayaModel::load_grads
-  // for bf16 gradients). Here and in begin_reduce the source must live until the sums are done.
+  // gradients of flat [offset, offset + n) to dst (the backend's memory;
+  // ParameterPlacement::load_grads for bf16 gradients). Here and in begin_reduce the source must
+  // live until the sums are done.
   using GradSource = std::function<void(int64_t offset, int64_t n, float* dst)>;
   void reduce_scatter_grads(const GradSource& source, float* shard_grads);
   // weights: [total]; this rank's range is sent, every other range is overwritten.
   void all_gather_weights(float* weights);
   // The same from the rank's range alone (shard_weights: [layout().size()]), each gathered piece
   // handed to `store` (flat offset, values in the backend's memory, count) instead of written
-  // into one buffer: ZayaModel::store_weights for the bf16 weight storage. The pieces cover every
-  // range, this rank's too, in fp32.
+  // into one buffer: ParameterPlacement::store_weights for the bf16 weight storage. The pieces
+  // cover every range, this rank's too, in fp32.
   using WeightSink = std::function<void(int64_t offset, const float* values, int64_t n)>;
   void all_gather_weights(const float* shard_weights, const WeightSink& store);
   // The same in about half the bytes, for weights kept in bf16 (ZayaModel's bf16 weight

@@ -38,7 +38,7 @@ struct TrainOptions {
   std::string device = "auto";
   std::string precision = "auto";  // fp32, bf16 (cuda only) or auto: bf16 on cuda
   // Where the products take bf16 weights: "bf16" keeps the weights in bf16 alone, with the fp32
-  // master weights of the rank's ZeRO-1 range (ZayaModel::set_bf16_weight_storage); "fp32"
+  // master weights of the rank's ZeRO-1 range (ParameterPlacement::set_bf16_weight_storage); "fp32"
   // keeps full fp32 weights on every rank and rounds a bf16 copy each forward. The same bits.
   std::string weight_storage = "bf16";
   // With bf16 weight storage: "bf16" keeps the Muon matrices' gradients in bf16 too (each

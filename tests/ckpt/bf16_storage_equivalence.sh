@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bf16 weights and gradients end to end (ZayaModel::set_bf16_weight_storage), on cpu-as-device,
+# bf16 weights and gradients end to end (ParameterPlacement::set_bf16_weight_storage), on cpu-as-device,
 # which stands in for a bf16 GPU: `--precision bf16` keeps the weights in bf16 alone, with the
 # fp32 master weights of each rank's ZeRO-1 range; the optimizer updates the master and the new
 # values are stored rounded on every rank (at 2 ranks through the all-gather).

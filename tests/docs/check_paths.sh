@@ -71,6 +71,13 @@ looks_like_repo_path() {
   return 1
 }
 
+# A source file named from src/ without the src/ (`model/zaya_model.h`, `train/trainer.cpp`), as
+# code comments and docs often write them: its first folder is one of src/'s.
+src_folders=" $(cd src && ls -d -- */ | tr -d / | tr '\n' ' ')"
+looks_like_source_path() {
+  [[ "$1" =~ ^([a-z_]+)/[^[:space:]]*\.(h|cpp|cu|cuh|inc)$ && "$src_folders" == *" ${BASH_REMATCH[1]} "* ]]
+}
+
 is_placeholder() {
   case "$1" in
     *'<'* | *'>'* | *'...'* | *'{'* | *'}'* | *'$'*) return 0 ;;
@@ -120,6 +127,8 @@ for doc in "${docs[@]}"; do
       base=.
       if [[ "$word" == ../* ]]; then
         base=$folder   # a path written relative to the doc's own folder
+      elif looks_like_source_path "$word"; then
+        base=src
       else
         looks_like_repo_path "$word" || continue
       fi

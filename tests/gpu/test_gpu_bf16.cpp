@@ -170,8 +170,8 @@ TEST(GpuBf16, TinyModelLossAndRoutesMatchTheCpu) {
               total);
 }
 
-// The bf16 weight storage (ZayaModel::set_bf16_weight_storage: the products' weights in bf16
-// alone, at reserved addresses no kernel may read) gives the bits of full fp32 weights rounded
+// The bf16 weight storage (ParameterPlacement::set_bf16_weight_storage: the products' weights in
+// bf16 alone, at reserved addresses no kernel may read) gives the bits of full fp32 weights rounded
 // each forward: the same loss and gradients, and after a store of the same new values, the same
 // loss again. (On the CPU: tests/unit/test_bf16_weight_storage.cpp.)
 TEST(GpuBf16, StoredWeightsGiveTheBitsOfTheRoundedCopy) {

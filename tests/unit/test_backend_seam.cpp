@@ -131,7 +131,7 @@ TEST(BackendSeam, HostReadsAreTheExpertCountsAndTheGradients) {
   EXPECT_EQ(be.host_reads() - before, 1) << "the gradients, once";
 }
 
-// Training with the parameters resident on the backend (ZayaModel::set_resident) and the
+// Training with the parameters resident on the backend (ParameterPlacement::set_resident) and the
 // optimizer there too: three steps of two micro-batches must give the host path's losses and
 // weights bitwise, and the only copies to the host are the experts' row counts (the gradients
 // and weights stay). Weights changed on the host after set_resident must not reach the backend

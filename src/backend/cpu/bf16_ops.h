@@ -1,6 +1,6 @@
 // bf16 storage on the CPU: the conversions the model's bf16 weight storage runs as backend ops
-// (ZayaModel::set_bf16_weight_storage). The rounding is core/tensor.h's: to nearest, ties to even,
-// the rounding of CUDA's __float2bfloat16_rn and of PyTorch's .to(torch.bfloat16).
+// (ParameterPlacement::set_bf16_weight_storage). The rounding is core/tensor.h's: to nearest, ties
+// to even, the rounding of CUDA's __float2bfloat16_rn and of PyTorch's .to(torch.bfloat16).
 #pragma once
 
 #include <cstddef>
