@@ -8,6 +8,7 @@
 #include <boost/context/fiber.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <cstdlib>
 #include <exception>
 #include <map>
@@ -15,6 +16,7 @@
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <tuple>
 
 #include "backend/cuda_emu/device_memory.h"
 #include "core/error.h"
@@ -333,13 +335,44 @@ void run_grid(const char* kernel, const LaunchShape& shape, const std::function<
   }
 }
 
-bool race_check_on() {
-  static const bool on = [] {
+// ZAYA_EMU_RACE_CHECK: "all" runs every launch twice; "0" none; by default the first
+// kRaceChecksPerShape launches of each kernel at each launch shape (a kernel's races show in its
+// structure, not in its data; the op tests launch every kernel at several shapes).
+constexpr int kRaceChecksPerShape = 2;
+enum class RaceChecks { kNone, kFirst, kAll };
+RaceChecks race_checks() {
+  static const RaceChecks mode = [] {
     const char* v = std::getenv("ZAYA_EMU_RACE_CHECK");
-    return !(v && std::string(v) == "0");
+    const std::string s = v ? v : "";
+    return s == "0" ? RaceChecks::kNone : s == "all" ? RaceChecks::kAll : RaceChecks::kFirst;
   }();
-  return on;
+  return mode;
 }
+
+bool race_check_this(const void* kernel, const LaunchShape& s) {
+  switch (race_checks()) {
+    case RaceChecks::kNone:
+      return false;
+    case RaceChecks::kAll:
+      return true;
+    case RaceChecks::kFirst:
+      break;
+  }
+  using Key = std::tuple<const void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                         size_t>;
+  static std::mutex mutex;
+  static std::map<Key, int> seen;
+  const std::lock_guard<std::mutex> lock(mutex);
+  int& n = seen[Key{kernel, s.grid.x, s.grid.y, s.grid.z, s.block.x, s.block.y, s.block.z,
+                    s.shared_bytes}];
+  return n++ < kRaceChecksPerShape;
+}
+
+// The memory a race check copies, kept from launch to launch (no page faults per launch).
+struct RaceBuffers {
+  std::vector<std::vector<unsigned char>> before, forward;
+};
+thread_local RaceBuffers t_race;
 
 }  // namespace
 
@@ -399,29 +432,34 @@ void run_kernel(const char* name, const void* kernel, const LaunchShape& shape,
                 const std::vector<PointerArgument>& pointers, const std::function<void()>& body) {
   check_shape(name, kernel, shape);
   const std::vector<Region> regions = argument_regions(name, shape, pointers);
-  if (!race_check_on()) {
+  if (!race_check_this(kernel, shape)) {
     run_grid(name, shape, body, false);
     return;
   }
   // Twice from the same memory: forward, then reverse; the two must agree bit for bit.
-  std::vector<std::vector<unsigned char>> before, forward;
-  for (const Region& r : regions) before.emplace_back(r.begin, r.begin + r.size);
+  RaceBuffers& r = t_race;
+  if (r.before.size() < regions.size()) {
+    r.before.resize(regions.size());
+    r.forward.resize(regions.size());
+  }
+  for (size_t i = 0; i < regions.size(); ++i)
+    r.before[i].assign(regions[i].begin, regions[i].begin + regions[i].size);
   run_grid(name, shape, body, false);
   for (size_t i = 0; i < regions.size(); ++i) {
-    forward.emplace_back(regions[i].begin, regions[i].begin + regions[i].size);
-    std::copy(before[i].begin(), before[i].end(), regions[i].begin);
+    r.forward[i].assign(regions[i].begin, regions[i].begin + regions[i].size);
+    std::copy(r.before[i].begin(), r.before[i].end(), regions[i].begin);
   }
   run_grid(name, shape, body, true);
   for (size_t i = 0; i < regions.size(); ++i) {
-    const unsigned char* now = regions[i].begin;
-    const auto diff = std::mismatch(forward[i].begin(), forward[i].end(), now);
-    if (diff.first != forward[i].end())
-      throw Error(std::string("cuda-emu: kernel ") + name + " (" + shape_text(shape) +
-                  "): its result depends on the order its threads run in (a race): byte " +
-                  std::to_string(diff.first - forward[i].begin()) + " of the " +
-                  std::to_string(regions[i].size) +
-                  "-byte allocation it writes differs between the forward and the reverse order "
-                  "of its blocks and threads");
+    const std::vector<unsigned char>& forward = r.forward[i];
+    if (std::memcmp(forward.data(), regions[i].begin, regions[i].size) == 0) continue;
+    const auto diff = std::mismatch(forward.begin(), forward.end(), regions[i].begin);
+    throw Error(std::string("cuda-emu: kernel ") + name + " (" + shape_text(shape) +
+                "): its result depends on the order its threads run in (a race): byte " +
+                std::to_string(diff.first - forward.begin()) + " of the " +
+                std::to_string(regions[i].size) +
+                "-byte allocation it writes differs between the forward and the reverse order of "
+                "its blocks and threads");
   }
 }
 
