@@ -18,14 +18,28 @@ namespace zaya {
 namespace {
 
 constexpr const char* kPluginFile = "libzaya_cuda_backend.so";
+constexpr const char* kEmulatorFile = "libzaya_cuda_emu_backend.so";
+
+// $variable if set, else `file` beside the running binary.
+std::string plugin_path(const char* variable, const char* file) {
+  if (const char* env = std::getenv(variable); env && *env) return env;
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string(file) : (exe.parent_path() / file).string();
+}
 
 }  // namespace
 
 std::string cuda_plugin_path() {
-  if (const char* env = std::getenv("ZAYA_CUDA_BACKEND"); env && *env) return env;
-  std::error_code ec;
-  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string(kPluginFile) : (exe.parent_path() / kPluginFile).string();
+  return plugin_path("ZAYA_CUDA_BACKEND", kPluginFile);
+}
+
+const cuda::PluginApi& cuda_emu_plugin(const std::string& flag) {
+  static std::string error;
+  static const cuda::PluginApi* const api =
+      load_cuda_plugin(plugin_path("ZAYA_CUDA_EMU_BACKEND", kEmulatorFile), &error);
+  ZAYA_CHECK(api != nullptr, flag, " cuda-emu: ", error);
+  return *api;
 }
 
 const cuda::PluginApi* load_cuda_plugin(const std::string& path, std::string* error) {
@@ -110,6 +124,11 @@ ComputeDevice open_device_fp32(const std::string& value, const std::string& flag
     d.backend = &api.backend(false);
     d.name = "cuda";
     d.description = "cuda (" + api.device_summary() + ")";
+  } else if (value == "cuda-emu") {
+    const cuda::PluginApi& api = cuda_emu_plugin(flag);
+    d.backend = &api.backend(false);
+    d.name = "cuda-emu";
+    d.description = "cuda-emu (" + api.device_summary() + ")";
   } else if (value == "auto") {
     // The device nodes first: a machine without an NVIDIA driver never maps the CUDA libraries.
     const bool gpu_nodes = access("/dev/nvidiactl", F_OK) == 0 || access("/dev/nvidia0", F_OK) == 0;
@@ -125,7 +144,8 @@ ComputeDevice open_device_fp32(const std::string& value, const std::string& flag
       d.description = std::string("cpu (a GPU is present but unusable: ") + e.what() + ")";
     }
   } else {
-    ZAYA_FAIL(flag, ": '", value, "' is not a device (expected cpu, cuda, auto or cpu-as-device)");
+    ZAYA_FAIL(flag, ": '", value,
+              "' is not a device (expected cpu, cuda, auto, cpu-as-device or cuda-emu)");
   }
   return d;
 }
@@ -137,13 +157,13 @@ ComputeDevice open_device(const std::string& value, const std::string& precision
   ZAYA_CHECK(precision == "auto" || precision == "fp32" || precision == "bf16", "--precision: '",
              precision, "' is not a precision (expected fp32, bf16 or auto)");
   ComputeDevice d = open_device_fp32(value, flag);
-  const bool gpu = d.name == "cuda";
+  const bool gpu = d.name == "cuda" || d.name == "cuda-emu";
   if (precision == "bf16" || (precision == "auto" && gpu)) {
     ZAYA_CHECK(gpu || d.name == "cpu-as-device", "--precision bf16: the ", d.name,
                " backend computes in fp32 (bf16 GEMM inputs run on GPUs: --device cuda; "
                "cpu-as-device stands in for their bf16 weights)");
     if (gpu) {
-      d.backend = &cuda_plugin(flag).backend(true);
+      d.backend = &(d.name == "cuda" ? cuda_plugin(flag) : cuda_emu_plugin(flag)).backend(true);
     } else {
       d.backend = &cpu_as_device_backend(true);
       d.description =

@@ -57,6 +57,9 @@ const cuda::PluginApi& usable_gpu(const std::string& flag = "--device");
 // Where cuda_plugin() looks: $ZAYA_CUDA_BACKEND if set, else libzaya_cuda_backend.so beside the
 // executable.
 std::string cuda_plugin_path();
+// The emulated CUDA device's plugin (libzaya_cuda_emu_backend.so beside the binary, or
+// $ZAYA_CUDA_EMU_BACKEND): the CUDA backend's sources run on the CPU (backend/cuda_emu/).
+const cuda::PluginApi& cuda_emu_plugin(const std::string& flag = "--device");
 
 // Loads the plugin at `path` (uncached): its table, or nullptr with the reason in *error (the
 // file missing, a dlopen failure, no entry, another build's interface).

@@ -61,27 +61,27 @@ __global__ void softmax_backward_kernel(float* din, const float* dout, const flo
 
 void softmax_forward(float* out, const float* in, int n, int c) {
   if (n == 0) return;
-  softmax_forward_kernel<<<blocks_for(n, 128), 128>>>(out, in, n, c);
+  ZAYA_LAUNCH(softmax_forward_kernel, blocks_for(n, 128), 128, 0, 0)(out, in, n, c);
   ZAYA_CUDA_LAUNCHED("softmax_forward");
 }
 
 void softmax_backward(float* din, const float* dout, const float* out, int n, int c) {
   if (n == 0 || !din) return;
-  softmax_backward_kernel<<<blocks_for(n, 128), 128>>>(din, dout, out, n, c);
+  ZAYA_LAUNCH(softmax_backward_kernel, blocks_for(n, 128), 128, 0, 0)(din, dout, out, n, c);
   ZAYA_CUDA_LAUNCHED("softmax_backward");
 }
 
 void swiglu_forward(float* out, const float* in, int n, int f) {
   const long total = long(n) * f;
   if (total == 0) return;
-  swiglu_forward_kernel<<<blocks_for(total, 256), 256>>>(out, in, total, f);
+  ZAYA_LAUNCH(swiglu_forward_kernel, blocks_for(total, 256), 256, 0, 0)(out, in, total, f);
   ZAYA_CUDA_LAUNCHED("swiglu_forward");
 }
 
 void swiglu_backward(float* din, const float* dout, const float* in, int n, int f) {
   const long total = long(n) * f;
   if (total == 0 || !din) return;
-  swiglu_backward_kernel<<<blocks_for(total, 256), 256>>>(din, dout, in, total, f);
+  ZAYA_LAUNCH(swiglu_backward_kernel, blocks_for(total, 256), 256, 0, 0)(din, dout, in, total, f);
   ZAYA_CUDA_LAUNCHED("swiglu_backward");
 }
 

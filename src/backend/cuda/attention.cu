@@ -87,7 +87,7 @@ __device__ inline float lanes_dot(const float* mine, const float* row, int d) {
 
 __global__ void attention_forward_kernel(float* out, float* lse, const float* q, const float* k,
                                          const float* v, Shape s, int tq, int tile_keys) {
-  extern __shared__ float shared[];
+  ZAYA_DYNAMIC_SHARED(float, shared);
   float* ks = shared;
   float* vs = shared + size_t(tile_keys) * s.d;
   const QueryTile qt = query_tile(s, tq);
@@ -143,7 +143,7 @@ __global__ void attention_forward_kernel(float* out, float* lse, const float* q,
 __global__ void attention_dq_kernel(float* dq, float* D, const float* dout, const float* out,
                                     const float* lse, const float* q, const float* k,
                                     const float* v, Shape s, int tq, int tile_keys) {
-  extern __shared__ float shared[];
+  ZAYA_DYNAMIC_SHARED(float, shared);
   float* ks = shared;
   float* vs = shared + size_t(tile_keys) * s.d;
   const QueryTile qt = query_tile(s, tq);
@@ -206,7 +206,7 @@ constexpr int kKeyRowsPerWarp = 4;
 __global__ void attention_dkv_kernel(float* dk, float* dv, const float* D, const float* dout,
                                      const float* lse, const float* q, const float* k,
                                      const float* v, Shape s, int tile_queries) {
-  extern __shared__ float shared[];
+  ZAYA_DYNAMIC_SHARED(float, shared);
   float* qs = shared;
   float* dos = shared + size_t(tile_queries) * s.d;
   float* ls = dos + size_t(tile_queries) * s.d;  // lse of the tile's rows
@@ -301,8 +301,8 @@ void attention_forward(float* out, float* lse, const float* q, const float* k, c
   const long rows = long(batch) * nq * seq;
   if (rows == 0) return;
   const Tiling t = tiling_of(s);
-  attention_forward_kernel<<<t.blocks, kTileWarps * ZAYA_WARP_SIZE, t.shared_bytes>>>(
-      out, lse, q, k, v, s, t.tq, t.tile_keys);
+  ZAYA_LAUNCH(attention_forward_kernel, t.blocks, kTileWarps * ZAYA_WARP_SIZE, t.shared_bytes, 0)
+  (out, lse, q, k, v, s, t.tq, t.tile_keys);
   ZAYA_CUDA_LAUNCHED("attention_forward");
 }
 
@@ -314,8 +314,8 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
   if (q_rows == 0) return;
   ScratchBuffer<float> D{size_t(q_rows)};
   const Tiling t = tiling_of(s);
-  attention_dq_kernel<<<t.blocks, kTileWarps * ZAYA_WARP_SIZE, t.shared_bytes>>>(
-      dq, D.get(), dout, out, lse, q, k, v, s, t.tq, t.tile_keys);
+  ZAYA_LAUNCH(attention_dq_kernel, t.blocks, kTileWarps * ZAYA_WARP_SIZE, t.shared_bytes, 0)
+  (dq, D.get(), dout, out, lse, q, k, v, s, t.tq, t.tile_keys);
   ZAYA_CUDA_LAUNCHED("attention_backward (dq)");
   if (dk || dv) {
     const int keys = kTileWarps * kKeyRowsPerWarp;
@@ -323,8 +323,8 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
     // Two tiles of query rows and their lse and D: within the 48 KiB of kTileFloats pairs.
     const int tile_queries = std::max(1, std::min(32, (kTileFloats - 32) / d));
     const size_t shared_bytes = 2 * sizeof(float) * size_t(tile_queries) * size_t(d + 1);
-    attention_dkv_kernel<<<blocks, kTileWarps * ZAYA_WARP_SIZE, shared_bytes>>>(
-        dk, dv, D.get(), dout, lse, q, k, v, s, tile_queries);
+    ZAYA_LAUNCH(attention_dkv_kernel, blocks, kTileWarps * ZAYA_WARP_SIZE, shared_bytes, 0)
+    (dk, dv, D.get(), dout, lse, q, k, v, s, tile_queries);
     ZAYA_CUDA_LAUNCHED("attention_backward (dk, dv)");
   }
 }

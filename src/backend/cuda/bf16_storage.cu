@@ -30,13 +30,13 @@ __global__ void gather_bf16_rows_kernel(float* out, const uint16_t* table, const
 
 void round_to_bf16(uint16_t* dst, const float* src, size_t n) {
   if (n == 0) return;
-  round_to_bf16_kernel<<<blocks_for(long(n), 256), 256>>>(dst, src, long(n));
+  ZAYA_LAUNCH(round_to_bf16_kernel, blocks_for(long(n), 256), 256, 0, 0)(dst, src, long(n));
   ZAYA_CUDA_LAUNCHED("round_to_bf16");
 }
 
 void widen_bf16(float* dst, const uint16_t* src, size_t n) {
   if (n == 0) return;
-  widen_bf16_kernel<<<blocks_for(long(n), 256), 256>>>(dst, src, long(n));
+  ZAYA_LAUNCH(widen_bf16_kernel, blocks_for(long(n), 256), 256, 0, 0)(dst, src, long(n));
   ZAYA_CUDA_LAUNCHED("widen_bf16");
 }
 
@@ -46,7 +46,8 @@ void embedding_forward(float* out, const float* table, const int32_t* tokens, in
   // Under Bf16Gemms the embedding is a product's weight (the tied LM head): the gather reads the
   // same bf16 values the head does.
   if (const uint16_t* stored = bf16_weights_at(table)) {
-    gather_bf16_rows_kernel<<<blocks_for(total, 256), 256>>>(out, stored, tokens, total, e);
+    ZAYA_LAUNCH(gather_bf16_rows_kernel, blocks_for(total, 256), 256, 0, 0)
+    (out, stored, tokens, total, e);
     ZAYA_CUDA_LAUNCHED("embedding_forward (bf16)");
     return;
   }

@@ -82,7 +82,7 @@ void cca_mix_forward(float* qk1, float* v, const float* proj, int n, int seq, in
   const Mix m{nq, nk, d, seq};
   const long total = long(n) * (long(nq + nk) * d + long(nk) * d);
   if (total == 0) return;
-  cca_mix_forward_kernel<<<blocks_for(total, 256), 256>>>(qk1, v, proj, total, m);
+  ZAYA_LAUNCH(cca_mix_forward_kernel, blocks_for(total, 256), 256, 0, 0)(qk1, v, proj, total, m);
   ZAYA_CUDA_LAUNCHED("cca_mix_forward");
 }
 
@@ -91,7 +91,8 @@ void cca_mix_backward(float* dproj, const float* dqk1, const float* du, const fl
   const Mix m{nq, nk, d, seq};
   const long total = long(n) * (long(nq + 2 * nk) * d);
   if (total == 0) return;
-  cca_mix_backward_kernel<<<blocks_for(total, 256), 256>>>(dproj, dqk1, du, dv, total, m);
+  ZAYA_LAUNCH(cca_mix_backward_kernel, blocks_for(total, 256), 256, 0, 0)
+  (dproj, dqk1, du, dv, total, m);
   ZAYA_CUDA_LAUNCHED("cca_mix_backward");
 }
 

@@ -107,7 +107,8 @@ void depthwise_conv_forward(float* a, const float* u, const float* w, const floa
                             int seq, int channels) {
   const long total = long(batch) * (seq + 1) * channels;
   if (total == 0) return;
-  depthwise_forward_kernel<<<blocks_for(total, 256), 256>>>(a, u, w, bias, total, seq, channels);
+  ZAYA_LAUNCH(depthwise_forward_kernel, blocks_for(total, 256), 256, 0, 0)
+  (a, u, w, bias, total, seq, channels);
   ZAYA_CUDA_LAUNCHED("depthwise_conv_forward");
 }
 
@@ -115,13 +116,13 @@ void depthwise_conv_backward(float* du, float* dw, float* dbias, const float* da
                              const float* w, int batch, int seq, int channels) {
   const long total = long(batch) * seq * channels;
   if (du && total > 0) {
-    depthwise_backward_input_kernel<<<blocks_for(total, 256), 256>>>(du, da, w, total, seq,
-                                                                     channels);
+    ZAYA_LAUNCH(depthwise_backward_input_kernel, blocks_for(total, 256), 256, 0, 0)
+    (du, da, w, total, seq, channels);
     ZAYA_CUDA_LAUNCHED("depthwise_conv_backward (input)");
   }
   if ((dw || dbias) && channels > 0) {
-    depthwise_backward_weight_kernel<<<blocks_for(channels, 128), 128>>>(dw, dbias, da, u, batch,
-                                                                         seq, channels);
+    ZAYA_LAUNCH(depthwise_backward_weight_kernel, blocks_for(channels, 128), 128, 0, 0)
+    (dw, dbias, da, u, batch, seq, channels);
     ZAYA_CUDA_LAUNCHED("depthwise_conv_backward (weight)");
   }
 }
@@ -130,8 +131,8 @@ void grouped_conv_forward(float* z, const float* a, const float* w, const float*
                           int seq, int channels, int group_size) {
   const long total = long(batch) * seq * channels;
   if (total == 0) return;
-  grouped_forward_kernel<<<blocks_for(total, 256), 256>>>(z, a, w, bias, total, seq, channels,
-                                                          group_size);
+  ZAYA_LAUNCH(grouped_forward_kernel, blocks_for(total, 256), 256, 0, 0)
+  (z, a, w, bias, total, seq, channels, group_size);
   ZAYA_CUDA_LAUNCHED("grouped_conv_forward");
 }
 
@@ -140,14 +141,14 @@ void grouped_conv_backward(float* da, float* dw, float* dbias, const float* dz, 
   if (long(batch) * seq * channels == 0) return;  // no launch of an empty grid
   if (da) {
     const long total = long(batch) * (seq + 1) * channels;
-    grouped_backward_input_kernel<<<blocks_for(total, 256), 256>>>(da, dz, w, total, seq, channels,
-                                                                   group_size);
+    ZAYA_LAUNCH(grouped_backward_input_kernel, blocks_for(total, 256), 256, 0, 0)
+    (da, dz, w, total, seq, channels, group_size);
     ZAYA_CUDA_LAUNCHED("grouped_conv_backward (input)");
   }
   if (dw) {
     const long weights = long(channels) * group_size * 2;
-    grouped_backward_weight_kernel<<<blocks_for(weights, 128), 128>>>(dw, dz, a, batch, seq,
-                                                                      channels, group_size);
+    ZAYA_LAUNCH(grouped_backward_weight_kernel, blocks_for(weights, 128), 128, 0, 0)
+    (dw, dz, a, batch, seq, channels, group_size);
     ZAYA_CUDA_LAUNCHED("grouped_conv_backward (weight)");
   }
   if (dbias) add_column_sums(dbias, dz, long(batch) * seq, channels);

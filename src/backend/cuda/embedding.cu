@@ -19,7 +19,7 @@
 #define ZAYA_HAVE_CUB 1
 namespace cub = hipcub;
 #endif
-#else
+#elif !defined(ZAYA_CUDA_EMU)  // the emulated device takes the fallback below
 #include <cub/device/device_radix_sort.cuh>
 #define ZAYA_HAVE_CUB 1
 #endif
@@ -69,7 +69,7 @@ void embedding_backward(float* dtable, const float* dout, const int32_t* tokens,
 #if defined(ZAYA_HAVE_CUB)
   ScratchBuffer<int32_t> positions(static_cast<size_t>(n)), ids(static_cast<size_t>(n)),
       rows(static_cast<size_t>(n));
-  iota_kernel<<<blocks_for(n, 256), 256>>>(positions.get(), n);
+  ZAYA_LAUNCH(iota_kernel, blocks_for(n, 256), 256, 0, 0)(positions.get(), n);
   ZAYA_CUDA_LAUNCHED("embedding_backward (positions)");
   size_t temp_bytes = 0;
   ZAYA_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, tokens, ids.get(),
@@ -79,10 +79,11 @@ void embedding_backward(float* dtable, const float* dout, const int32_t* tokens,
   ZAYA_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.get(), temp_bytes, tokens, ids.get(),
                                                   positions.get(), rows.get(), n));
   const dim3 grid(blocks_for(e, 128), unsigned(std::min(n, 4096)));
-  embedding_backward_sorted_kernel<<<grid, 128>>>(dtable, dout, ids.get(), rows.get(), n, e);
+  ZAYA_LAUNCH(embedding_backward_sorted_kernel, grid, 128, 0, 0)
+  (dtable, dout, ids.get(), rows.get(), n, e);
   ZAYA_CUDA_LAUNCHED("embedding_backward");
 #else
-  embedding_backward_kernel<<<blocks_for(e, 128), 128>>>(dtable, dout, tokens, n, e);
+  ZAYA_LAUNCH(embedding_backward_kernel, blocks_for(e, 128), 128, 0, 0)(dtable, dout, tokens, n, e);
   ZAYA_CUDA_LAUNCHED("embedding_backward");
 #endif
 }

@@ -77,20 +77,21 @@ double lm_head_loss_forward(float* lse, const float* y, const float* w, const in
   if (n == 0) return 0.0;
   ScratchBuffer<float> mx{size_t(n)}, target_logit{size_t(n)};
   ScratchBuffer<double> sum{size_t(n)}, row_loss{size_t(n)};
-  init_kernel<<<blocks_for(n, 128), 128>>>(mx.get(), sum.get(), target_logit.get(), n);
+  ZAYA_LAUNCH(init_kernel, blocks_for(n, 128), 128, 0, 0)
+  (mx.get(), sum.get(), target_logit.get(), n);
   ZAYA_CUDA_LAUNCHED("lm_head_loss_forward (init)");
   for (int t0 = 0; t0 < n; t0 += chunk_tokens) {
     const int tn = std::min(chunk_tokens, n - t0);
     for (int v0 = 0; v0 < v; v0 += chunk_vocab) {
       const int vn = std::min(chunk_vocab, v - v0);
       matmul_forward(scratch, y + size_t(t0) * e, w + size_t(v0) * e, nullptr, tn, e, vn);
-      online_lse_kernel<<<tn, kRowThreads>>>(mx.get(), sum.get(), target_logit.get(), scratch,
-                                             targets, t0, v0, vn);
+      ZAYA_LAUNCH(online_lse_kernel, tn, kRowThreads, 0, 0)
+      (mx.get(), sum.get(), target_logit.get(), scratch, targets, t0, v0, vn);
       ZAYA_CUDA_LAUNCHED("lm_head_loss_forward (block)");
     }
   }
-  finish_lse_kernel<<<blocks_for(n, 128), 128>>>(lse, row_loss.get(), mx.get(), sum.get(),
-                                                 target_logit.get(), targets, n);
+  ZAYA_LAUNCH(finish_lse_kernel, blocks_for(n, 128), 128, 0, 0)
+  (lse, row_loss.get(), mx.get(), sum.get(), target_logit.get(), targets, n);
   ZAYA_CUDA_LAUNCHED("lm_head_loss_forward (finish)");
   return sum_row_losses(row_loss.get(), targets, n, count);
 }
@@ -105,7 +106,8 @@ void lm_head_loss_backward(float* dy, float* dw, const float* y, const float* w,
     for (int v0 = 0; v0 < v; v0 += chunk_vocab) {
       const int vn = std::min(chunk_vocab, v - v0);
       matmul_forward(scratch, y + size_t(t0) * e, w + size_t(v0) * e, nullptr, tn, e, vn);
-      dlogits_kernel<<<tn, kRowThreads>>>(scratch, lse, targets, t0, v0, vn, loss_scale);
+      ZAYA_LAUNCH(dlogits_kernel, tn, kRowThreads, 0, 0)
+      (scratch, lse, targets, t0, v0, vn, loss_scale);
       ZAYA_CUDA_LAUNCHED("lm_head_loss_backward (dlogits)");
       // dy[t0 : t0+tn] += dlogits · w[v0 : v0+vn];  dw[v0 : v0+vn] += dlogitsᵀ · y[t0 : t0+tn]
       matmul_backward(dy ? dy + size_t(t0) * e : nullptr, dw ? dw + size_t(v0) * e : nullptr,

@@ -61,7 +61,8 @@ double cross_entropy_forward(float* lse, const float* logits, const int32_t* tar
   *count = 0;
   if (n == 0) return 0.0;
   ScratchBuffer<double> row_loss{size_t(n)};
-  cross_entropy_forward_kernel<<<n, kRowThreads>>>(lse, row_loss.get(), logits, targets, vocab);
+  ZAYA_LAUNCH(cross_entropy_forward_kernel, n, kRowThreads, 0, 0)
+  (lse, row_loss.get(), logits, targets, vocab);
   ZAYA_CUDA_LAUNCHED("cross_entropy_forward");
   return sum_row_losses(row_loss.get(), targets, n, count);
 }
@@ -69,7 +70,8 @@ double cross_entropy_forward(float* lse, const float* logits, const int32_t* tar
 void cross_entropy_backward_inplace(float* logits, const float* lse, const int32_t* targets, int n,
                                     int vocab, float loss_scale) {
   if (n == 0) return;
-  cross_entropy_backward_kernel<<<n, kRowThreads>>>(logits, lse, targets, vocab, loss_scale);
+  ZAYA_LAUNCH(cross_entropy_backward_kernel, n, kRowThreads, 0, 0)
+  (logits, lse, targets, vocab, loss_scale);
   ZAYA_CUDA_LAUNCHED("cross_entropy_backward_inplace");
 }
 

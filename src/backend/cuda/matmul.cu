@@ -5,8 +5,12 @@
 //
 // Row-major A[r, c] is, to column-major cuBLAS, the matrix Aᵀ[c, r] with leading dimension c; the
 // products below are written in that view.
+#if defined(ZAYA_CUDA_EMU)
+#include "backend/cuda_emu/emu_gemm.h"
+#else
 #include <cublasLt.h>
 #include <cuda_bf16.h>
+#endif
 
 #include <algorithm>
 #include <array>
@@ -28,6 +32,7 @@ namespace zaya::cuda {
 
 namespace {
 
+#if !defined(ZAYA_CUDA_EMU)
 #define ZAYA_CUBLAS_CHECK(call)                                            \
   do {                                                                     \
     const cublasStatus_t zaya_cublas_status_ = (call);                     \
@@ -201,6 +206,22 @@ void gemm(cudaDataType_t in_type, cudaDataType_t out_type, bool trans_a, bool tr
                                    ctx.workspace.get(), kWorkspaceBytes, nullptr));
 }
 
+#else
+// Column-major C[m, n] = alpha · op(A) · op(B) + beta · C with fp32 accumulation
+// (CUBLAS_COMPUTE_32F: no TF32): A and B of in_type, C of out_type (fp32 throughout, bf16 inputs
+// with an fp32 output for the bf16 backend, or bf16 throughout for the timings); `batch` repeats
+// it over matrices at fixed strides.
+// On the emulated device: OpenBLAS over the inputs widened to fp32 (backend/cuda_emu/emu_gemm.h).
+void gemm(cudaDataType_t in_type, cudaDataType_t out_type, bool trans_a, bool trans_b, int m, int n,
+          int k, const void* A, int lda, const void* B, int ldb, float beta, void* C, int ldc,
+          float alpha = 1.0f, const GemmBatch& batch = {}) {
+  ZAYA_CHECK(batch.count >= 1, "gemm: batch of ", batch.count);
+  emu::gemm_column_major({in_type == CUDA_R_16BF, out_type == CUDA_R_16BF, trans_a, trans_b, m, n,
+                          k, alpha, A, lda, B, ldb, beta, C, ldc, batch.count, batch.stride_a,
+                          batch.stride_b, batch.stride_c});
+}
+#endif
+
 // The GEMM precision of the ops running on this thread (Bf16Gemms sets it for one op).
 thread_local bool t_bf16_gemms = false;
 
@@ -258,7 +279,7 @@ const __nv_bfloat16* to_bf16(int which, const float* in, size_t n) {
   if (const __nv_bfloat16* weight = w.at(in, n)) return weight;  // a weight: rounded once
   __nv_bfloat16* out = bf16_scratch(which, n);
   if (n) {
-    to_bf16_kernel<<<blocks_for(long(n), 256), 256>>>(out, in, long(n));
+    ZAYA_LAUNCH(to_bf16_kernel, blocks_for(long(n), 256), 256, 0, 0)(out, in, long(n));
     ZAYA_CUDA_LAUNCHED("to_bf16_kernel");
   }
   return out;
@@ -311,7 +332,7 @@ void matmul_forward(float* out, const float* in, const float* w, const float* bi
   if (n == 0 || m == 0) return;
   if (bias) {
     const long total = long(n) * m;
-    broadcast_rows_kernel<<<blocks_for(total, 256), 256>>>(out, bias, total, m);
+    ZAYA_LAUNCH(broadcast_rows_kernel, blocks_for(total, 256), 256, 0, 0)(out, bias, total, m);
     ZAYA_CUDA_LAUNCHED("matmul_forward (bias)");
   }
   // outᵀ[m, n] = w[m, k] · inᵀ[k, n]: w's column-major view is wᵀ (transpose it back), in's
@@ -362,7 +383,7 @@ void set_bf16_weights(const float* base, size_t n) {
   w.n = n;
   w.stored = nullptr;
   if (n) {
-    to_bf16_kernel<<<blocks_for(long(n), 256), 256>>>(w.copy.get(), base, long(n));
+    ZAYA_LAUNCH(to_bf16_kernel, blocks_for(long(n), 256), 256, 0, 0)(w.copy.get(), base, long(n));
     ZAYA_CUDA_LAUNCHED("set_bf16_weights");
   }
 }
@@ -383,7 +404,7 @@ double time_gemm(int m, int n, int k, bool trans_a, bool trans_b, bool bf16, int
       c(size_t(m) * n * elem);
   for (auto* buf : {&a, &b, &c}) {
     const long count = long(buf->size() / elem);
-    fill_hashed_kernel<<<blocks_for(count, 256), 256>>>(buf->get(), count, bf16);
+    ZAYA_LAUNCH(fill_hashed_kernel, blocks_for(count, 256), 256, 0, 0)(buf->get(), count, bf16);
     ZAYA_CUDA_LAUNCHED("fill_hashed_kernel");
   }
   const cudaDataType_t data = bf16 ? CUDA_R_16BF : CUDA_R_32F;  // inputs and output alike

@@ -50,7 +50,7 @@ __global__ void top1_kernel(int32_t* route, const float* probs, const float* bia
 // every run (a two-level sort is the faster form, with the same result).
 __global__ void sort_by_route_kernel(int32_t* order, int32_t* offsets, const int32_t* route, int n,
                                      int routes) {
-  extern __shared__ int32_t counts[];  // routes + 1
+  ZAYA_DYNAMIC_SHARED(int32_t, counts);  // routes + 1
   for (int e = threadIdx.x; e < routes; e += blockDim.x) {
     int32_t c = 0;
     for (int t = 0; t < n; ++t) c += route[t] == e;
@@ -153,7 +153,8 @@ __global__ void eda_backward_input_kernel(float* dstate_in, const float* scale, 
 void eda_forward(float* state, const float* scale, const float* state_in, int n, int R) {
   const long total = long(n) * R;
   if (total == 0) return;
-  eda_forward_kernel<<<blocks_for(total, 256), 256>>>(state, scale, state_in, total, R);
+  ZAYA_LAUNCH(eda_forward_kernel, blocks_for(total, 256), 256, 0, 0)
+  (state, scale, state_in, total, R);
   ZAYA_CUDA_LAUNCHED("eda_forward");
 }
 
@@ -161,50 +162,53 @@ void eda_backward(float* dscale, float* dstate_in, const float* dstate, const fl
                   const float* scale, int n, int R) {
   const long total = long(n) * R;
   if (dscale && R > 0) {
-    eda_backward_scale_kernel<<<blocks_for(R, 128), 128>>>(dscale, dstate, state_in, n, R);
+    ZAYA_LAUNCH(eda_backward_scale_kernel, blocks_for(R, 128), 128, 0, 0)
+    (dscale, dstate, state_in, n, R);
     ZAYA_CUDA_LAUNCHED("eda_backward (scale)");
   }
   if (dstate_in && total > 0) {
-    eda_backward_input_kernel<<<blocks_for(total, 256), 256>>>(dstate_in, scale, dstate, total, R);
+    ZAYA_LAUNCH(eda_backward_input_kernel, blocks_for(total, 256), 256, 0, 0)
+    (dstate_in, scale, dstate, total, R);
     ZAYA_CUDA_LAUNCHED("eda_backward (input)");
   }
 }
 
 void gelu_forward(float* out, const float* in, long n) {
   if (n == 0) return;
-  gelu_forward_kernel<<<blocks_for(n, 256), 256>>>(out, in, n);
+  ZAYA_LAUNCH(gelu_forward_kernel, blocks_for(n, 256), 256, 0, 0)(out, in, n);
   ZAYA_CUDA_LAUNCHED("gelu_forward");
 }
 
 void gelu_backward(float* din, const float* dout, const float* in, long n) {
   if (n == 0 || !din) return;
-  gelu_backward_kernel<<<blocks_for(n, 256), 256>>>(din, dout, in, n);
+  ZAYA_LAUNCH(gelu_backward_kernel, blocks_for(n, 256), 256, 0, 0)(din, dout, in, n);
   ZAYA_CUDA_LAUNCHED("gelu_backward");
 }
 
 void top1_routes(int32_t* route, const float* probs, const float* biases, int n, int routes) {
   if (n == 0) return;
-  top1_kernel<<<blocks_for(n, 128), 128>>>(route, probs, biases, n, routes);
+  ZAYA_LAUNCH(top1_kernel, blocks_for(n, 128), 128, 0, 0)(route, probs, biases, n, routes);
   ZAYA_CUDA_LAUNCHED("top1_routes");
 }
 
 void sort_by_route(int32_t* order, int32_t* offsets, const int32_t* route, int n, int routes) {
-  sort_by_route_kernel<<<1, 128, sizeof(int32_t) * size_t(routes + 1)>>>(order, offsets, route, n,
-                                                                         routes);
+  ZAYA_LAUNCH(sort_by_route_kernel, 1, 128, sizeof(int32_t) * size_t(routes + 1), 0)
+  (order, offsets, route, n, routes);
   ZAYA_CUDA_LAUNCHED("sort_by_route");
 }
 
 void gather_rows(float* out, const float* in, const int32_t* order, int rows, int width) {
   const long total = long(rows) * width;
   if (total == 0) return;
-  gather_rows_kernel<<<blocks_for(total, 256), 256>>>(out, in, order, total, width);
+  ZAYA_LAUNCH(gather_rows_kernel, blocks_for(total, 256), 256, 0, 0)(out, in, order, total, width);
   ZAYA_CUDA_LAUNCHED("gather_rows");
 }
 
 void scatter_add_rows(float* out, const float* in, const int32_t* order, int rows, int width) {
   const long total = long(rows) * width;
   if (total == 0) return;
-  scatter_add_rows_kernel<<<blocks_for(total, 256), 256>>>(out, in, order, total, width);
+  ZAYA_LAUNCH(scatter_add_rows_kernel, blocks_for(total, 256), 256, 0, 0)
+  (out, in, order, total, width);
   ZAYA_CUDA_LAUNCHED("scatter_add_rows");
 }
 
@@ -213,8 +217,8 @@ void moe_combine_forward(float* out, const float* y, const float* x, const float
                          int routes) {
   const long total = long(n) * E;
   if (total == 0) return;
-  combine_forward_kernel<<<blocks_for(total, 256), 256>>>(out, y, x, probs, route, order, n_exp,
-                                                          total, E, routes);
+  ZAYA_LAUNCH(combine_forward_kernel, blocks_for(total, 256), 256, 0, 0)
+  (out, y, x, probs, route, order, n_exp, total, E, routes);
   ZAYA_CUDA_LAUNCHED("moe_combine_forward");
 }
 
@@ -223,8 +227,9 @@ void moe_combine_backward(float* dprobs, float* dy, float* dx, const float* dout
                           const int32_t* order, int n, int n_exp, int E, int routes) {
   if (n == 0) return;
   const int warps_per_block = 4;
-  combine_backward_kernel<<<blocks_for(n, warps_per_block), warps_per_block * ZAYA_WARP_SIZE>>>(
-      dprobs, dy, dx, dout, y, x, probs, route, order, n, n_exp, E, routes);
+  ZAYA_LAUNCH(combine_backward_kernel, blocks_for(n, warps_per_block),
+              warps_per_block * ZAYA_WARP_SIZE, 0, 0)
+  (dprobs, dy, dx, dout, y, x, probs, route, order, n, n_exp, E, routes);
   ZAYA_CUDA_LAUNCHED("moe_combine_backward");
 }
 

@@ -130,8 +130,8 @@ __global__ void rank_order_reduce_kernel(void* out, const void* parts, size_t co
 void rank_order_reduce(void* out, const void* parts, size_t count, int world, DType t,
                        dist::ReduceOp op) {
   if (count == 0) return;
-  rank_order_reduce_kernel<<<blocks_for(long(count), 256), 256>>>(out, parts, count, world, int(t),
-                                                                  int(op));
+  ZAYA_LAUNCH(rank_order_reduce_kernel, blocks_for(long(count), 256), 256, 0, 0)
+  (out, parts, count, world, int(t), int(op));
   ZAYA_CUDA_LAUNCHED("rank_order_reduce");
 }
 

@@ -76,11 +76,11 @@ void newton_schulz_batch(float* const* matrices, int count, int64_t rows, int64_
   for (int k = 0; k < count; ++k)
     copy_on_device(g + k * size, matrices[k], sizeof(float) * size_t(size));
   double* sum_sq = grown(s.sum_sq, size_t(count));
-  frobenius_kernel<<<unsigned(count), kRowThreads>>>(sum_sq, g, size);
+  ZAYA_LAUNCH(frobenius_kernel, unsigned(count), kRowThreads, 0, 0)(sum_sq, g, size);
   ZAYA_CUDA_LAUNCHED("newton_schulz_batch (norms)");
   float* x = grown(s.x, size_t(total));
-  normalise_kernel<<<blocks_for(long(total), 256), 256>>>(x, g, sum_sq, rows, cols, transposed,
-                                                          total);
+  ZAYA_LAUNCH(normalise_kernel, blocks_for(long(total), 256), 256, 0, 0)
+  (x, g, sum_sq, rows, cols, transposed, total);
   ZAYA_CUDA_LAUNCHED("newton_schulz_batch (normalise)");
   float* y = g;
   float* gram = grown(s.gram, size_t(m * m) * count);
@@ -99,7 +99,8 @@ void newton_schulz_batch(float* const* matrices, int count, int64_t rows, int64_
   }
   // The result back into each matrix, in its own orientation (through the free half).
   float* out = x == s.x.get() ? s.y.get() : s.x.get();
-  unstack_kernel<<<blocks_for(long(total), 256), 256>>>(out, x, rows, cols, transposed, total);
+  ZAYA_LAUNCH(unstack_kernel, blocks_for(long(total), 256), 256, 0, 0)
+  (out, x, rows, cols, transposed, total);
   ZAYA_CUDA_LAUNCHED("newton_schulz_batch (unstack)");
   for (int k = 0; k < count; ++k)
     copy_on_device(matrices[k], out + k * size, sizeof(float) * size_t(size));

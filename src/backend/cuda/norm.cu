@@ -50,7 +50,7 @@ __global__ void rmsnorm_backward_weight_kernel(float* dw, const float* dout, con
 void rmsnorm_forward(float* out, float* rstd, const float* in, const float* w, int n, int c,
                      float eps) {
   if (n == 0) return;
-  rmsnorm_forward_kernel<<<n, kRowThreads>>>(out, rstd, in, w, c, eps);
+  ZAYA_LAUNCH(rmsnorm_forward_kernel, n, kRowThreads, 0, 0)(out, rstd, in, w, c, eps);
   ZAYA_CUDA_LAUNCHED("rmsnorm_forward");
 }
 
@@ -58,11 +58,12 @@ void rmsnorm_backward(float* din, float* dw, const float* dout, const float* in,
                       const float* rstd, int n, int c) {
   if (n == 0) return;
   if (din) {
-    rmsnorm_backward_input_kernel<<<n, kRowThreads>>>(din, dout, in, w, rstd, c);
+    ZAYA_LAUNCH(rmsnorm_backward_input_kernel, n, kRowThreads, 0, 0)(din, dout, in, w, rstd, c);
     ZAYA_CUDA_LAUNCHED("rmsnorm_backward (input)");
   }
   if (dw) {
-    rmsnorm_backward_weight_kernel<<<blocks_for(c, 128), 128>>>(dw, dout, in, rstd, n, c);
+    ZAYA_LAUNCH(rmsnorm_backward_weight_kernel, blocks_for(c, 128), 128, 0, 0)
+    (dw, dout, in, rstd, n, c);
     ZAYA_CUDA_LAUNCHED("rmsnorm_backward (weight)");
   }
 }
@@ -123,7 +124,8 @@ void l2norm_forward(float* out, float* inv_norm, const float* in, const float* t
                     int heads, int d) {
   const long rows = long(n) * heads;
   if (rows == 0) return;
-  l2norm_forward_kernel<<<blocks_for(rows, 128), 128>>>(out, inv_norm, in, temp, rows, heads, d);
+  ZAYA_LAUNCH(l2norm_forward_kernel, blocks_for(rows, 128), 128, 0, 0)
+  (out, inv_norm, in, temp, rows, heads, d);
   ZAYA_CUDA_LAUNCHED("l2norm_forward");
 }
 
@@ -132,11 +134,11 @@ void l2norm_backward(float* din, float* dtemp, const float* dout, const float* i
   const long rows = long(n) * heads;
   if (rows == 0) return;
   ScratchBuffer<double> tsum(dtemp ? size_t(rows) : 0);
-  l2norm_backward_kernel<<<blocks_for(rows, 128), 128>>>(din, tsum.get(), dout, in, temp, inv_norm,
-                                                         rows, heads, d);
+  ZAYA_LAUNCH(l2norm_backward_kernel, blocks_for(rows, 128), 128, 0, 0)
+  (din, tsum.get(), dout, in, temp, inv_norm, rows, heads, d);
   ZAYA_CUDA_LAUNCHED("l2norm_backward");
   if (dtemp) {
-    l2norm_temp_kernel<<<blocks_for(heads, 32), 32>>>(dtemp, tsum.get(), n, heads);
+    ZAYA_LAUNCH(l2norm_temp_kernel, blocks_for(heads, 32), 32, 0, 0)(dtemp, tsum.get(), n, heads);
     ZAYA_CUDA_LAUNCHED("l2norm_backward (temp)");
   }
 }

@@ -133,8 +133,8 @@ double sum_of_squares_chunks(const float* x, const OptimSegment* chunks, int cou
   }
   ScratchBuffer<int64_t> table(host);
   ScratchBuffer<double> partial(static_cast<size_t>(count));
-  sum_of_squares_chunks_kernel<<<unsigned(count), kRowThreads>>>(partial.get(), x, table.get(),
-                                                                 table.get() + count);
+  ZAYA_LAUNCH(sum_of_squares_chunks_kernel, unsigned(count), kRowThreads, 0, 0)
+  (partial.get(), x, table.get(), table.get() + count);
   ZAYA_CUDA_LAUNCHED("sum_of_squares_chunks");
   double total = 0.0;
   for (const double p : partial.download()) total += p;  // table order, as on the CPU
@@ -144,8 +144,8 @@ double sum_of_squares_chunks(const float* x, const OptimSegment* chunks, int cou
 void scale_segments(float* x, const OptimSegment* segments, int count, float s) {
   SegmentTable t(segments, count);
   if (t.total == 0) return;
-  scale_kernel<<<blocks_for(long(t.total), kThreads), kThreads>>>(x, t.begin, t.first, t.count,
-                                                                  t.total, s);
+  ZAYA_LAUNCH(scale_kernel, blocks_for(long(t.total), kThreads), kThreads, 0, 0)
+  (x, t.begin, t.first, t.count, t.total, s);
   ZAYA_CUDA_LAUNCHED("scale_segments");
 }
 
@@ -153,8 +153,8 @@ void adamw_update(float* w, const float* g, float* m, float* v, const OptimSegme
                   int count, const AdamwConstants& c) {
   SegmentTable t(segments, count);
   if (t.total == 0) return;
-  adamw_kernel<<<blocks_for(long(t.total), kThreads), kThreads>>>(w, g, m, v, t.begin, t.first,
-                                                                  t.keep, t.count, t.total, c);
+  ZAYA_LAUNCH(adamw_kernel, blocks_for(long(t.total), kThreads), kThreads, 0, 0)
+  (w, g, m, v, t.begin, t.first, t.keep, t.count, t.total, c);
   ZAYA_CUDA_LAUNCHED("adamw_update");
 }
 
@@ -162,16 +162,16 @@ void muon_momentum(float* buf, float* d, const float* g, const OptimSegment* seg
                    float beta, float one_minus_beta, bool nesterov) {
   SegmentTable t(segments, count);
   if (t.total == 0) return;
-  muon_momentum_kernel<<<blocks_for(long(t.total), kThreads), kThreads>>>(
-      buf, d, g, t.begin, t.first, t.count, t.total, beta, one_minus_beta, nesterov);
+  ZAYA_LAUNCH(muon_momentum_kernel, blocks_for(long(t.total), kThreads), kThreads, 0, 0)
+  (buf, d, g, t.begin, t.first, t.count, t.total, beta, one_minus_beta, nesterov);
   ZAYA_CUDA_LAUNCHED("muon_momentum");
 }
 
 void decay_and_step(float* w, const float* d, const OptimSegment* segments, int count) {
   SegmentTable t(segments, count);
   if (t.total == 0) return;
-  decay_and_step_kernel<<<blocks_for(long(t.total), kThreads), kThreads>>>(
-      w, d, t.begin, t.first, t.keep, t.step, t.count, t.total);
+  ZAYA_LAUNCH(decay_and_step_kernel, blocks_for(long(t.total), kThreads), kThreads, 0, 0)
+  (w, d, t.begin, t.first, t.keep, t.step, t.count, t.total);
   ZAYA_CUDA_LAUNCHED("decay_and_step");
 }
 

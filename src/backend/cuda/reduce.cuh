@@ -59,7 +59,7 @@ __global__ void add_column_sums_kernel(float* out, const float* in, long rows, i
 
 inline void add_column_sums(float* out, const float* in, long rows, int cols) {
   if (cols <= 0) return;
-  add_column_sums_kernel<<<blocks_for(cols, 128), 128>>>(out, in, rows, cols);
+  ZAYA_LAUNCH(add_column_sums_kernel, blocks_for(cols, 128), 128, 0, 0)(out, in, rows, cols);
   ZAYA_CUDA_LAUNCHED("add_column_sums");
 }
 

@@ -79,8 +79,8 @@ void merge_rmsnorm_forward(float* r_out, float* x_out, float* rstd, const float*
                            const float* hs, const float* r, const float* rb, const float* rs,
                            const float* w, int n, int c, float eps) {
   if (n == 0) return;
-  merge_rmsnorm_forward_kernel<<<n, kRowThreads>>>(r_out, x_out, rstd, h, hb, hs, r, rb, rs, w, c,
-                                                   eps);
+  ZAYA_LAUNCH(merge_rmsnorm_forward_kernel, n, kRowThreads, 0, 0)
+  (r_out, x_out, rstd, h, hb, hs, r, rb, rs, w, c, eps);
   ZAYA_CUDA_LAUNCHED("merge_rmsnorm_forward");
 }
 
@@ -88,8 +88,8 @@ void residual_merge_forward(float* out, const float* h, const float* hb, const f
                             const float* r, const float* rb, const float* rs, int n, int c) {
   const long total = long(n) * c;
   if (total == 0) return;
-  residual_merge_forward_kernel<<<blocks_for(total, 256), 256>>>(out, h, hb, hs, r, rb, rs, total,
-                                                                 c);
+  ZAYA_LAUNCH(residual_merge_forward_kernel, blocks_for(total, 256), 256, 0, 0)
+  (out, h, hb, hs, r, rb, rs, total, c);
   ZAYA_CUDA_LAUNCHED("residual_merge_forward");
 }
 
@@ -98,11 +98,11 @@ void residual_merge_backward(float* dh, float* dhb, float* dhs, float* dr, float
                              const float* r, const float* rb, const float* rs, int n, int c) {
   const long total = long(n) * c;
   if (total == 0) return;
-  residual_merge_backward_rows_kernel<<<blocks_for(total, 256), 256>>>(dh, r ? dr : nullptr, dout,
-                                                                       hs, rs, total, c);
+  ZAYA_LAUNCH(residual_merge_backward_rows_kernel, blocks_for(total, 256), 256, 0, 0)
+  (dh, r ? dr : nullptr, dout, hs, rs, total, c);
   ZAYA_CUDA_LAUNCHED("residual_merge_backward (rows)");
-  residual_merge_backward_channels_kernel<<<blocks_for(c, 128), 128>>>(dhb, dhs, drb, drs, dout, h,
-                                                                       hb, hs, r, rb, rs, n, c);
+  ZAYA_LAUNCH(residual_merge_backward_channels_kernel, blocks_for(c, 128), 128, 0, 0)
+  (dhb, dhs, drb, drs, dout, h, hb, hs, r, rb, rs, n, c);
   ZAYA_CUDA_LAUNCHED("residual_merge_backward (channels)");
 }
 

@@ -27,8 +27,8 @@ void rope_apply(float* x, const float* cos_t, const float* sin_t, int batch, int
   const int half = rot / 2;
   const long pairs = long(batch) * seq * heads * half;
   if (pairs == 0) return;
-  rope_apply_kernel<<<blocks_for(pairs, 256), 256>>>(x, cos_t, sin_t, pairs, seq, heads, d, half,
-                                                     inverse ? -1.0f : 1.0f);
+  ZAYA_LAUNCH(rope_apply_kernel, blocks_for(pairs, 256), 256, 0, 0)
+  (x, cos_t, sin_t, pairs, seq, heads, d, half, inverse ? -1.0f : 1.0f);
   ZAYA_CUDA_LAUNCHED("rope_apply");
 }
 

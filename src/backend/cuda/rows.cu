@@ -31,19 +31,20 @@ void copy_rows(float* dst, size_t dst_stride, const float* src, size_t src_strid
                int width) {
   const long total = long(rows) * width;
   if (total == 0) return;
-  copy_rows_kernel<<<blocks_for(total, 256), 256>>>(dst, dst_stride, src, src_stride, total, width);
+  ZAYA_LAUNCH(copy_rows_kernel, blocks_for(total, 256), 256, 0, 0)
+  (dst, dst_stride, src, src_stride, total, width);
   ZAYA_CUDA_LAUNCHED("copy_rows");
 }
 
 void fill(float* dst, size_t n, float value) {
   if (n == 0) return;
-  fill_kernel<<<blocks_for(long(n), 256), 256>>>(dst, long(n), value);
+  ZAYA_LAUNCH(fill_kernel, blocks_for(long(n), 256), 256, 0, 0)(dst, long(n), value);
   ZAYA_CUDA_LAUNCHED("fill");
 }
 
 void add_into(float* dst, const float* src, size_t n) {
   if (n == 0) return;
-  add_into_kernel<<<blocks_for(long(n), 256), 256>>>(dst, src, long(n));
+  ZAYA_LAUNCH(add_into_kernel, blocks_for(long(n), 256), 256, 0, 0)(dst, src, long(n));
   ZAYA_CUDA_LAUNCHED("add_into");
 }
 

@@ -46,14 +46,14 @@ double time_stream_kernel(int kernel, size_t n, int runs) {
   c.zero();
   // Enough blocks to fill any current GPU several times over; the grid-stride loop does the rest.
   const unsigned blocks = blocks_for(long(n), 256) < 65536 ? blocks_for(long(n), 256) : 65536;
-  stream_kernel<<<blocks, 256>>>(kernel, a.get(), b.get(), c.get(), long(n));
+  ZAYA_LAUNCH(stream_kernel, blocks, 256, 0, 0)(kernel, a.get(), b.get(), c.get(), long(n));
   ZAYA_CUDA_LAUNCHED("stream_kernel");
   // Each launch between its own events; the fastest counts (STREAM's rule).
   double best = 1e300;
   for (int r = 0; r < runs; ++r) {
     EventPair events;
     ZAYA_CUDA_CHECK(cudaEventRecord(events.start));
-    stream_kernel<<<blocks, 256>>>(kernel, a.get(), b.get(), c.get(), long(n));
+    ZAYA_LAUNCH(stream_kernel, blocks, 256, 0, 0)(kernel, a.get(), b.get(), c.get(), long(n));
     ZAYA_CUDA_LAUNCHED("stream_kernel");
     ZAYA_CUDA_CHECK(cudaEventRecord(events.stop));
     best = std::min(best, events.seconds());
