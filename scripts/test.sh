@@ -48,7 +48,7 @@ if grep -qw avx2 /proc/cpuinfo 2>/dev/null; then
   # pass; the tokenizers, the communicators and the sizing arithmetic, which call no GEMM.
   echo "== tests (release, $other_name; without aegis, serve, run safety, tokenizers, comm, sizing)"
   run_ctest build/ctest-release-other.log "${other[@]}" ctest --preset default -LE 'aegis|serve' \
-    -E '^train\.run_safety\.|[Tt]okenizer|^comm\.|^cli\.size$|^SizeShapes\.'
+    -E '^train\.run_safety\.|[Tt]okenizer|^comm\.|^cli\.size$|^SizeShapes\.|^gpu-emu\.train$'
 else
   echo "== tests (release, $other_name): skipped, this CPU has no AVX2 for the Haswell kernels"
   skipped+=("release suite $other_name")
@@ -64,7 +64,7 @@ if [[ "${1:-}" != "--no-sanitizers" ]]; then
   # thousands of candidate shapes, 90 s under the sanitizers: they run in the release passes.
   run_ctest build-asan/ctest-asan.log env OMP_NUM_THREADS=1 \
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --preset asan -j "$JOBS" -E '^cli\.size$|^SizeShapes\.BudgetsNeed'
+    ctest --preset asan -j "$JOBS" -E '^cli\.size$|^SizeShapes\.BudgetsNeed|^gpu-emu\.train$'
 fi
 if [[ "${1:-}" != "--no-sanitizers" ]]; then
   echo "== fuzzing (the targets of build-asan/: every parser of untrusted input, ${FUZZ_SECONDS:-5} s per target)"

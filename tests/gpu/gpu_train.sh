@@ -10,13 +10,14 @@
 #    run, and two bf16 runs bitwise the same; the bf16 weight storage bitwise --weight-storage
 #    fp32 (with fp32 gradients), and a bf16 run (bf16 Muon gradients) resumes bitwise.
 # Without a usable GPU it prints why and exits 77, which ctest reports as skipped.
+# DEVICE (default cuda): cuda-emu runs the same on the emulated device (label gpu-emu).
 set -uo pipefail
-ZAYA=$1; SRC=$2; WORK=$3
+ZAYA=$1; SRC=$2; WORK=$3; DEVICE=${4:-cuda}
 TOL=1e-3
 PY=/usr/bin/python3
 mkdir -p "$WORK"
 if ! "$ZAYA" bench step --config "$SRC/configs/tiny.json" --batch 1 --seq 8 --steps 1 --warmup 0 \
-    --device cuda > "$WORK/probe.log" 2>&1; then
+    --device "$DEVICE" > "$WORK/probe.log" 2>&1; then
   echo "SKIPPED: $(grep -o 'error: .*' "$WORK/probe.log" | head -1)"
   exit 77
 fi
@@ -39,13 +40,13 @@ print('  %s vs %s: %d steps, largest relative difference %.2e' % (sys.argv[1], s
 sys.exit(not (len(a) == len(b) == 16 and worst <= $TOL))" "$1" "$2"
 }
 run "$WORK/cpu.log" --out "$WORK/cpu" --device cpu || exit 1
-run "$WORK/gpu.log" --out "$WORK/gpu" --device cuda --precision fp32 || exit 1
+run "$WORK/gpu.log" --out "$WORK/gpu" --device "$DEVICE" --precision fp32 || exit 1
 grep "^device:" "$WORK/gpu.log"
-check "cuda's 16 steps within $TOL of cpu's" close cpu gpu
-run "$WORK/gpu2.log" --out "$WORK/gpu2" --device cuda --precision fp32 || exit 1
-check "two cuda runs: bitwise the same losses" \
+check "$DEVICE's 16 steps within $TOL of cpu's" close cpu gpu
+run "$WORK/gpu2.log" --out "$WORK/gpu2" --device "$DEVICE" --precision fp32 || exit 1
+check "two $DEVICE runs: bitwise the same losses" \
   test "$(losses "$WORK/gpu/metrics.jsonl")" == "$(losses "$WORK/gpu2/metrics.jsonl")"
-for pair in "cuda cpu" "cpu cuda"; do
+for pair in "$DEVICE cpu" "cpu $DEVICE"; do
   read -r first second <<< "$pair"
   R="$first-then-$second"
   run "$WORK/$R-1.log" --out "$WORK/$R" --device "$first" --precision fp32 --max-steps 8 || exit 1
@@ -54,26 +55,26 @@ for pair in "cuda cpu" "cpu cuda"; do
     grep -q "resumed from $WORK/$R/ckpt/step-00000008" "$WORK/$R-2.log"
   check "$first then $second: within $TOL of the uninterrupted cpu run" close cpu "$R"
 done
-run "$WORK/bf16.log" --out "$WORK/bf16" --device cuda || exit 1
-check "the GPU's default precision is bf16" grep -q "^device: cuda (.*bf16 GEMM inputs" "$WORK/bf16.log"
+run "$WORK/bf16.log" --out "$WORK/bf16" --device "$DEVICE" || exit 1
+check "the GPU's default precision is bf16" grep -q "^device: $DEVICE (.*bf16 GEMM inputs" "$WORK/bf16.log"
 check "bf16: the last loss within 2 % of the CPU's fp32 run" $PY -c "
 import json, sys
 a, b = [[json.loads(l)['loss'] for l in open(f'$WORK/{r}/metrics.jsonl')] for r in ('cpu', 'bf16')]
-print('  last loss: cpu fp32 %.5f, cuda bf16 %.5f' % (a[-1], b[-1]))
+print('  last loss: cpu fp32 %.5f, $DEVICE bf16 %.5f' % (a[-1], b[-1]))
 sys.exit(not (len(b) == 16 and abs(a[-1] - b[-1]) <= 0.02 * abs(a[-1])))"
-run "$WORK/bf16b.log" --out "$WORK/bf16b" --device cuda || exit 1
+run "$WORK/bf16b.log" --out "$WORK/bf16b" --device "$DEVICE" || exit 1
 check "two bf16 runs: bitwise the same losses" \
   test "$(losses "$WORK/bf16/metrics.jsonl")" == "$(losses "$WORK/bf16b/metrics.jsonl")"
 check "bf16: the weights and Muon gradients are kept in bf16, the master in the range" \
   grep -q "(weights and Muon gradients in bf16, fp32 master weights of the ZeRO-1 range)" \
   "$WORK/bf16.log"
-run "$WORK/bf16w.log" --out "$WORK/bf16w" --device cuda --gradient-storage fp32 || exit 1
-run "$WORK/bf16c.log" --out "$WORK/bf16c" --device cuda --weight-storage fp32 || exit 1
+run "$WORK/bf16w.log" --out "$WORK/bf16w" --device "$DEVICE" --gradient-storage fp32 || exit 1
+run "$WORK/bf16c.log" --out "$WORK/bf16c" --device "$DEVICE" --weight-storage fp32 || exit 1
 check "bf16 weight storage: bitwise the losses and weights of full fp32 weights" \
   cmp "$WORK/bf16w/model/model.safetensors" "$WORK/bf16c/model/model.safetensors"
 R=bf16-resume
-run "$WORK/$R-1.log" --out "$WORK/$R" --device cuda --max-steps 8 || exit 1
-run "$WORK/$R-2.log" --out "$WORK/$R" --device cuda --resume auto || exit 1
+run "$WORK/$R-1.log" --out "$WORK/$R" --device "$DEVICE" --max-steps 8 || exit 1
+run "$WORK/$R-2.log" --out "$WORK/$R" --device "$DEVICE" --resume auto || exit 1
 check "bf16: checkpointed at step 8 and resumed, bitwise the uninterrupted run" \
   cmp "$WORK/bf16/model/model.safetensors" "$WORK/$R/model/model.safetensors"
 echo "$passes passed, $fails failed"
