@@ -11,6 +11,7 @@
 #include "backend/device_select.h"
 #include "core/error.h"
 #include "model/config.h"
+#include "newton_schulz_fp64.h"
 #include "optim/optimizer.h"
 #include "test_util.h"
 
@@ -96,50 +97,6 @@ TEST(Optimizer, AdamWFirstStepIsLrTimesSign) {
     EXPECT_NEAR(w[i], 1.0f - 0.01f * g[i] / (std::abs(g[i]) + 1e-8f), 1e-6);
 }
 
-// Muon's orthogonalisation written out here in float64 with plain loops, from its definition
-// (KellerJordan/Muon, as docs/ and tests/optim/compare_optim.py state it): X = G / (‖G‖_F + 1e-7)
-// on the wide orientation (transposed when rows > cols), then `steps` times
-// X ← a·X + (b·A + c·A²)·X with A = X·Xᵀ and the quintic's (a, b, c) = (3.4445, −4.7750, 2.0315).
-std::vector<double> newton_schulz_fp64(const std::vector<double>& g, int64_t rows, int64_t cols,
-                                       int steps) {
-  constexpr double a = 3.4445, b = -4.7750, c = 2.0315;
-  const bool tall = rows > cols;
-  const int64_t m = std::min(rows, cols), n = std::max(rows, cols);
-  double frob = 0;
-  for (double v : g) frob += v * v;
-  frob = std::sqrt(frob) + 1e-7;
-  std::vector<double> x(size_t(m * n)), gram(size_t(m * m)), poly(size_t(m * m)), next(x.size());
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t q = 0; q < cols; ++q)
-      x[size_t(tall ? q * rows + r : r * cols + q)] = g[size_t(r * cols + q)] / frob;
-  for (int s = 0; s < steps; ++s) {
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < m; ++j) {
-        double sum = 0;
-        for (int64_t k = 0; k < n; ++k) sum += x[size_t(i * n + k)] * x[size_t(j * n + k)];
-        gram[size_t(i * m + j)] = sum;
-      }
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < m; ++j) {
-        double sq = 0;
-        for (int64_t k = 0; k < m; ++k) sq += gram[size_t(i * m + k)] * gram[size_t(k * m + j)];
-        poly[size_t(i * m + j)] = b * gram[size_t(i * m + j)] + c * sq;
-      }
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        double sum = 0;
-        for (int64_t k = 0; k < m; ++k) sum += poly[size_t(i * m + k)] * x[size_t(k * n + j)];
-        next[size_t(i * n + j)] = a * x[size_t(i * n + j)] + sum;
-      }
-    std::swap(x, next);
-  }
-  std::vector<double> out(g.size());
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t q = 0; q < cols; ++q)
-      out[size_t(r * cols + q)] = x[size_t(tall ? q * rows + r : r * cols + q)];
-  return out;
-}
-
 // Moonlight's RMS matching: O has singular values ≈ 1, so its RMS is ≈ 1/sqrt(max dim) and the
 // scaled update 0.2·sqrt(max)·O has RMS ≈ 0.2 (0.68–1.21 band → [0.136, 0.242]).
 TEST(Optimizer, MuonUpdateRmsMatchesAdamW) {
@@ -167,7 +124,7 @@ TEST(Optimizer, MuonUpdateRmsMatchesAdamW) {
     ASSERT_EQ(config.muon_ns_steps, 5);
     std::vector<double> direction(total);
     for (size_t i = 0; i < total; ++i) direction[i] = (1 - beta * beta) * double(g[i]);
-    const std::vector<double> ortho = newton_schulz_fp64(direction, shape[0], shape[1], 5);
+    const std::vector<double> ortho = test::newton_schulz_fp64(direction, shape[0], shape[1], 5);
     const double scale = lr * 0.2 * std::sqrt(double(std::max(shape[0], shape[1])));
     // Tolerance, element by element against float64: the fp32 iteration's rounding (2^-24 ≈ 6e-8
     // per operation, over dot products of up to 64 terms) is amplified by the quintic's gain on
