@@ -139,7 +139,7 @@ TEST(GpuBf16, TheFp32BackendDoesNotRound) {
   cuda_backend().matmul_forward(dout.get(), din_.get(), dw_.get(), nullptr, n, k, m);
   Floats want(size_t(n) * m);
   cpu_backend().matmul_forward(want.data(), in.data(), w.data(), nullptr, n, k, m);
-  EXPECT_LE(relative_error(dout.download(), want), kTolerance)
+  EXPECT_TRUE(elementwise_close(dout.download(), want, kTolerance))
       << "the bf16 backend's precision leaked into the fp32 one";
 }
 

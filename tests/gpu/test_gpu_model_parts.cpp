@@ -24,8 +24,8 @@ TEST(GpuOps, CcaQkMeanAndValueShift) {
     DeviceBuffer<float> dproj_in(proj), dqk1(qk1), dv_out(v.size());
     cpu::cca_mix_forward(qk1.data(), v.data(), proj.data(), n, seq, nq, nk, d);
     cuda::cca_mix_forward(dqk1.get(), dv_out.get(), dproj_in.get(), n, seq, nq, nk, d);
-    EXPECT_LE(relative_error(dqk1.download(), qk1), kTolerance) << "seq " << seq;
-    EXPECT_LE(relative_error(dv_out.download(), v), kTolerance) << "seq " << seq;
+    EXPECT_TRUE(elementwise_close(dqk1.download(), qk1, kTolerance)) << "seq " << seq;
+    EXPECT_TRUE(elementwise_close(dv_out.download(), v, kTolerance)) << "seq " << seq;
 
     const Floats gq = random_floats(size_t(n) * C, 102), du = random_floats(size_t(n) * C, 103),
                  gv = random_floats(size_t(n) * Dk, 104);
@@ -33,7 +33,7 @@ TEST(GpuOps, CcaQkMeanAndValueShift) {
     cpu::cca_mix_backward(dproj.data(), gq.data(), du.data(), gv.data(), n, seq, nq, nk, d);
     DeviceBuffer<float> dgq(gq), ddu(du), dgv(gv), ddproj(dproj.size());
     cuda::cca_mix_backward(ddproj.get(), dgq.get(), ddu.get(), dgv.get(), n, seq, nq, nk, d);
-    EXPECT_LE(relative_error(ddproj.download(), dproj), kTolerance) << "seq " << seq;
+    EXPECT_TRUE(elementwise_close(ddproj.download(), dproj, kTolerance)) << "seq " << seq;
   }
 }
 
@@ -45,15 +45,15 @@ TEST(GpuOps, EdaRouterStateScaling) {
     DeviceBuffer<float> din_(in), dscale_(scale), dstate(state);
     cpu::eda_forward(state.data(), scale.data(), in.data(), n, R);
     cuda::eda_forward(dstate.get(), dscale_.get(), din_.get(), n, R);
-    EXPECT_LE(relative_error(dstate.download(), state), kTolerance) << n;
+    EXPECT_TRUE(elementwise_close(dstate.download(), state, kTolerance)) << n;
 
     const Floats dst = random_floats(size_t(n) * R, 108);
     Floats gscale = random_floats(R, 109), gin = random_floats(size_t(n) * R, 110);
     DeviceBuffer<float> ddst(dst), dgscale(gscale), dgin(gin);
     cpu::eda_backward(gscale.data(), gin.data(), dst.data(), in.data(), scale.data(), n, R);
     cuda::eda_backward(dgscale.get(), dgin.get(), ddst.get(), din_.get(), dscale_.get(), n, R);
-    EXPECT_LE(relative_error(dgscale.download(), gscale), kTolerance) << n;
-    EXPECT_LE(relative_error(dgin.download(), gin), kTolerance) << n;
+    EXPECT_TRUE(elementwise_close(dgscale.download(), gscale, kTolerance)) << n;
+    EXPECT_TRUE(elementwise_close(dgin.download(), gin, kTolerance)) << n;
   }
 }
 
@@ -76,8 +76,8 @@ TEST(GpuOps, SumOfSquaresChunksIsExactEnoughAndRepeatsBitwise) {
   Floats half = x;
   for (const OptimSegment& c : chunks)
     for (int64_t i = c.begin; i < c.begin + c.n; ++i) half[size_t(i)] *= 0.5f;
-  EXPECT_LE(relative_error(dx.download(), half),
-            0.0);  // exact: a power of two, and only the chunks
+  EXPECT_TRUE(elementwise_close(dx.download(), half,
+                                Tolerance{}));  // exact: a power of two, and only the chunks
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// The GPU ops over sequences and heads against their cpu:: namesakes, fp32, within 1e-5 of the
-// reference's scale: CCA's L2 norm, softmax, RoPE, the two causal convolutions, causal GQA
+// The GPU ops over sequences and heads against their cpu:: namesakes, fp32, element by element
+// (kTolerance): CCA's L2 norm, softmax, RoPE, the two causal convolutions, causal GQA
 // attention and the cross-entropy. Sequence lengths include 1, 2 and 3.
 #include <gtest/gtest.h>
 
@@ -35,8 +35,8 @@ TEST(GpuOps, L2NormWithTemperature) {
       cpu::l2norm_forward(out.data(), inv.data(), x.data(), temp.data(), n, heads, d);
       DeviceBuffer<float> dx(x), dtemp_(temp), dout_(x.size()), dinv(inv.size());
       cuda::l2norm_forward(dout_.get(), dinv.get(), dx.get(), dtemp_.get(), n, heads, d);
-      EXPECT_LE(relative_error(dout_.download(), out), kTolerance) << n << " rows, d " << d;
-      EXPECT_LE(relative_error(dinv.download(), inv), kTolerance) << n << " rows, d " << d;
+      EXPECT_TRUE(elementwise_close(dout_.download(), out, kTolerance)) << n << " rows, d " << d;
+      EXPECT_TRUE(elementwise_close(dinv.download(), inv, kTolerance)) << n << " rows, d " << d;
       const Floats dy = random_floats(x.size(), 32);
       Floats din = random_floats(x.size(), 33), dt = random_floats(heads, 34);
       DeviceBuffer<float> ddy(dy), ddin(din), ddt(dt);
@@ -44,8 +44,8 @@ TEST(GpuOps, L2NormWithTemperature) {
                            heads, d);
       cuda::l2norm_backward(ddin.get(), ddt.get(), ddy.get(), dx.get(), dtemp_.get(), dinv.get(), n,
                             heads, d);
-      EXPECT_LE(relative_error(ddin.download(), din), kTolerance) << n << " rows, d " << d;
-      EXPECT_LE(relative_error(ddt.download(), dt), kTolerance) << n << " rows, d " << d;
+      EXPECT_TRUE(elementwise_close(ddin.download(), din, kTolerance)) << n << " rows, d " << d;
+      EXPECT_TRUE(elementwise_close(ddt.download(), dt, kTolerance)) << n << " rows, d " << d;
     }
 }
 
@@ -57,13 +57,13 @@ TEST(GpuOps, Softmax) {
       cpu::softmax_forward(y.data(), x.data(), n, c);
       DeviceBuffer<float> dx(x), dy_(x.size());
       cuda::softmax_forward(dy_.get(), dx.get(), n, c);
-      EXPECT_LE(relative_error(dy_.download(), y), kTolerance) << n << "x" << c;
+      EXPECT_TRUE(elementwise_close(dy_.download(), y, kTolerance)) << n << "x" << c;
       const Floats g = random_floats(x.size(), 36);
       Floats din = random_floats(x.size(), 37);
       DeviceBuffer<float> dg(g), ddin(din), dyy(y);
       cpu::softmax_backward(din.data(), g.data(), y.data(), n, c);
       cuda::softmax_backward(ddin.get(), dg.get(), dyy.get(), n, c);
-      EXPECT_LE(relative_error(ddin.download(), din), kTolerance) << n << "x" << c;
+      EXPECT_TRUE(elementwise_close(ddin.download(), din, kTolerance)) << n << "x" << c;
     }
 }
 
@@ -78,7 +78,7 @@ TEST(GpuOps, RopeForwardAndInverse) {
       DeviceBuffer<float> dx(x);
       cpu::rope_apply(x.data(), cos_t.data(), sin_t.data(), batch, seq, heads, d, rot, inverse);
       cuda::rope_apply(dx.get(), dcos.get(), dsin.get(), batch, seq, heads, d, rot, inverse);
-      EXPECT_LE(relative_error(dx.download(), x), kTolerance) << "seq " << seq;
+      EXPECT_TRUE(elementwise_close(dx.download(), x, kTolerance)) << "seq " << seq;
     }
   }
 }
@@ -95,8 +95,8 @@ TEST(GpuOps, CausalConvolutions) {
     DeviceBuffer<float> du_(u), dw0(w0), db0(b0), dw1(w1), db1(b1), da_(a.size()), dz_(z.size());
     cuda::depthwise_conv_forward(da_.get(), du_.get(), dw0.get(), db0.get(), batch, seq, C);
     cuda::grouped_conv_forward(dz_.get(), da_.get(), dw1.get(), db1.get(), batch, seq, C, G);
-    EXPECT_LE(relative_error(da_.download(), a), kTolerance) << "depthwise, seq " << seq;
-    EXPECT_LE(relative_error(dz_.download(), z), kTolerance) << "grouped, seq " << seq;
+    EXPECT_TRUE(elementwise_close(da_.download(), a, kTolerance)) << "depthwise, seq " << seq;
+    EXPECT_TRUE(elementwise_close(dz_.download(), z, kTolerance)) << "grouped, seq " << seq;
 
     const Floats gz = random_floats(z.size(), 44);
     Floats ga = random_floats(a.size(), 45), gw1 = random_floats(w1.size(), 46),
@@ -114,7 +114,7 @@ TEST(GpuOps, CausalConvolutions) {
     for (auto [got, want, name] : {std::tuple{&dga, &ga, "da"}, std::tuple{&dgw1, &gw1, "dw1"},
                                    std::tuple{&dgb1, &gb1, "db1"}, std::tuple{&dgu, &gu, "du"},
                                    std::tuple{&dgw0, &gw0, "dw0"}, std::tuple{&dgb0, &gb0, "db0"}})
-      EXPECT_LE(relative_error(got->download(), *want), kTolerance) << name << ", seq " << seq;
+      EXPECT_TRUE(elementwise_close(got->download(), *want, kTolerance)) << name << ", seq " << seq;
   }
 }
 
@@ -131,8 +131,10 @@ TEST(GpuOps, CausalGroupedQueryAttention) {
       DeviceBuffer<float> dq_(q), dk_(k), dv_(v), dout_(qn), dlse(lse.size());
       cuda::attention_forward(dout_.get(), dlse.get(), dq_.get(), dk_.get(), dv_.get(), batch, seq,
                               nq, nk, d, scale);
-      EXPECT_LE(relative_error(dout_.download(), out), kTolerance) << "seq " << seq << " d " << d;
-      EXPECT_LE(relative_error(dlse.download(), lse), kTolerance) << "seq " << seq << " d " << d;
+      EXPECT_TRUE(elementwise_close(dout_.download(), out, kTolerance))
+          << "seq " << seq << " d " << d;
+      EXPECT_TRUE(elementwise_close(dlse.download(), lse, kTolerance))
+          << "seq " << seq << " d " << d;
 
       const Floats g = random_floats(qn, 54);
       Floats gq = random_floats(qn, 55), gk = random_floats(kn, 56), gv = random_floats(kn, 57);
@@ -141,9 +143,12 @@ TEST(GpuOps, CausalGroupedQueryAttention) {
                               q.data(), k.data(), v.data(), batch, seq, nq, nk, d, scale);
       cuda::attention_backward(dgq.get(), dgk.get(), dgv.get(), dg.get(), dout_.get(), dlse.get(),
                                dq_.get(), dk_.get(), dv_.get(), batch, seq, nq, nk, d, scale);
-      EXPECT_LE(relative_error(dgq.download(), gq), kTolerance) << "dq, seq " << seq << " d " << d;
-      EXPECT_LE(relative_error(dgk.download(), gk), kTolerance) << "dk, seq " << seq << " d " << d;
-      EXPECT_LE(relative_error(dgv.download(), gv), kTolerance) << "dv, seq " << seq << " d " << d;
+      EXPECT_TRUE(elementwise_close(dgq.download(), gq, kTolerance))
+          << "dq, seq " << seq << " d " << d;
+      EXPECT_TRUE(elementwise_close(dgk.download(), gk, kTolerance))
+          << "dk, seq " << seq << " d " << d;
+      EXPECT_TRUE(elementwise_close(dgv.download(), gv, kTolerance))
+          << "dv, seq " << seq << " d " << d;
     }
 }
 
@@ -162,13 +167,14 @@ TEST(GpuOps, CrossEntropyWithIgnoredTargets) {
       const double dloss =
           cuda::cross_entropy_forward(dlse.get(), dlogits.get(), dtargets.get(), n, vocab, &dcount);
       EXPECT_EQ(dcount, count);
-      EXPECT_NEAR(dloss, loss, kTolerance * std::max(1.0, std::fabs(loss))) << n << "x" << vocab;
-      EXPECT_LE(relative_error(dlse.download(), lse), kTolerance) << n << "x" << vocab;
+      EXPECT_NEAR(dloss, loss, kTolerance.rtol * std::max(1.0, std::fabs(loss)))
+          << n << "x" << vocab;
+      EXPECT_TRUE(elementwise_close(dlse.download(), lse, kTolerance)) << n << "x" << vocab;
       cpu::cross_entropy_backward_inplace(logits.data(), lse.data(), targets.data(), n, vocab,
                                           0.25f);
       cuda::cross_entropy_backward_inplace(dlogits.get(), dlse.get(), dtargets.get(), n, vocab,
                                            0.25f);
-      EXPECT_LE(relative_error(dlogits.download(), logits), kTolerance) << n << "x" << vocab;
+      EXPECT_TRUE(elementwise_close(dlogits.download(), logits, kTolerance)) << n << "x" << vocab;
     }
 }
 
@@ -189,8 +195,8 @@ TEST(GpuOps, ChunkedLmHeadLoss) {
         cuda::lm_head_loss_forward(dlse.get(), dy_.get(), dw_.get(), dtargets.get(), n, e, v,
                                    chunks.tokens, chunks.vocab, dscratch.get(), &dcount);
     EXPECT_EQ(dcount, count);
-    EXPECT_NEAR(dloss, loss, kTolerance * std::max(1.0, std::fabs(loss))) << n << " rows";
-    EXPECT_LE(relative_error(dlse.download(), lse), kTolerance) << n << " rows";
+    EXPECT_NEAR(dloss, loss, kTolerance.rtol * std::max(1.0, std::fabs(loss))) << n << " rows";
+    EXPECT_TRUE(elementwise_close(dlse.download(), lse, kTolerance)) << n << " rows";
 
     Floats gy = random_floats(y.size(), 61), gw = random_floats(w.size(), 62);
     DeviceBuffer<float> dgy(gy), dgw(gw);
@@ -199,8 +205,8 @@ TEST(GpuOps, ChunkedLmHeadLoss) {
     cuda::lm_head_loss_backward(dgy.get(), dgw.get(), dy_.get(), dw_.get(), dlse.get(),
                                 dtargets.get(), n, e, v, 0.5f, chunks.tokens, chunks.vocab,
                                 dscratch.get());
-    EXPECT_LE(relative_error(dgy.download(), gy), kTolerance) << "dy, " << n << " rows";
-    EXPECT_LE(relative_error(dgw.download(), gw), kTolerance) << "dw, " << n << " rows";
+    EXPECT_TRUE(elementwise_close(dgy.download(), gy, kTolerance)) << "dy, " << n << " rows";
+    EXPECT_TRUE(elementwise_close(dgw.download(), gw, kTolerance)) << "dw, " << n << " rows";
   }
 }
 

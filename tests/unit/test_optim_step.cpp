@@ -11,6 +11,7 @@
 #include "backend/device_select.h"
 #include "core/error.h"
 #include "model/config.h"
+#include "newton_schulz_fp64.h"
 #include "optim/optimizer.h"
 #include "test_util.h"
 
@@ -115,18 +116,36 @@ TEST(Optimizer, MuonUpdateRmsMatchesAdamW) {
     const double rms = norm_of(w.data(), total) / std::sqrt(double(total)) / lr;
     EXPECT_GT(rms, 0.136) << shape_str(shape);
     EXPECT_LT(rms, 0.242) << shape_str(shape);
-    // Exactly: the first momentum direction is ∝ g, and NS is scale-invariant (up to its 1e-7
-    // guard), so W = −lr·0.2·sqrt(max(rows, cols))·NS(g).
-    std::vector<float> ortho(total);
-    NsWorkspace ws;
-    newton_schulz(g.data(), ortho.data(), shape[0], shape[1], 5, ws);
+    // Exactly: the first step's momentum is m = (1 − β)·g and its Nesterov direction
+    // (1 − β)·g + β·m = (1 − β²)·g, so from W = 0 without decay W = −lr·0.2·sqrt(max(rows,
+    // cols))·NS(direction), with NS computed here in float64 (not by the optimizer's code).
+    const double beta = config.muon_momentum;
+    ASSERT_TRUE(config.muon_nesterov);
+    ASSERT_EQ(config.muon_ns_steps, 5);
+    std::vector<double> direction(total);
+    for (size_t i = 0; i < total; ++i) direction[i] = (1 - beta * beta) * double(g[i]);
+    const std::vector<double> ortho = test::newton_schulz_fp64(direction, shape[0], shape[1], 5);
     const double scale = lr * 0.2 * std::sqrt(double(std::max(shape[0], shape[1])));
-    double max_diff = 0, max_ref = 0;
+    // Tolerance, element by element against float64: the fp32 iteration's rounding (2^-24 ≈ 6e-8
+    // per operation, over dot products of up to 64 terms) is amplified by the quintic's gain on
+    // small singular values (a = 3.4445 per step, five steps); fp32 implementations of these five
+    // steps (this one, torch's) land 1–3e-6 of max|O| from float64 (tests/optim/compare_optim.py),
+    // so every element must be within 5e-6 of max|scale·O| (half the former whole-tensor 1e-5). b =
+    // −4.7760 in place of −4.7750 puts elements 620–880 limits away; the real one stays within
+    // 0.45 of the limit.
+    double max_ref = 0;
+    for (size_t i = 0; i < total; ++i) max_ref = std::max(max_ref, std::abs(scale * ortho[i]));
+    const double floor = 5e-6 * max_ref;
+    size_t worst = 0;
+    double worst_ratio = 0;
     for (size_t i = 0; i < total; ++i) {
-      max_diff = std::max(max_diff, std::abs(w[i] + scale * ortho[i]));
-      max_ref = std::max(max_ref, std::abs(scale * ortho[i]));
+      const double want = -scale * ortho[i];
+      const double ratio = std::abs(double(w[i]) - want) / floor;
+      if (!(ratio <= worst_ratio)) worst_ratio = ratio, worst = i;
     }
-    EXPECT_LT(max_diff, 1e-5 * max_ref) << shape_str(shape);
+    EXPECT_LE(worst_ratio, 1.0) << shape_str(shape) << ": element " << worst << " is " << w[worst]
+                                << ", float64 Newton–Schulz gives " << -scale * ortho[worst]
+                                << " (limit " << floor << ")";
   }
 }
 

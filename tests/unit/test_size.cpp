@@ -3,6 +3,7 @@
 // outside the code under test (ZAYA1-base's published counts, a constant-rate curve).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -193,20 +194,84 @@ TEST(SizeShapes, ReproducesZaya1BaseCounts) {
   EXPECT_EQ(k.memory.weights, 2 * (8840488784 + 680) + 4 * 14189048);
 }
 
+// Non-embedding parameter counts of a ZAYA1 shape from the architecture itself, written out here
+// rather than read from ParamRegistry / compute_model_info (what the search counts with). Every
+// stage has an input RMSNorm and the hidden-state scale and bias (3E); from stage 1 on also the
+// residual scale and bias (2E). A CCA stage (even index) has the q, k and two half-width value
+// projections ((Dq + 2 Dk)·E), the two-layer causal convolution over the C = Dq + Dk query/key
+// channels (depthwise 2-tap + bias, then grouped d-wide 2-tap + bias: 3C + (2d + 1)C), one key
+// temperature per key head and the output projection (E·Dq). An MoE stage (odd index) has the
+// router (down-projection R·E + R, from stage 3 on a latent scale R, its RMSNorm R, two R×R
+// layers with biases, the route logits (X + 1)·R) and X SwiGLU experts of 3·E·F each; one of
+// them is active per token. After the last stage: the final merge's four vectors and the final
+// norm (5E).
+struct ParamCounts {
+  int64_t non_embedding = 0, active = 0;
+};
+
+ParamCounts count_by_hand(const ModelConfig& c, int64_t stages) {
+  const int64_t E = c.hidden_size, d = c.head_dim, R = c.router_dim, F = c.expert_hidden;
+  const int64_t X = c.num_experts, Dq = c.num_q_heads * d, Dk = c.num_kv_heads * d, C = Dq + Dk;
+  ParamCounts n;
+  for (int64_t i = 0; i < stages; ++i) {
+    const int64_t norms = 3 * E + (i >= 1 ? 2 * E : 0);
+    if (i % 2 == 0) {
+      const int64_t cca = (Dq + 2 * Dk) * E + 3 * C + (2 * d + 1) * C + c.num_kv_heads + E * Dq;
+      n.non_embedding += norms + cca;
+      n.active += norms + cca;
+    } else {
+      const int64_t router = R * E + R + (i >= 3 ? R : 0) + R + 2 * (R * R + R) + (X + 1) * R;
+      n.non_embedding += norms + router + X * 3 * E * F;
+      n.active += norms + router + 3 * E * F;
+    }
+  }
+  n.non_embedding += 5 * E;
+  n.active += 5 * E;
+  return n;
+}
+
+// The hand count is right where the answer is known from outside zaya: ZAYA1-base's shapes give
+// its published 8.3B non-embedding / 760M active (exactly 8,303,355,728 and 753,608,528).
+TEST(SizeShapes, HandCountReproducesZaya1Base) {
+  const ModelConfig c = load_model_config(ZAYA_SOURCE_DIR "/configs/zaya1-base.json");
+  const ParamCounts n = count_by_hand(c, c.num_stages);
+  EXPECT_EQ(n.non_embedding, 8303355728);
+  EXPECT_EQ(n.active, 753608528);
+}
+
+// What a proposed shape must satisfy, checked against the hand count above and the rules of
+// sizing_rules() rather than the search's own ±15 % filter on its own count: the counts it reports
+// are the shape's real counts; the depth is the even stage count whose active count is nearest the
+// target (no shallower or deeper even depth is closer); and the widths follow the stated rules.
 void expect_follows_rules(const Candidate& k, const HardwareProfile& p, double active) {
   const ModelConfig& c = k.config;
   const int64_t a = p.device == "gpu" ? 128 : 64;
-  EXPECT_EQ(c.hidden_size % a, 0);
+  const int64_t E = c.hidden_size;
+  EXPECT_EQ(E % a, 0);
   EXPECT_EQ(c.expert_hidden % a, 0);
-  EXPECT_EQ(c.q_dim() * 2, c.hidden_size);
+  EXPECT_TRUE(c.expert_hidden == E / 2 || c.expert_hidden == E || c.expert_hidden == 2 * E)
+      << "expert width " << c.expert_hidden << " for hidden " << E;
+  EXPECT_EQ(c.router_dim, std::max<int64_t>(16, E / 8 / 16 * 16)) << "hidden " << E;
+  EXPECT_EQ(c.q_dim() * 2, E);
   EXPECT_TRUE(c.num_q_heads == 4 * c.num_kv_heads || c.num_q_heads == 2 * c.num_kv_heads);
-  if (p.device == "gpu") {
-    EXPECT_EQ(c.head_dim, 128);
-  }
+  EXPECT_EQ(c.head_dim, p.device == "gpu" ? 128 : (E >= 512 ? 64 : 32)) << "hidden " << E;
   EXPECT_EQ(c.vocab_size % 64, 0);
-  EXPECT_EQ(c.num_stages % 2, 0);
-  EXPECT_NEAR(double(k.info.active_non_embedding) / active, 1.0, 0.15);
-  const double aspect = double(c.hidden_size) / double(c.num_stages / 2);
+  ASSERT_EQ(c.num_stages % 2, 0);
+  ASSERT_GE(c.num_stages, 2);
+
+  const ParamCounts n = count_by_hand(c, c.num_stages);
+  EXPECT_EQ(k.info.non_embedding_params, n.non_embedding) << "E " << E << " L " << c.num_stages;
+  EXPECT_EQ(k.info.active_non_embedding, n.active) << "E " << E << " L " << c.num_stages;
+  EXPECT_NEAR(double(n.active) / active, 1.0, 0.15) << "E " << E << " L " << c.num_stages;
+  const double miss = std::abs(double(n.active) - active);
+  for (const int64_t other : {c.num_stages - 2, c.num_stages + 2}) {
+    if (other < 2) continue;  // two stages is the shallowest ZAYA1 shape
+    EXPECT_LE(miss, std::abs(double(count_by_hand(c, other).active) - active))
+        << "E " << E << " F " << c.expert_hidden << ": " << other << " stages are closer to "
+        << active << " active than the proposed " << c.num_stages;
+  }
+
+  const double aspect = double(E) / double(c.num_stages / 2);
   EXPECT_GE(aspect, 32);
   EXPECT_LE(aspect, 160);
   EXPECT_GE(k.max_micro_batch, k.micro_batch);

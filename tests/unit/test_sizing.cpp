@@ -3,6 +3,7 @@
 // of causal attention blocks; and the STREAM kernels of `zaya bench membw`.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 
@@ -78,19 +79,37 @@ TEST(ModelGemms, BackwardProductsMatchTheForward) {
   }
 }
 
-// Causal attention in 64-blocks: a brute-force count of the (query block, key block) pairs that
-// hold at least one unmasked score.
+// Causal attention in 64-blocks: a brute-force count, position by position, of the (query block,
+// key block) pairs that hold at least one unmasked score (key position <= query position). Each
+// of the four attention products must be listed exactly once, 64-wide (the sequence where it is
+// shorter) over the head dim, with the count the backward's passes give: scores three times (the
+// forward, the dQ pass and the dK/dV pass), dP twice, P·V and its dK/dV transpose twice each.
 TEST(ModelGemms, AttentionBlocksAreTheCausalOnes) {
   const ModelConfig c = tiny();
   for (const int seq : {64, 65, 200}) {
     int64_t pairs = 0;
-    for (int q = 0; q < seq; q += 64)
-      for (int k = 0; k < seq; k += 64) pairs += k <= q + 63 && k < seq && q < seq ? 1 : 0;
-    pairs *= 2 * c.num_q_heads * c.num_attention_stages();  // batch 2
-    for (const GemmShape& s : model_gemms(c, 2, seq)) {
-      if (s.name == "attn scores") {
-        EXPECT_EQ(s.count, 3 * pairs) << "seq " << seq;
+    for (int qb = 0; qb < seq; qb += 64)
+      for (int kb = 0; kb < seq; kb += 64) {
+        bool unmasked = false;
+        for (int q = qb; q < std::min(qb + 64, seq) && !unmasked; ++q)
+          for (int k = kb; k < std::min(kb + 64, seq) && !unmasked; ++k) unmasked = k <= q;
+        pairs += unmasked ? 1 : 0;
       }
+    pairs *= 2 * c.num_q_heads * c.num_attention_stages();  // batch 2
+    std::map<std::string, std::vector<GemmShape>> attention;
+    for (const GemmShape& s : model_gemms(c, 2, seq))
+      if (s.name.rfind("attn", 0) == 0) attention[s.name].push_back(s);
+    const int b = std::min(seq, 64), d = int(c.head_dim);
+    const std::map<std::string, int64_t> times = {
+        {"attn scores", 3}, {"attn dP", 2}, {"attn PV", 2}, {"attn dK/dV", 2}};
+    EXPECT_EQ(attention.size(), times.size()) << "seq " << seq;
+    for (const auto& [name, count] : times) {
+      ASSERT_EQ(attention[name].size(), 1u) << "'" << name << "' listed once, seq " << seq;
+      const GemmShape& s = attention[name][0];
+      EXPECT_EQ(s.count, count * pairs) << name << ", seq " << seq;
+      // Each block product is b × b × d (scores, dP) or b × d × b (P·V, dK/dV): b²·d multiply-adds.
+      EXPECT_EQ(int64_t(s.m) * s.n * s.k, int64_t(b) * b * d) << name << ", seq " << seq;
+      EXPECT_EQ(s.m, b) << name << ", seq " << seq;
     }
   }
 }
