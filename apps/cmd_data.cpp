@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -21,6 +20,7 @@ struct PrepareArgs {
   PrepareOptions options;
   std::string tokenizer = "bytes";
   std::string dedup = "none";
+  std::string format = "auto";
   int threads = 0;  // 0: one per core
 };
 
@@ -45,14 +45,12 @@ void add_input_options(CLI::App* prepare, PrepareArgs& args) {
                    "below, in path order) or quoted glob patterns; read in order. gzip and zstd "
                    "are recognised by their first bytes, JSON Lines by the name or a leading '{'")
       ->required();
-  const std::map<std::string, InputFormat> formats = {
-      {"auto", InputFormat::kAuto}, {"text", InputFormat::kText}, {"jsonl", InputFormat::kJsonl}};
   prepare
-      ->add_option("--format", o.format,
+      ->add_option("--format", args.format,
                    "auto (by name, else by content), text (documents split at --doc-separator) or "
                    "jsonl (one JSON object per line)")
-      ->transform(CLI::CheckedTransformer(formats, CLI::ignore_case))
-      ->default_str("auto");
+      ->check(CLI::IsMember({"auto", "text", "jsonl"}))
+      ->capture_default_str();
   prepare->add_option(
       "--doc-separator", o.doc_separator,
       "text inputs: the string between documents (escapes \\n and \\t are "
@@ -114,6 +112,9 @@ int run_prepare(PrepareArgs& args) {
   o.doc_separator = unescape_separator(o.doc_separator);
   o.tokenizer = args.tokenizer;
   o.dedup_exact = args.dedup == "exact";
+  o.format = args.format == "text"    ? InputFormat::kText
+             : args.format == "jsonl" ? InputFormat::kJsonl
+                                      : InputFormat::kAuto;
   ZAYA_CHECK(args.threads >= 0, "--threads ", args.threads, ": expected 0 (one per core) or more");
   o.threads =
       args.threads > 0 ? args.threads : int(std::max(1u, std::thread::hardware_concurrency()));

@@ -15,30 +15,36 @@ SplitWriter::SplitWriter(std::string dir, std::string prefix, int64_t shard_toke
       progress_(progress) {}
 
 void SplitWriter::add(std::span<const int32_t> tokens) {
-  size_t pos = 0;
-  while (pos < tokens.size()) {
-    const size_t room = size_t(shard_tokens_) - buffer_.size();
-    const size_t take = std::min(room, tokens.size() - pos);
-    buffer_.insert(buffer_.end(), tokens.begin() + long(pos), tokens.begin() + long(pos + take));
-    pos += take;
-    if (int64_t(buffer_.size()) == shard_tokens_) flush();
+  while (!tokens.empty()) {
+    if (!current_) open_shard();
+    const size_t take = std::min(size_t(shard_tokens_ - current_->tokens()), tokens.size());
+    current_->append(tokens.first(take));
+    tokens = tokens.subspan(take);
+    if (current_->tokens() == shard_tokens_) close_shard();
   }
 }
 
 void SplitWriter::finish() {
-  if (!buffer_.empty() || shards_.empty()) flush();
+  if (!current_ && shards_.empty()) open_shard();
+  if (current_) close_shard();
 }
 
-void SplitWriter::flush() {
+void SplitWriter::open_shard() {
   char name[32];
   std::snprintf(name, sizeof name, "%s-%05zu.bin", prefix_.c_str(), shards_.size());
-  ShardInfo info = write_shard((std::filesystem::path(dir_) / name).string(), buffer_, vocab_size_);
-  info.path = name;  // index.json refers to shards relative to the source directory
+  current_ =
+      std::make_unique<ShardFileWriter>((std::filesystem::path(dir_) / name).string(), vocab_size_);
+}
+
+void SplitWriter::close_shard() {
+  ShardInfo info = current_->finish();
+  current_.reset();
+  info.path = std::filesystem::path(info.path).filename().string();  // relative to the source
   tokens_ += info.tokens;
   if (progress_)
-    std::fprintf(stderr, "  wrote %s: %lld tokens\n", name, static_cast<long long>(info.tokens));
+    std::fprintf(stderr, "  wrote %s: %lld tokens\n", info.path.c_str(),
+                 static_cast<long long>(info.tokens));
   shards_.push_back(std::move(info));
-  buffer_.clear();
 }
 
 }  // namespace zaya

@@ -1,9 +1,10 @@
 // One output split of a prepared source (train or val): tokens are appended in document order and
-// a shard PREFIX-NNNNN.bin is written each time shard_tokens have gathered, so memory holds at
-// most one shard of tokens whatever the corpus size.
+// stream into shard PREFIX-NNNNN.bin until it holds shard_tokens, then the next one starts. Memory
+// is one append's worth, whatever the shard or corpus size.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -24,16 +25,17 @@ class SplitWriter {
 
   const std::vector<ShardInfo>& shards() const { return shards_; }
   int64_t tokens() const { return tokens_; }
-  // Tokens added so far, written or not (the offset of the next document in this split).
-  int64_t tokens_added() const { return tokens_ + int64_t(buffer_.size()); }
+  // Tokens added so far, in finished shards or not (the offset of the next document).
+  int64_t tokens_added() const { return tokens_ + (current_ ? current_->tokens() : 0); }
 
  private:
-  void flush();
+  void open_shard();
+  void close_shard();
 
   std::string dir_, prefix_;
   int64_t shard_tokens_, vocab_size_;
   bool progress_;
-  std::vector<int32_t> buffer_;
+  std::unique_ptr<ShardFileWriter> current_;  // the shard being written, if any
   std::vector<ShardInfo> shards_;
   int64_t tokens_ = 0;
 };

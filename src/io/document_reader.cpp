@@ -20,8 +20,8 @@ RecordVerdict refuse(BadRecord reason, const std::string& path, int64_t line,
 }
 
 // The value at a dotted path ("meta.text"); nullptr when a step is missing or not an object.
-const json* find_path(const json& root, const std::string& dotted) {
-  const json* node = &root;
+json* find_path(json& root, const std::string& dotted) {
+  json* node = &root;
   size_t start = 0;
   while (true) {
     const size_t dot = std::min(dotted.find('.', start), dotted.size());
@@ -62,15 +62,15 @@ RecordVerdict take_json_fields(const Record& r, const ReadOptions& o, const std:
   if (!j.is_object())
     return refuse(BadRecord::kBadJson, path, r.line,
                   "expected a JSON object per line, found " + type_phrase(j));
-  const json* text = find_path(j, o.text_key);
+  json* text = find_path(j, o.text_key);
   if (!text) return refuse(BadRecord::kMissingKey, path, r.line, "no field '" + o.text_key + "'");
   if (!text->is_string())
     return refuse(
         BadRecord::kNotString, path, r.line,
         str_cat("field '", o.text_key, "' is ", type_phrase(*text), ", expected a string"));
-  out.text = text->get<std::string>();
+  out.text = std::move(text->get_ref<std::string&>());  // the line's copy is not needed again
   if (o.id_key.empty()) return {};
-  const json* id = find_path(j, o.id_key);
+  json* id = find_path(j, o.id_key);
   if (!id) return refuse(BadRecord::kMissingKey, path, r.line, "no field '" + o.id_key + "'");
   if (!id->is_string() && !id->is_number())
     return refuse(

@@ -136,4 +136,10 @@ for split in ("train", "val"):
     assert all(a["offset"] + a["tokens"] == b["offset"] for a, b in zip(mine, mine[1:]))
 print("ok: --id-key ids, splits and offsets")
 PY
+# zaya tokenizer train reads the same inputs: one tokenizer from .jsonl, .jsonl.gz and .jsonl.zst.
+for f in docs.jsonl docs.jsonl.gz docs.jsonl.zst; do
+  "$ZAYA" tokenizer train --input "in/$f" --vocab-size 400 --out "tok-$f.json" 2> /dev/null > /dev/null
+done
+cmp tok-docs.jsonl.json tok-docs.jsonl.gz.json && cmp tok-docs.jsonl.json tok-docs.jsonl.zst.json
+echo "ok: tokenizer train: the same tokenizer from .jsonl, .jsonl.gz and .jsonl.zst"
 echo "data.prepare_formats: all passed"
