@@ -24,9 +24,26 @@ OrderedPipeline::OrderedPipeline(PipelineConfig config, const TextEncoder& encod
     : config_(std::move(config)) {
   ZAYA_CHECK(config_.threads >= 1, "--threads ", config_.threads, ": expected at least 1");
   if (config_.max_in_flight <= 0) config_.max_in_flight = 2 * config_.threads + 2;
-  for (int i = 0; i < config_.threads; ++i) encoders_.push_back(encoder.clone());
   threads_.emplace_back([this] { read_all(); });
-  for (auto& e : encoders_) threads_.emplace_back([this, enc = e.get()] { work(*enc); });
+  for (int i = 0; i < config_.threads; ++i)
+    threads_.emplace_back([this, i, &encoder] { start_worker(i, encoder); });
+}
+
+// Worker 0 uses the caller's encoder (nobody else encodes with it meanwhile); the others load
+// their own copy here, in parallel: a large tokenizer (Gemma-3's) takes seconds to load.
+void OrderedPipeline::start_worker(int index, const TextEncoder& encoder) {
+  std::unique_ptr<TextEncoder> own;
+  if (index > 0) {
+    try {
+      own = encoder.clone();
+    } catch (const std::exception& e) {
+      const std::lock_guard lock(mutex_);
+      worker_error_ = e.what();
+      result_ready_.notify_all();
+      return;
+    }
+  }
+  work(own ? *own : encoder);
 }
 
 OrderedPipeline::~OrderedPipeline() {
@@ -43,8 +60,10 @@ OrderedPipeline::~OrderedPipeline() {
 bool OrderedPipeline::next(Batch& batch) {
   std::unique_lock lock(mutex_);
   result_ready_.wait(lock, [&] {
-    return finished_.count(consumed_) > 0 || (reader_done_ && consumed_ == produced_);
+    return !worker_error_.empty() || finished_.count(consumed_) > 0 ||
+           (reader_done_ && consumed_ == produced_);
   });
+  if (!worker_error_.empty()) ZAYA_FAIL(worker_error_);
   const auto it = finished_.find(consumed_);
   if (it == finished_.end()) return false;
   batch = std::move(it->second);

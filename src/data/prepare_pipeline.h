@@ -60,7 +60,8 @@ struct PipelineConfig {
 
 class OrderedPipeline {
  public:
-  // Clones `encoder` once per worker (tokenizers keep per-object caches); starts the threads.
+  // Starts the threads; each worker but the first clones `encoder` (tokenizers keep per-object
+  // caches), which must outlive the pipeline.
   OrderedPipeline(PipelineConfig config, const TextEncoder& encoder);
   ~OrderedPipeline();  // stops and joins the threads, also when the caller gave up early
   OrderedPipeline(const OrderedPipeline&) = delete;
@@ -73,17 +74,18 @@ class OrderedPipeline {
   void read_all();
   bool read_file(int file);  // false: stop reading
   bool emit(Batch& batch);   // hands a batch to the workers, waiting for room; false: cancelled
+  void start_worker(int index, const TextEncoder& encoder);
   void work(const TextEncoder& encoder);
   void process(Batch& batch, const TextEncoder& encoder) const;
 
   PipelineConfig config_;
-  std::vector<std::unique_ptr<TextEncoder>> encoders_;
   std::mutex mutex_;
   std::condition_variable room_, work_ready_, result_ready_;
   std::deque<Batch> todo_;
   std::map<int64_t, Batch> finished_;
   int64_t produced_ = 0, consumed_ = 0;
   bool reader_done_ = false, cancelled_ = false;
+  std::string worker_error_;  // a worker that could not load its tokenizer
   std::vector<std::thread> threads_;
 };
 
