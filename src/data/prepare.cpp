@@ -1,5 +1,7 @@
 #include "data/prepare.h"
 
+#include <malloc.h>
+
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -59,6 +61,15 @@ void write_json_atomic(const fs::path& path, const json& j) {
     ZAYA_CHECK(out.good(), tmp.string(), ": write failed");
   }
   fs::rename(tmp, path);
+}
+
+// Token vectors are allocated by the worker threads and freed by this one; glibc keeps such freed
+// pages in the workers' arenas, and over a long run the resident set crept up (50 MB after 300 MB
+// of input, 59 MB after 3 GB). Handing free pages back now and then keeps the peak flat.
+void release_free_memory() {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
 }
 
 void check_options(const PrepareOptions& o, const TextEncoder& encoder) {
@@ -190,8 +201,9 @@ PrepareSummary prepare_source(const PrepareOptions& o, const TextEncoder& encode
   {
     OrderedPipeline pipeline(pipeline_config(o, files), encoder);
     Batch batch;
-    while (pipeline.next(batch)) {
+    for (int64_t taken = 1; pipeline.next(batch); ++taken) {
       sink.take(batch);
+      if (taken % 64 == 0) release_free_memory();
       meter.update(sink.file_bytes_done() + (batch.file_done ? 0 : batch.file_bytes),
                    sink.content_bytes_done() + (batch.file_done ? 0 : batch.content_bytes),
                    sink.documents(), sink.train().tokens_added() + sink.val().tokens_added());
