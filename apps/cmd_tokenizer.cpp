@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -11,6 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "io/byte_stream.h"
+#include "io/document_reader.h"
+#include "io/input_files.h"
 #include "tokenizer/bpe_trainer.h"
 #include "tokenizer/tokenizer_files.h"
 
@@ -50,21 +54,46 @@ std::vector<int32_t> parse_ids(const std::string& list) {
 struct TrainArgs {
   std::vector<std::string> inputs;
   std::string out;
+  std::string text_key = "text";
   BpeTrainOptions options;
 };
 
+// Calls `use` with the training text of each input, the same inputs `zaya data prepare` reads: a
+// JSON Lines file (plain, .gz or .zst) one document at a time, a text file whole (decompressed),
+// as training always took text files (so their word counts, and the tokenizer, are unchanged).
+// Returns the bytes of text seen.
+size_t for_each_text(const std::vector<std::string>& files, const std::string& text_key,
+                     const std::function<void(std::string_view)>& use) {
+  ReadOptions options;
+  options.text_key = text_key;
+  size_t bytes = 0;
+  for (const std::string& path : files) {
+    DocumentReader reader(path, options);
+    if (reader.records().format() == InputFormat::kJsonl) {
+      Document doc;
+      while (reader.next(doc)) {
+        bytes += doc.text.size();
+        use(doc.text);
+      }
+      continue;
+    }
+    const auto stream = open_byte_stream(path);
+    std::string text, chunk(size_t(1) << 20, '\0');
+    while (const size_t n = stream->read(chunk)) text.append(chunk, 0, n);
+    bytes += text.size();
+    use(text);
+  }
+  return bytes;
+}
+
 int run_train(const TrainArgs& a) {
   const auto t0 = Clock::now();
+  const std::vector<std::string> files = expand_input_paths(a.inputs);
   WordCounts counts;
-  std::vector<std::string> texts;
-  size_t bytes = 0;
-  for (const std::string& path : a.inputs) {
-    texts.push_back(read_input(path, "--input"));
-    bytes += texts.back().size();
-    count_words(texts.back(), counts);
-  }
+  const size_t bytes =
+      for_each_text(files, a.text_key, [&](std::string_view text) { count_words(text, counts); });
   std::fprintf(stderr, "tokenizer train: %zu file(s), %.2f MB, %zu distinct words (%.1f s)\n",
-               a.inputs.size(), bytes / 1e6, counts.size(), seconds_since(t0));
+               files.size(), bytes / 1e6, counts.size(), seconds_since(t0));
   BpeTrainOptions options = a.options;
   options.progress = [&](int32_t done, int32_t wanted) {
     std::fprintf(stderr, "\r  merges %d/%d (%.1f s)", done, wanted, seconds_since(t0));
@@ -74,7 +103,8 @@ int run_train(const TrainArgs& a) {
   const double train_s = seconds_since(t0);
   save_hf_tokenizer_json(tok, a.out);
   size_t tokens = 0;
-  for (const std::string& t : texts) tokens += tok.encode(t).size();
+  for_each_text(files, a.text_key,
+                [&](std::string_view text) { tokens += tok.encode(text).size(); });
   std::printf(
       "tokenizer train: vocab %d (256 bytes + %d merges + %zu special), %.1f s, %.3f bytes/token "
       "on the training text; wrote %s\n",
@@ -137,9 +167,15 @@ Runner add_tokenizer_commands(CLI::App& app) {
 
   auto train_args = std::make_shared<TrainArgs>();
   auto* train = tok->add_subcommand("train", "Train a byte-level BPE tokenizer on text files");
-  train->add_option("--input", train_args->inputs, "training text files")
-      ->required()
-      ->check(CLI::ExistingFile);
+  train
+      ->add_option("--input", train_args->inputs,
+                   "training inputs, as zaya data prepare reads them: text or JSON Lines files "
+                   "(plain, .gz, .zst), directories, quoted globs")
+      ->required();
+  train
+      ->add_option("--text-key", train_args->text_key,
+                   "JSON Lines: the field holding the text (a dotted path reaches into objects)")
+      ->capture_default_str();
   train
       ->add_option("--vocab-size", train_args->options.vocab_size,
                    "tokens in all: 256 bytes + merges + <|endoftext|>")

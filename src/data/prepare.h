@@ -1,4 +1,6 @@
-// `zaya data prepare`: text files -> documents -> token ids -> train/val shards + index.json.
+// `zaya data prepare`: input files (text, JSON Lines; plain, gzip or zstd) -> documents -> token
+// ids -> train/val shards + index.json, streamed in bounded memory on `threads` tokenizer threads.
+// The output depends only on the inputs and the options, never on the thread count.
 #pragma once
 
 #include <cstdint>
@@ -7,19 +9,27 @@
 #include <vector>
 
 #include "data/text_encoder.h"
+#include "io/record_reader.h"
 
 namespace zaya {
 
 struct PrepareOptions {
-  std::vector<std::string> inputs;  // text files, read in order
+  std::vector<std::string> inputs;  // files, directories or glob patterns, read in order
   std::string out_dir;              // shards go to out_dir/name/
   std::string name;                 // source name, e.g. "brown"
   std::string tokenizer = "bytes";  // recorded in index.json (the encoder itself is passed in)
   double val_fraction = 0.05;       // share of documents held out for validation
   int64_t shard_tokens = 50'000'000;
-  std::string doc_separator = "\n\n";
-  uint64_t seed = 0;     // seeds the train/val split
-  bool progress = true;  // progress lines on stderr
+  std::string doc_separator = "\n\n";  // text files
+  InputFormat format = InputFormat::kAuto;
+  std::string text_key = "text";  // JSON Lines: dotted path of the text
+  std::string id_key;             // JSON Lines: dotted path of an id, kept in documents.jsonl
+  uint64_t seed = 0;              // seeds the train/val split
+  int threads = 1;                // tokenizer threads
+  bool dedup_exact = false;       // drop documents whose text was seen before
+  int64_t min_chars = 0;          // drop documents with fewer characters (code points)
+  bool skip_bad = false;          // skip and count bad records instead of stopping
+  bool progress = true;           // progress on stderr
 };
 
 struct PrepareSummary {
@@ -29,6 +39,7 @@ struct PrepareSummary {
   int64_t train_shards = 0, val_shards = 0;
   double elapsed_s = 0;
   std::string source_dir;  // out_dir/name
+  std::string dropped;     // lines naming what was skipped or dropped and why ("" when nothing)
 };
 
 // Splits `text` at `separator` and trims surrounding whitespace; empty documents are dropped.

@@ -59,52 +59,76 @@ const char* token_dtype_name(TokenDtype dtype) {
   return dtype == TokenDtype::kU16 ? "u16" : "u32";
 }
 
-ShardInfo write_shard(const std::string& path, std::span<const int32_t> tokens,
-                      int64_t vocab_size) {
-  ShardInfo info;
-  info.path = path;
-  info.tokens = int64_t(tokens.size());
-  info.vocab_size = vocab_size;
-  info.dtype = token_dtype_for_vocab(vocab_size);
-  const size_t width = size_t(info.dtype);
+ShardFileWriter::ShardFileWriter(std::string path, int64_t vocab_size) : tmp_(path + ".tmp") {
+  info_.path = std::move(path);
+  info_.vocab_size = vocab_size;
+  info_.dtype = token_dtype_for_vocab(vocab_size);
+  info_.checksum = kFnv1a64Offset;
+  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  ZAYA_CHECK(fd_ >= 0, tmp_, ": cannot create shard file: ", std::strerror(errno));
+  // The header's place, filled in by finish() once the count and checksum are known.
+  const uint8_t zeros[kShardHeaderBytes] = {};
+  write_or_discard(zeros, sizeof zeros);
+}
 
-  std::vector<uint8_t> body(tokens.size() * width);
+ShardFileWriter::~ShardFileWriter() {
+  if (fd_ < 0) return;
+  ::close(fd_);
+  ::unlink(tmp_.c_str());  // unfinished: never leave a shard-looking file behind
+}
+
+void ShardFileWriter::write_or_discard(const void* data, size_t bytes) {
+  try {
+    write_all(fd_, data, bytes, tmp_);
+  } catch (...) {
+    ::close(fd_);
+    fd_ = -1;
+    ::unlink(tmp_.c_str());
+    throw;
+  }
+}
+
+void ShardFileWriter::append(std::span<const int32_t> tokens) {
+  const size_t width = size_t(info_.dtype);
+  body_.resize(tokens.size() * width);
   for (size_t i = 0; i < tokens.size(); ++i) {
     const int32_t t = tokens[i];
-    ZAYA_CHECK(t >= 0 && t < vocab_size, path, ": token ", i, " has id ", t,
-               ", expected an id in [0, ", vocab_size, ")");
-    if (info.dtype == TokenDtype::kU16)
-      store(body.data() + i * 2, uint16_t(t));
+    ZAYA_CHECK(t >= 0 && t < info_.vocab_size, info_.path, ": token ", info_.tokens + int64_t(i),
+               " has id ", t, ", expected an id in [0, ", info_.vocab_size, ")");
+    if (info_.dtype == TokenDtype::kU16)
+      store(body_.data() + i * 2, uint16_t(t));
     else
-      store(body.data() + i * 4, uint32_t(t));
+      store(body_.data() + i * 4, uint32_t(t));
   }
-  info.checksum = fnv1a64(body.data(), body.size());
+  info_.checksum = fnv1a64(body_.data(), body_.size(), info_.checksum);
+  info_.tokens += int64_t(tokens.size());
+  write_or_discard(body_.data(), body_.size());
+}
 
+ShardInfo ShardFileWriter::finish() {
   uint8_t header[kShardHeaderBytes] = {};
   std::memcpy(header + kOffMagic, kShardMagic, sizeof kShardMagic);
   store(header + kOffVersion, kShardVersion);
-  store(header + kOffDtype, uint32_t(info.dtype));
-  store(header + kOffCount, uint64_t(info.tokens));
-  store(header + kOffVocab, uint64_t(vocab_size));
-  store(header + kOffChecksum, info.checksum);
-
-  // Write beside the target and rename: readers never see a half-written shard.
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  ZAYA_CHECK(fd >= 0, tmp, ": cannot create shard file: ", std::strerror(errno));
-  try {
-    write_all(fd, header, sizeof header, tmp);
-    write_all(fd, body.data(), body.size(), tmp);
-    ZAYA_CHECK(::fsync(fd) == 0, tmp, ": fsync failed: ", std::strerror(errno));
-  } catch (...) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw;
-  }
-  ::close(fd);
-  ZAYA_CHECK(::rename(tmp.c_str(), path.c_str()) == 0, path,
+  store(header + kOffDtype, uint32_t(info_.dtype));
+  store(header + kOffCount, uint64_t(info_.tokens));
+  store(header + kOffVocab, uint64_t(info_.vocab_size));
+  store(header + kOffChecksum, info_.checksum);
+  ZAYA_CHECK(::lseek(fd_, 0, SEEK_SET) == 0, tmp_, ": seek failed: ", std::strerror(errno));
+  write_or_discard(header, sizeof header);
+  ZAYA_CHECK(::fsync(fd_) == 0, tmp_, ": fsync failed: ", std::strerror(errno));
+  ::close(fd_);
+  fd_ = -1;
+  // Renamed only now: readers never see a half-written shard.
+  ZAYA_CHECK(::rename(tmp_.c_str(), info_.path.c_str()) == 0, info_.path,
              ": cannot rename the temporary shard into place: ", std::strerror(errno));
-  return info;
+  return info_;
+}
+
+ShardInfo write_shard(const std::string& path, std::span<const int32_t> tokens,
+                      int64_t vocab_size) {
+  ShardFileWriter writer(path, vocab_size);
+  writer.append(tokens);
+  return writer.finish();
 }
 
 ShardReader::ShardReader(const std::string& path, bool verify_checksum) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace zaya {
 
@@ -30,6 +31,30 @@ struct ShardInfo {
 
 // Writes `tokens` (each in [0, vocab_size)) to `path` atomically: path + ".tmp", fsync, rename.
 ShardInfo write_shard(const std::string& path, std::span<const int32_t> tokens, int64_t vocab_size);
+
+// A shard written as its tokens arrive (memory: one append's bytes, whatever the shard's size):
+// path + ".tmp" gets a placeholder header, the tokens, then on finish() the real header (count and
+// checksum), fsync and the rename to `path`. Destroyed unfinished (an error), it removes the
+// temporary file, so no partial shard is left.
+class ShardFileWriter {
+ public:
+  ShardFileWriter(std::string path, int64_t vocab_size);
+  ~ShardFileWriter();
+  ShardFileWriter(const ShardFileWriter&) = delete;
+  ShardFileWriter& operator=(const ShardFileWriter&) = delete;
+
+  void append(std::span<const int32_t> tokens);  // each id must be in [0, vocab_size)
+  int64_t tokens() const { return info_.tokens; }
+  ShardInfo finish();
+
+ private:
+  void write_or_discard(const void* data, size_t bytes);  // on failure: closes and unlinks
+
+  std::string tmp_;
+  int fd_ = -1;
+  ShardInfo info_;
+  std::vector<uint8_t> body_;  // the encoded bytes of one append
+};
 
 // A read-only memory map of one shard. Move-only; unmaps on destruction.
 class ShardReader {

@@ -11,7 +11,7 @@ namespace {
 class TokenizerTextEncoder final : public TextEncoder {
  public:
   TokenizerTextEncoder(std::unique_ptr<Tokenizer> tok, const std::string& path)
-      : tok_(std::move(tok)) {
+      : tok_(std::move(tok)), path_(path) {
     const auto eos = tok_->end_of_text_id();
     ZAYA_CHECK(eos.has_value(), path, ": the tokenizer has no end-of-text token (<|endoftext|> ",
                "or <eos>) to separate documents (zaya tokenizer train adds one)");
@@ -20,9 +20,14 @@ class TokenizerTextEncoder final : public TextEncoder {
   std::vector<int32_t> encode(std::string_view text) const override { return tok_->encode(text); }
   int64_t vocab_size() const override { return tok_->vocab_size(); }
   int32_t eos_id() const override { return eos_; }
+  // Loaded again from its file: Tokenizer has no copy, and loading is what a copy would cost.
+  std::unique_ptr<TextEncoder> clone() const override {
+    return std::make_unique<TokenizerTextEncoder>(load_tokenizer(path_), path_);
+  }
 
  private:
   std::unique_ptr<Tokenizer> tok_;
+  std::string path_;
   int32_t eos_ = 0;
 };
 

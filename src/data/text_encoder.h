@@ -17,6 +17,9 @@ struct TextEncoder {
   virtual std::vector<int32_t> encode(std::string_view text) const = 0;
   virtual int64_t vocab_size() const = 0;
   virtual int32_t eos_id() const = 0;
+  // An independent copy for another thread (tokenizers cache per object and are not
+  // thread-safe).
+  virtual std::unique_ptr<TextEncoder> clone() const = 0;
 };
 
 // Each byte is its own token (0..255); eos is 256, so the vocabulary has 257 entries. Lossless
@@ -26,6 +29,7 @@ struct ByteEncoder final : TextEncoder {
   std::vector<int32_t> encode(std::string_view text) const override;
   int64_t vocab_size() const override { return 257; }
   int32_t eos_id() const override { return kEos; }
+  std::unique_ptr<TextEncoder> clone() const override { return std::make_unique<ByteEncoder>(); }
 };
 
 // "bytes" selects ByteEncoder; anything else is loaded by load_tokenizer (a tokenizer.json of

@@ -114,5 +114,85 @@ TEST(DataPrepare, BadOptionsNameTheFlag) {
             std::string::npos);
 }
 
+std::string file_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+nlohmann::json read_index(const fs::path& src) {
+  std::ifstream in(src / "index.json");
+  return nlohmann::json::parse(in);
+}
+
+TEST(DataPrepare, ThreadCountDoesNotChangeTheOutput) {
+  const fs::path dir = test::temp_dir("prepare_threads");
+  test::write_text(dir / "a.txt", test::synthetic_text("a", 700));
+  test::write_text(dir / "b.txt", test::synthetic_text("b", 300));
+  PrepareOptions o;
+  o.inputs = {(dir / "a.txt").string(), (dir / "b.txt").string()};
+  o.name = "src";
+  o.shard_tokens = 3000;
+  o.progress = false;
+  std::vector<std::string> shards;
+  for (const int threads : {1, 3}) {
+    o.threads = threads;
+    o.out_dir = (dir / ("t" + std::to_string(threads))).string();
+    prepare_source(o, ByteEncoder());
+  }
+  const auto one = read_index(dir / "t1" / "src"), three = read_index(dir / "t3" / "src");
+  EXPECT_EQ(one.at("train"), three.at("train"));
+  EXPECT_EQ(one.at("val"), three.at("val"));
+  EXPECT_EQ(one.at("report"), three.at("report"));
+  for (const auto& e : one.at("train").at("shards")) {
+    const std::string f = e.at("file").get<std::string>();
+    EXPECT_EQ(file_bytes(dir / "t1" / "src" / f), file_bytes(dir / "t3" / "src" / f)) << f;
+  }
+}
+
+TEST(DataPrepare, DedupMinCharsAndSkipBadAreCounted) {
+  const fs::path dir = test::temp_dir("prepare_clean");
+  std::string jsonl;
+  for (int d = 0; d < 50; ++d)
+    jsonl += "{\"text\": \"document number " + std::to_string(d % 20) +
+             "\", \"id\": " + std::to_string(d) + "}\n";
+  jsonl += "{\"text\": \"tiny\", \"id\": 50}\n{\"text\": 5, \"id\": 51}\nnot json\n";
+  test::write_text(dir / "in.jsonl", jsonl);
+  PrepareOptions o;
+  o.inputs = {(dir / "in.jsonl").string()};
+  o.out_dir = dir.string();
+  o.name = "src";
+  o.progress = false;
+  o.val_fraction = 0;
+  o.id_key = "id";
+  EXPECT_NE(test::error_of([&] {
+              prepare_source(o, ByteEncoder());
+            }).find("in.jsonl:52: field 'text' is a number, expected a string"),
+            std::string::npos);
+  EXPECT_FALSE(fs::exists(dir / "src" / "index.json"));  // nothing looks finished
+  o.skip_bad = true;
+  o.dedup_exact = true;
+  o.min_chars = 5;
+  const PrepareSummary s = prepare_source(o, ByteEncoder());
+  EXPECT_EQ(s.documents, 20);
+  const auto report = read_index(dir / "src").at("report");
+  EXPECT_EQ(report.at("dropped").at("duplicate"), 30);
+  EXPECT_EQ(report.at("dropped").at("too_short"), 1);
+  EXPECT_EQ(report.at("skipped").at("not_string"), 1);
+  EXPECT_EQ(report.at("skipped").at("bad_json"), 1);
+  EXPECT_EQ(report.at("files").at(0).at("documents"), 20);
+  // documents.jsonl: the kept documents' ids in order, with their token offsets.
+  std::ifstream ids(dir / "src" / "documents.jsonl");
+  std::string line;
+  int64_t n = 0, offset = 0;
+  while (std::getline(ids, line)) {
+    const auto j = nlohmann::json::parse(line);
+    EXPECT_EQ(j.at("id"), std::to_string(n));
+    EXPECT_EQ(j.at("offset"), offset);
+    offset += j.at("tokens").get<int64_t>();
+    ++n;
+  }
+  EXPECT_EQ(n, 20);
+}
+
 }  // namespace
 }  // namespace zaya

@@ -61,6 +61,33 @@ TEST(DataShard, WriterRejectsIdsOutsideVocab) {
   EXPECT_NE(msg.find("x.bin: token 2 has id 257"), std::string::npos) << msg;
 }
 
+// Streaming in pieces gives the very bytes of one write; an unfinished writer leaves no file.
+TEST(DataShard, StreamingWriterMatchesOneWriteAndCleansUp) {
+  const fs::path dir = temp_dir("shard_stream");
+  const std::vector<int32_t> tokens = ramp(10000, 257);
+  write_shard((dir / "whole.bin").string(), tokens, 257);
+  {
+    ShardFileWriter w((dir / "parts.bin").string(), 257);
+    const std::span<const int32_t> all(tokens);
+    w.append(all.first(3));
+    w.append(all.subspan(3, 4000));
+    w.append(all.subspan(4003));
+    EXPECT_EQ(w.finish().tokens, 10000);
+  }
+  const auto bytes = [](const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  EXPECT_EQ(bytes(dir / "parts.bin"), bytes(dir / "whole.bin"));
+  {
+    ShardFileWriter w((dir / "unfinished.bin").string(), 257);
+    w.append(tokens);
+    EXPECT_TRUE(fs::exists(dir / "unfinished.bin.tmp"));
+  }
+  EXPECT_FALSE(fs::exists(dir / "unfinished.bin.tmp"));
+  EXPECT_FALSE(fs::exists(dir / "unfinished.bin"));
+}
+
 class DataShardDamage : public ::testing::Test {
  protected:
   void SetUp() override {

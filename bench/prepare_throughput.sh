@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# `zaya data prepare` on JSON Lines + zstd against the machine's own limits, measured in the same
+# run: reading and decompressing alone (`zstd -dc > /dev/null`) and zaya's tokenizer alone
+# (`zaya tokenizer encode --stats`, one thread) on the same text. Prints MB/s for each and for
+# prepare at --threads 1 and 2, then peak RSS (/usr/bin/time -v) of prepare on a small and a large
+# corpus: streaming means the two peaks should match (memory set by threads and shard size).
+# Corpora are generated: documents of sentences drawn (seeded) from TEXT, as {"text": ...} lines.
+# Usage: bench/prepare_throughput.sh ZAYA TOKENIZER TEXT [SMALL_MB=300] [LARGE_MB=1000]
+set -euo pipefail
+ZAYA=$1; TOK=$2; TEXT=$3; SMALL=${4:-300}; LARGE=${5:-1000}
+WORK=${BENCH_WORK:-$(mktemp -d)}; mkdir -p "$WORK"
+trap 'rm -rf "$WORK"' EXIT
+
+make_corpus() {  # make_corpus MB OUT.jsonl
+  python3 - "$TEXT" "$1" "$2" <<'PY'
+import json, random, sys
+src, mb, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+lines = [l.strip() for l in open(src, encoding="utf-8") if l.strip()]
+rng = random.Random(0)
+target, written = mb * 1000 * 1000, 0
+with open(out, "w", encoding="utf-8") as f:
+    while written < target:
+        doc = "\n".join(rng.choice(lines) for _ in range(rng.randint(5, 60)))
+        line = json.dumps({"text": doc, "id": written}) + "\n"
+        f.write(line)
+        written += len(line.encode())
+PY
+}
+
+seconds() { python3 -c "import time; print(time.time())"; }
+rate() { python3 -c "import sys; print(f'{int(sys.argv[1]) / 1e6 / (float(sys.argv[3]) - float(sys.argv[2])):.1f}')" "$@"; }
+
+make_corpus "$SMALL" "$WORK/small.jsonl"
+zstd -q -T0 "$WORK/small.jsonl" -o "$WORK/small.jsonl.zst"
+python3 -c "
+import json, sys
+with open(sys.argv[2], 'w') as out:
+    out.write('\n\n'.join(json.loads(l)['text'] for l in open(sys.argv[1])))" "$WORK/small.jsonl" "$WORK/small.txt"
+jsonl_bytes=$(stat -c %s "$WORK/small.jsonl"); text_bytes=$(stat -c %s "$WORK/small.txt")
+echo "corpus: $((jsonl_bytes / 1000000)) MB JSONL ($((text_bytes / 1000000)) MB of text), $(($(stat -c %s "$WORK/small.jsonl.zst") / 1000000)) MB as .zst"
+
+t0=$(seconds); zstd -dc "$WORK/small.jsonl.zst" > /dev/null; t1=$(seconds)
+zstd_rate=$(rate "$jsonl_bytes" "$t0" "$t1")
+tok_line=$("$ZAYA" tokenizer encode --tokenizer "$TOK" --input "$WORK/small.txt" --stats)
+tok_rate=$(sed -E 's/.* ([0-9.]+) MB\/s.*/\1/' <<< "$tok_line")
+echo "zstd -dc > /dev/null:          $zstd_rate MB/s of JSONL"
+echo "tokenizer alone (1 thread):    $tok_rate MB/s of text   ($tok_line)"
+for threads in 1 2; do
+  rm -rf "$WORK/out"
+  t0=$(seconds)
+  "$ZAYA" data prepare --input "$WORK/small.jsonl.zst" --tokenizer "$TOK" --out "$WORK/out" \
+    --name bench --threads "$threads" --no-progress > /dev/null
+  t1=$(seconds)
+  echo "prepare --threads $threads:           $(rate "$jsonl_bytes" "$t0" "$t1") MB/s of JSONL, $(rate "$text_bytes" "$t0" "$t1") MB/s of text"
+done
+
+peak_rss() {  # peak_rss INPUT: prepare --threads 2, prints its peak RSS in MB
+  rm -rf "$WORK/out"
+  /usr/bin/time -v "$ZAYA" data prepare --input "$1" --tokenizer "$TOK" --out "$WORK/out" \
+    --name bench --threads 2 --no-progress 2> "$WORK/time.txt" > /dev/null
+  awk '/Maximum resident set size/ {printf "%.0f", $6 / 1024}' "$WORK/time.txt"
+}
+echo "peak RSS, prepare --threads 2: $SMALL MB JSONL.zst: $(peak_rss "$WORK/small.jsonl.zst") MB"
+rm -f "$WORK/small.txt" "$WORK/small.jsonl"
+make_corpus "$LARGE" "$WORK/large.jsonl"
+zstd -q -T0 --rm "$WORK/large.jsonl" -o "$WORK/large.jsonl.zst"
+echo "peak RSS, prepare --threads 2: $LARGE MB JSONL.zst: $(peak_rss "$WORK/large.jsonl.zst") MB"

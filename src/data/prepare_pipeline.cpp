@@ -1,0 +1,190 @@
+#include "data/prepare_pipeline.h"
+
+#include <algorithm>
+#include <functional>
+#include <string_view>
+
+#include "core/error.h"
+#include "data/checksum.h"
+#include "io/utf8_check.h"
+
+namespace zaya {
+
+namespace {
+
+bool is_blank(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+  });
+}
+
+}  // namespace
+
+OrderedPipeline::OrderedPipeline(PipelineConfig config, const TextEncoder& encoder)
+    : config_(std::move(config)) {
+  ZAYA_CHECK(config_.threads >= 1, "--threads ", config_.threads, ": expected at least 1");
+  if (config_.max_in_flight <= 0) config_.max_in_flight = 2 * config_.threads + 2;
+  threads_.emplace_back([this] { read_all(); });
+  for (int i = 0; i < config_.threads; ++i)
+    threads_.emplace_back([this, i, &encoder] { start_worker(i, encoder); });
+}
+
+// Worker 0 uses the caller's encoder (nobody else encodes with it meanwhile); the others load
+// their own copy here, in parallel: a large tokenizer (Gemma-3's) takes seconds to load.
+void OrderedPipeline::start_worker(int index, const TextEncoder& encoder) {
+  std::unique_ptr<TextEncoder> own;
+  if (index > 0) {
+    try {
+      own = encoder.clone();
+    } catch (const std::exception& e) {
+      const std::lock_guard lock(mutex_);
+      worker_error_ = e.what();
+      result_ready_.notify_all();
+      return;
+    }
+  }
+  work(own ? *own : encoder);
+}
+
+OrderedPipeline::~OrderedPipeline() {
+  {
+    const std::lock_guard lock(mutex_);
+    cancelled_ = true;
+  }
+  room_.notify_all();
+  work_ready_.notify_all();
+  result_ready_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+bool OrderedPipeline::next(Batch& batch) {
+  std::unique_lock lock(mutex_);
+  result_ready_.wait(lock, [&] {
+    return !worker_error_.empty() || finished_.count(consumed_) > 0 ||
+           (reader_done_ && consumed_ == produced_);
+  });
+  if (!worker_error_.empty()) ZAYA_FAIL(worker_error_);
+  const auto it = finished_.find(consumed_);
+  if (it == finished_.end()) return false;
+  batch = std::move(it->second);
+  finished_.erase(it);
+  ++consumed_;
+  room_.notify_one();
+  return true;
+}
+
+void OrderedPipeline::read_all() {
+  for (int f = 0; f < int(config_.files.size()); ++f)
+    if (!read_file(f)) break;
+  {
+    const std::lock_guard lock(mutex_);
+    reader_done_ = true;
+  }
+  work_ready_.notify_all();
+  result_ready_.notify_all();
+}
+
+// False when reading must stop: cancelled, a file that cannot be opened, or a damaged stream
+// without keep_going.
+bool OrderedPipeline::read_file(int file) {
+  Batch batch;
+  batch.file = file;
+  std::unique_ptr<RecordReader> reader;
+  try {
+    reader = std::make_unique<RecordReader>(config_.files[size_t(file)], config_.read);
+  } catch (const std::exception& e) {
+    batch.fatal = e.what();
+    batch.file_done = true;
+    emit(batch);
+    return false;
+  }
+  const auto start_batch = [&] {
+    batch = Batch{};
+    batch.file = file;
+    batch.format = reader->format();
+    batch.compression = reader->compression();
+  };
+  start_batch();
+  size_t bytes = 0;
+  try {
+    Record record;
+    while (reader->next(record)) {
+      bytes += record.bytes.size();
+      batch.records.push_back(std::move(record));
+      if (bytes < config_.batch_bytes) continue;
+      batch.content_bytes = reader->content_bytes();
+      batch.file_bytes = reader->file_bytes();
+      if (!emit(batch)) return false;
+      start_batch();
+      bytes = 0;
+    }
+  } catch (const std::exception& e) {
+    batch.stream_problem = {BadRecord::kDamagedStream, e.what()};
+  }
+  batch.file_done = true;
+  batch.content_bytes = reader->content_bytes();
+  batch.file_bytes = reader->file_bytes();
+  const bool go_on = batch.stream_problem.ok() || config_.keep_going;
+  return emit(batch) && go_on;
+}
+
+bool OrderedPipeline::emit(Batch& batch) {
+  std::unique_lock lock(mutex_);
+  room_.wait(lock, [&] { return cancelled_ || produced_ - consumed_ < config_.max_in_flight; });
+  if (cancelled_) return false;
+  batch.sequence = produced_++;
+  todo_.push_back(std::move(batch));
+  work_ready_.notify_one();
+  return true;
+}
+
+void OrderedPipeline::work(const TextEncoder& encoder) {
+  while (true) {
+    Batch batch;
+    {
+      std::unique_lock lock(mutex_);
+      work_ready_.wait(lock, [&] { return cancelled_ || !todo_.empty() || reader_done_; });
+      if (cancelled_ || todo_.empty()) return;
+      batch = std::move(todo_.front());
+      todo_.pop_front();
+    }
+    try {
+      process(batch, encoder);
+    } catch (const std::exception& e) {
+      batch.fatal = e.what();
+    }
+    {
+      const std::lock_guard lock(mutex_);
+      const int64_t sequence = batch.sequence;
+      finished_.emplace(sequence, std::move(batch));
+    }
+    result_ready_.notify_all();
+  }
+}
+
+void OrderedPipeline::process(Batch& batch, const TextEncoder& encoder) const {
+  const std::string& path = config_.files[size_t(batch.file)];
+  batch.documents.resize(batch.records.size());
+  Document doc;
+  for (size_t i = 0; i < batch.records.size(); ++i) {
+    TokenizedDocument& d = batch.documents[i];
+    d.verdict = to_document(batch.records[i], batch.format, config_.read, path, doc);
+    if (!d.verdict.ok()) continue;
+    d.text_bytes = int64_t(doc.text.size());
+    d.id = std::move(doc.id);
+    if (is_blank(doc.text)) {
+      d.drop = DropReason::kEmpty;
+    } else if (config_.min_chars > 0 && int64_t(utf8_length(doc.text)) < config_.min_chars) {
+      d.drop = DropReason::kTooShort;
+    } else {
+      if (config_.hash_texts) {
+        d.text_hash[0] = std::hash<std::string_view>{}(doc.text);
+        d.text_hash[1] = fnv1a64(doc.text.data(), doc.text.size());
+      }
+      d.tokens = encoder.encode(doc.text);
+    }
+  }
+  batch.records = {};  // the texts are no longer needed: free them before the batch waits
+}
+
+}  // namespace zaya
