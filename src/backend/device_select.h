@@ -21,8 +21,9 @@ struct PluginApi;
 // For the flags' help text.
 inline constexpr const char* kDeviceFlagHelp =
     "compute on: cpu, cuda (NVIDIA GPU, the CUDA backend plugin), auto (cuda when a GPU and the "
-    "plugin are present, else cpu) or cpu-as-device (the CPU ops through the copies a GPU takes; "
-    "bitwise the cpu results)";
+    "plugin are present, else cpu), cpu-as-device (the CPU ops through the copies a GPU takes; "
+    "bitwise the cpu results) or cuda-emu (the CUDA backend's kernels run on the CPU by an emulator "
+    "that checks them; one rank)";
 
 inline constexpr const char* kPrecisionFlagHelp =
     "fp32, bf16 (matrix products take bf16 weights and activations and accumulate in fp32; the "

@@ -61,7 +61,7 @@ if [[ -n "$MPIRUN" ]]; then
 fi
 "$ZAYA" train --config "$WORK/train.json" --out "$WORK/bad" --device gpu > "$WORK/bad.log" 2>&1
 check "an unknown --device is refused by name" \
-  grep -q "'gpu' is not a device (expected cpu, cuda, auto or cpu-as-device)" "$WORK/bad.log"
+  grep -q "'gpu' is not a device (expected cpu, cuda, auto, cpu-as-device or cuda-emu)" "$WORK/bad.log"
 check "... before the run directory is made" test ! -e "$WORK/bad"
 "$ZAYA" train --config "$WORK/train.json" --out "$WORK/bad16" --device cpu --precision bf16 > "$WORK/bad16.log" 2>&1
 check "--precision bf16 on the CPU is refused, saying why" \

@@ -34,8 +34,10 @@ TEST(DeviceSelect, CpuAndCpuAsDevice) {
 
 TEST(DeviceSelect, UnknownNamesAreRefusedByName) {
   const std::string e = error_of("tpu");
-  EXPECT_NE(e.find("--device: 'tpu' is not a device (expected cpu, cuda, auto or cpu-as-device)"),
-            std::string::npos)
+  EXPECT_NE(
+      e.find(
+          "--device: 'tpu' is not a device (expected cpu, cuda, auto, cpu-as-device or cuda-emu)"),
+      std::string::npos)
       << e;
   EXPECT_NE(error_of("").find("'' is not a device"), std::string::npos);
   EXPECT_NE(error_of("CPU").find("'CPU' is not a device"), std::string::npos);
