@@ -59,6 +59,8 @@ class BatchDecoder {
   void remove(int id);
 
   std::span<const float> logits(int id) const;
+  // The logits [S, V] of every position of the prompt of the last add(), until the next add().
+  std::span<const float> prefill_logits() const { return model_.logits(); }
   int64_t length(int id) const;
   int64_t capacity() const { return capacity_; }
   int max_sequences() const { return int(seqs_.size()); }
