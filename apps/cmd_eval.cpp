@@ -1,5 +1,7 @@
 // zaya eval --model M --config C [--phase NAME | --seq N --rope-theta T] [--windows K]
 //           [--micro-batch B] [--context-parallel N]
+// zaya eval --model M --tasks FILE[,FILE...] [--task-format F] [--limit N] [--shots K --seed S]
+//           [--log-samples OUT.jsonl] [--tokenizer T] [--batch B]
 #include "cmd_eval.h"
 
 #include <cstdio>
@@ -13,6 +15,7 @@
 #include "data/loader.h"
 #include "dist/communicator.h"
 #include "dist/rank_grid.h"
+#include "eval_tasks.h"
 #include "model/context_shard.h"
 #include "train/evaluate.h"
 
@@ -24,7 +27,46 @@ struct EvalArgs {
   std::string model, config, phase;
   int seq = 0, windows = 16, micro_batch = 1, context_parallel = 1;
   double rope_theta = 0;
+  TaskEvalOptions tasks;
 };
+
+void add_task_options(CLI::App& eval, TaskEvalOptions& t) {
+  eval.add_option(
+          "--tasks", t.files,
+          "benchmark task files (JSON lines), comma-separated: instead of the validation "
+          "loss, score each item's choices by log-likelihood as lm-evaluation-harness does "
+          "and print one JSON line per task in its 'results' layout. Layouts, detected by "
+          "their fields: hellaswag (ctx or ctx_a/ctx_b/activity_label, endings, label), arc "
+          "and openbookqa (question or question_stem, choices {text, label}, answerKey), "
+          "mmlu (question, choices, answer, optional subject), piqa (goal, sol1, sol2, "
+          "label), winogrande (sentence, option1, option2, answer; partial scoring), lambada "
+          "(text: its last word by greedy match, and perplexity), plain (context, choices, "
+          "gold)")
+      ->delimiter(',');
+  eval.add_option("--task-format", t.format,
+                  "the layout of every --tasks file instead of detecting it: hellaswag, arc, mmlu, "
+                  "piqa, winogrande, lambada or plain");
+  eval.add_option("--tokenizer", t.tokenizer,
+                  "with --tasks: tokenizer.json (default: the model directory's)");
+  eval.add_option("--limit", t.limit, "with --tasks: the first N items of each task (0: all)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  eval.add_option("--shots", t.shots,
+                  "with --tasks: few-shot examples before each item, drawn from the same file "
+                  "without the item (answered, separated by blank lines)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  eval.add_option("--seed", t.seed, "with --shots: which examples each item gets")
+      ->capture_default_str();
+  eval.add_option("--log-samples", t.log_samples,
+                  "with --tasks: write one JSON line per item: task, doc_id, line, target, "
+                  "loglikelihoods (one per choice), is_greedy, acc, acc_norm");
+  eval.add_option("--batch", t.batch,
+                  "with --tasks: sequences (choices) decoded together; the choices of one context "
+                  "share its prefill")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+}
 
 }  // namespace
 
@@ -34,13 +76,15 @@ Runner add_eval_commands(CLI::App& app) {
       "eval",
       "Validation loss of a model on the held-out windows of a config's data, at any sequence "
       "length; under mpirun the windows are shared by the ranks (and with --context-parallel each "
-      "window is spread over several)");
+      "window is spread over several). With --tasks: benchmark accuracy (HellaSwag, ARC, MMLU, "
+      "PIQA, Winogrande, LAMBADA...) by log-likelihood, as lm-evaluation-harness scores it");
   eval->add_option("--model", a->model,
                    "Hugging Face model directory, zaya checkpoint step-N/ or a run's checkpoint "
                    "root (newest complete checkpoint)")
       ->required();
-  eval->add_option("--config", a->config, "zaya config whose 'data' section names the data")
-      ->required();
+  eval->add_option("--config", a->config,
+                   "zaya config whose 'data' section names the data (the validation loss; needed "
+                   "unless --tasks)");
   eval->add_option("--phase", a->phase,
                    "data phase whose seq_len and rope_theta to use (default: the last phase)");
   eval->add_option("--seq", a->seq, "window length instead of the phase's seq_len")
@@ -57,9 +101,15 @@ Runner add_eval_commands(CLI::App& app) {
                    "spread each window over this many ranks (must divide the ranks)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  add_task_options(*eval, a->tasks);
 
   return [=]() -> int {
     if (!*eval) return kNotMine;
+    if (!a->tasks.files.empty()) {
+      a->tasks.model = a->model;
+      return run_task_eval(a->tasks);
+    }
+    ZAYA_CHECK(!a->config.empty(), "zaya eval needs --config (the validation loss) or --tasks");
     const nlohmann::json root = read_config_file(a->config);
     ZAYA_CHECK(root.contains("data"), a->config, ": missing section 'data' (zaya eval reads it)");
     const DataConfig dc = data_config_from_json(root["data"], a->config);

@@ -9,7 +9,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view body(reinterpret_cast<const char*>(data), size);
   try {
     const zaya::serve::CompletionRequest r =
-        zaya::serve::parse_completion_request(body, "zaya", 256);
+        zaya::serve::parse_completion_request(body, "zaya", 256, 512);
     // What a parsed request promises the server.
     if (r.max_tokens < 1 || r.max_tokens > 256 || r.stop.size() > 4 || r.model != "zaya") abort();
     zaya::validate_sampling(r.sampling);

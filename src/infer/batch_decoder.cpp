@@ -97,6 +97,19 @@ bool BatchDecoder::can_add(int64_t positions) const {
   return shard_.local_blocks(positions, pool_.block_size()) <= pool_.free_blocks();
 }
 
+int BatchDecoder::take_slot(int64_t length, int64_t reserve) {
+  const auto slot = std::find_if(seqs_.begin(), seqs_.end(), [](auto& s) { return !s.active; });
+  ZAYA_CHECK(slot != seqs_.end(), "decoder: all ", seqs_.size(), " sequence slots are taken");
+  const int64_t need = shard_.local_blocks(reserve, pool_.block_size());
+  ZAYA_CHECK(need <= pool_.free_blocks(), "decoder: the cache has ", pool_.free_blocks(),
+             " free blocks of ", pool_.block_size(), " positions; this sequence needs ", need);
+  slot->blocks = pool_.allocate(need);
+  slot->active = true;
+  slot->length = length;
+  slot->reserve = reserve;
+  return int(slot - seqs_.begin());
+}
+
 int BatchDecoder::add(std::span<const int32_t> prompt, int64_t reserve) {
   const ModelConfig& c = model_.config();
   const int S = int(prompt.size()), V = int(c.vocab_size);
@@ -107,16 +120,8 @@ int BatchDecoder::add(std::span<const int32_t> prompt, int64_t reserve) {
              " positions must lie between the prompt's ", S, " and the capacity ", capacity_);
   for (const int32_t t : prompt)
     ZAYA_CHECK(t >= 0 && t < V, "prefill: token id ", t, " is outside the vocabulary [0, ", V, ")");
-  const auto slot = std::find_if(seqs_.begin(), seqs_.end(), [](auto& s) { return !s.active; });
-  ZAYA_CHECK(slot != seqs_.end(), "decoder: all ", seqs_.size(), " sequence slots are taken");
-  const int64_t need = shard_.local_blocks(reserve, pool_.block_size());
-  ZAYA_CHECK(need <= pool_.free_blocks(), "decoder: the cache has ", pool_.free_blocks(),
-             " free blocks of ", pool_.block_size(), " positions; this sequence needs ", need);
-  Sequence& s = *slot;
-  s.blocks = pool_.allocate(need);
-  s.active = true;
-  s.length = S;
-  s.reserve = reserve;
+  const int id = take_slot(S, reserve);
+  Sequence& s = seqs_[size_t(id)];
 
   // One forward over the prompt; each attention stage's keys and values go to the blocks of the
   // positions this rank holds, and its convolution state is the prompt's last positions.
@@ -140,7 +145,29 @@ int BatchDecoder::add(std::span<const int32_t> prompt, int64_t reserve) {
   }
   const std::span<const float> all = model_.logits();
   s.logits.assign(all.begin() + ptrdiff_t(S - 1) * V, all.begin() + ptrdiff_t(S) * V);
-  return int(slot - seqs_.begin());
+  return id;
+}
+
+int BatchDecoder::fork(int id, int64_t reserve) {
+  if (reserve == 0) reserve = capacity_;
+  const Sequence& from = seq(id);
+  ZAYA_CHECK(reserve >= from.length && reserve <= capacity_, "fork: reserve ", reserve,
+             " positions must lie between the sequence's ", from.length, " and the capacity ",
+             capacity_);
+  const int new_id = take_slot(from.length, reserve);
+  Sequence& s = seqs_[size_t(new_id)];
+  s.conv = from.conv;
+  s.logits = from.logits;
+  // Whole blocks are copied: positions past the length are never read before they are written.
+  const int64_t used = shard_.local_blocks(from.length, pool_.block_size());
+  const size_t block_floats = size_t(pool_.block_size()) * size_t(model_.config().kv_dim());
+  for (int64_t j = 0; j < used; ++j)
+    for (int a = 0; a < int(model_.config().num_attention_stages()); ++a) {
+      const int32_t src = from.blocks[size_t(j)], dst = s.blocks[size_t(j)];
+      std::memcpy(pool_.keys(dst, a), pool_.keys(src, a), sizeof(float) * block_floats);
+      std::memcpy(pool_.values(dst, a), pool_.values(src, a), sizeof(float) * block_floats);
+    }
+  return new_id;
 }
 
 void BatchDecoder::remove(int id) {

@@ -51,10 +51,16 @@ class BatchDecoder {
   // Appends tokens[i] to sequence ids[i] (distinct ids, each below its reserve) in one batched
   // step; afterwards logits(ids[i]) is the token after it.
   void step(std::span<const int> ids, std::span<const int32_t> tokens);
+  // A new sequence that continues where `id` stands (same cache, state and logits) and may grow to
+  // `reserve` positions (0: capacity); returns its id. Scoring several continuations of one context
+  // computes the context once (zaya eval --tasks).
+  int fork(int id, int64_t reserve = 0);
   // Leaves: the slot and the blocks become free.
   void remove(int id);
 
   std::span<const float> logits(int id) const;
+  // The logits [S, V] of every position of the prompt of the last add(), until the next add().
+  std::span<const float> prefill_logits() const { return model_.logits(); }
   int64_t length(int id) const;
   int64_t capacity() const { return capacity_; }
   int max_sequences() const { return int(seqs_.size()); }
@@ -82,6 +88,8 @@ class BatchDecoder {
   };
   Sequence& seq(int id);
   const Sequence& seq(int id) const;
+  // A free slot, made active with `length` positions and the blocks of `reserve`; its id.
+  int take_slot(int64_t length, int64_t reserve);
 
   ZayaModel& model_;
   dist::Communicator* comm_;

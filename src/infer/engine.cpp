@@ -43,6 +43,7 @@ void InferenceEngine::wait_for_work(std::chrono::milliseconds timeout) {
 
 bool InferenceEngine::draw(Running& r) {
   const GenerateOptions& opt = r.rq.opt;
+  if (r.rq.on_draw_logits) r.rq.on_draw_logits(decoder_.logits(r.id));
   const int32_t next =
       sample_next(decoder_.logits(r.id), r.context, opt.sampling, uint64_t(r.context.size()));
   if (r.result.tokens.empty()) r.first_token = Clock::now();
@@ -79,6 +80,7 @@ bool InferenceEngine::tick() {
     r.rq = std::move(w.rq);
     r.context = r.rq.prompt;
     r.id = decoder_.add(r.rq.prompt, positions_of(r.rq));
+    if (r.rq.on_prompt_logits) r.rq.on_prompt_logits(decoder_.prefill_logits());
     if (draw(r)) {
       running_.push_back(std::move(r));
     } else {

@@ -14,6 +14,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,10 @@ struct EngineRequest {
   std::function<bool(int32_t)> on_token;
   // Once, when the request has ended.
   std::function<void(const EngineResult&)> on_done;
+  // Optional, for log-probabilities: the logits [prompt.size(), V] of every prompt position right
+  // after the prefill, and the logits [V] each token is drawn from, before the draw.
+  std::function<void(std::span<const float>)> on_prompt_logits;
+  std::function<void(std::span<const float>)> on_draw_logits;
 };
 
 struct EngineLimits {

@@ -52,8 +52,43 @@ void neutral(const json& v, const std::string& field, const json& neutral_value)
 
 }  // namespace
 
+std::vector<PromptInput> parse_prompts(const json& v, int64_t vocab_size) {
+  const auto token_list = [&](const json& list, const std::string& where) {
+    PromptInput p{true, {}, {}};
+    if (list.empty()) throw bad(where, "a prompt of token ids may not be empty");
+    for (const json& t : list) {
+      if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= vocab_size)
+        throw bad(where, "token ids must be integers in [0, " + std::to_string(vocab_size) +
+                             "), got " + t.dump());
+      p.tokens.push_back(int32_t(t.get<int64_t>()));
+    }
+    return p;
+  };
+  std::vector<PromptInput> out;
+  if (v.is_string()) return {PromptInput{false, v.get<std::string>(), {}}};
+  if (!v.is_array() || v.empty())
+    throw bad("prompt",
+              "expected a string, a list of strings, a list of token ids or a list of "
+              "token-id lists");
+  if (v[0].is_number()) return {token_list(v, "prompt")};
+  if (v.size() > kMaxPromptsPerRequest)
+    throw bad("prompt", "at most " + std::to_string(kMaxPromptsPerRequest) +
+                            " prompts per request, got " + std::to_string(v.size()));
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string where = "prompt[" + std::to_string(i) + "]";
+    if (v[i].is_string()) {
+      out.push_back(PromptInput{false, v[i].get<std::string>(), {}});
+    } else if (v[i].is_array()) {
+      out.push_back(token_list(v[i], where));
+    } else {
+      throw bad(where, "expected a string or a list of token ids");
+    }
+  }
+  return out;
+}
+
 CompletionRequest parse_completion_request(std::string_view body, const std::string& served_model,
-                                           int max_tokens_limit) {
+                                           int max_tokens_limit, int64_t vocab_size) {
   json j;
   try {
     j = json::parse(body);
@@ -69,16 +104,10 @@ CompletionRequest parse_completion_request(std::string_view body, const std::str
       r.model = v.get<std::string>();
       have_model = true;
     } else if (key == "prompt") {
-      if (v.is_string()) {
-        r.prompt = v.get<std::string>();
-      } else if (v.is_array() && v.size() == 1 && v[0].is_string()) {
-        r.prompt = v[0].get<std::string>();
-      } else {
-        throw bad(key, "expected a string (or an array of one string)");
-      }
+      r.prompts = parse_prompts(v, vocab_size);
       have_prompt = true;
     } else if (key == "max_tokens") {
-      if (!v.is_null()) r.max_tokens = int(integer(v, key, 1, max_tokens_limit));
+      if (!v.is_null()) r.max_tokens = int(integer(v, key, 0, max_tokens_limit));
     } else if (key == "temperature") {
       if (!v.is_null()) r.sampling.temperature = float(number(v, key, 0, 2, false));
     } else if (key == "top_p") {
@@ -121,8 +150,11 @@ CompletionRequest parse_completion_request(std::string_view body, const std::str
     } else if (key == "n" || key == "best_of") {
       neutral(v, key, 1);
     } else if (key == "echo") {
-      neutral(v, key, false);
-    } else if (key == "logprobs" || key == "suffix") {
+      if (!v.is_boolean() && !v.is_null()) throw bad(key, "expected true or false");
+      r.echo = v.is_boolean() && v.get<bool>();
+    } else if (key == "logprobs") {
+      if (!v.is_null()) r.logprobs = int(integer(v, key, 0, kMaxLogprobs));
+    } else if (key == "suffix") {
       neutral(v, key, nullptr);
     } else if (key == "frequency_penalty" || key == "presence_penalty") {
       if (!v.is_null()) number(v, key, -2, 2, false);
@@ -141,6 +173,10 @@ CompletionRequest parse_completion_request(std::string_view body, const std::str
         404,
         "the model '" + r.model + "' does not exist; this server serves '" + served_model + "'",
         "model", "invalid_request_error", "model_not_found");
+  if (r.max_tokens == 0 && !r.echo)
+    throw bad("max_tokens", "must be >= 1 (0 only with echo: the prompt scored, nothing drawn)");
+  if (r.stream && (r.prompts.size() != 1 || r.echo || r.logprobs))
+    throw bad("stream", "a stream answers one prompt without echo or logprobs");
   if (r.stream == false && r.include_usage)
     throw bad("stream_options", "only allowed when 'stream' is true");
   return r;

@@ -14,6 +14,8 @@
 #include "core/error.h"
 #include "infer/text_stream.h"
 #include "serve/completion_request.h"
+#include "serve/logprobs.h"
+#include "serve/tokenizer_endpoints.h"
 
 namespace zaya::serve {
 
@@ -32,6 +34,11 @@ struct Channel {
   double ttft_s = 0;
   std::atomic<bool> cancelled{false};  // the client went away
   std::unique_ptr<TextStream> stream;  // used on the engine thread only
+  // With logprobs (written on the engine thread, read once done): the prompt's entries, the drawn
+  // tokens' entries, and the logits the next token is drawn from.
+  int top_n = -1;
+  std::vector<TokenLogprob> prompt_lps, drawn_lps;
+  std::vector<float> draw_logits;
 };
 
 std::string dump(const json& j) {
@@ -79,6 +86,20 @@ struct OpenAiServer::Impl {
   int32_t eos = -1;
   int max_tokens_limit;
 
+  TokenizerEndpoints tokenizer_endpoints() const {
+    return TokenizerEndpoints{tok, opt.model_name, engine.context(), model.config().vocab_size};
+  }
+  // Answers with what `call` returns, or its ApiError; the tokenizer is used by one thread at once.
+  template <typename Call>
+  void tokenizer_call(httplib::Response& res, Call call) {
+    try {
+      std::lock_guard<std::mutex> lock(tok_mutex);
+      res.set_content(dump(call()), "application/json");
+    } catch (const ApiError& e) {
+      send_error(res, e);
+    }
+  }
+
   static EngineLimits engine_limits(const ZayaModel& model, const ServeOptions& o) {
     EngineLimits l;
     l.decoder.max_sequences = o.max_batch;
@@ -110,6 +131,15 @@ struct OpenAiServer::Impl {
                                    {"owned_by", "zaya"}}}}}),
                       "application/json");
     });
+    http.Post("/tokenize", [this](const httplib::Request& rq, httplib::Response& res) {
+      tokenizer_call(res, [&] { return tokenizer_endpoints().tokenize(rq.body); });
+    });
+    http.Post("/detokenize", [this](const httplib::Request& rq, httplib::Response& res) {
+      tokenizer_call(res, [&] { return tokenizer_endpoints().detokenize(rq.body); });
+    });
+    http.Get("/tokenizer_info", [this](const httplib::Request&, httplib::Response& res) {
+      tokenizer_call(res, [&] { return tokenizer_endpoints().info(); });
+    });
     http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
       res.status = draining ? 503 : 200;
       res.set_content(dump(json{{"status", draining ? "draining" : "ok"},
@@ -139,95 +169,39 @@ struct OpenAiServer::Impl {
         });
   }
 
-  // What a request's answer needs besides the channel: its id, its prompt's length (for the
-  // usage) and when it came (for the log line).
-  struct Reply {
-    std::string id;
-    size_t prompt_tokens;
-    std::chrono::steady_clock::time_point t0;
-    json usage(size_t completion) const {
-      return json{{"prompt_tokens", prompt_tokens},
-                  {"completion_tokens", completion},
-                  {"total_tokens", prompt_tokens + completion}};
+  // The ids of one prompt, checked against the context with `max_tokens` to draw (at least one:
+  // echo with max_tokens 0 still draws one token, which is not reported).
+  std::vector<int32_t> prompt_ids(const PromptInput& p, int max_tokens, const std::string& field) {
+    std::vector<int32_t> ids = p.tokens;
+    if (!p.is_tokens) {
+      std::lock_guard<std::mutex> lock(tok_mutex);
+      ids = tok.encode(p.text);
     }
-    void log(const Channel& c, const char* how) const {
-      std::fprintf(stderr,
-                   "zaya serve: POST /v1/completions %s: %zu prompt tokens, %zu generated (%s), "
-                   "first token %.1f ms, %.2f s in all\n",
-                   how, prompt_tokens, c.completion_tokens, c.finish_reason.c_str(), c.ttft_s * 1e3,
-                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
-  };
+    if (ids.empty()) throw ApiError(400, "'" + field + "': encodes to no tokens", field);
+    const int64_t draws = std::max(max_tokens, 1);
+    if (int64_t(ids.size()) + draws > engine.context())
+      throw ApiError(400,
+                     "this model's context is " + std::to_string(engine.context()) +
+                         " tokens; the prompt has " + std::to_string(ids.size()) +
+                         " and max_tokens asks for " + std::to_string(draws) +
+                         ": shorten the prompt or lower max_tokens",
+                     field, "invalid_request_error", "context_length_exceeded");
+    return ids;
+  }
 
-  void completion(const httplib::Request& hreq, httplib::Response& res) {
-    const auto t0 = std::chrono::steady_clock::now();
-    flight_begin();  // before the draining check: stop() waits for every request counted here
-    FlightGuard guard{this};
-    CompletionRequest cr;
-    std::vector<int32_t> prompt;
-    if (!admit(hreq, res, cr, prompt)) return;
-    auto ch = std::make_shared<Channel>();
+  // The engine request of one prompt, its text and end going to `ch`.
+  EngineRequest engine_request(const std::shared_ptr<Channel>& ch,
+                               const std::vector<int32_t>& prompt, const CompletionRequest& cr) {
     ch->stream = std::make_unique<TextStream>(tok, cr.stop, eos);
-    if (!submit(engine_request(cr, prompt, ch), res)) return;
-    const Reply reply{"cmpl-" + std::to_string(next_id++), prompt.size(), t0};
-    if (!cr.stream) {
-      respond_whole(res, *ch, reply);
-      return;
-    }
-    guard.armed = false;  // the stream's releaser ends the request's flight
-    res.set_header("Cache-Control", "no-cache");
-    const bool include_usage = cr.include_usage;
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [this, ch, reply, include_usage](size_t, httplib::DataSink& sink) {
-          return stream_events(*ch, reply, include_usage, sink);
-        },
-        [this, ch](bool success) {
-          if (!success) ch->cancelled = true;
-          flight_end();
-        });
-  }
-
-  // The request parsed and its prompt encoded and checked against the context; false after
-  // answering an error (or 503 while draining).
-  bool admit(const httplib::Request& hreq, httplib::Response& res, CompletionRequest& cr,
-             std::vector<int32_t>& prompt) {
-    try {
-      if (draining) {
-        res.set_header("Connection", "close");
-        throw ApiError(503, "the server is shutting down", {}, "server_error");
-      }
-      cr = parse_completion_request(hreq.body, opt.model_name, max_tokens_limit);
-      {
-        std::lock_guard<std::mutex> lock(tok_mutex);
-        prompt = tok.encode(cr.prompt);
-      }
-      if (prompt.empty()) throw ApiError(400, "'prompt': encodes to no tokens", "prompt");
-      if (int64_t(prompt.size()) + cr.max_tokens > engine.context())
-        throw ApiError(400,
-                       "this model's context is " + std::to_string(engine.context()) +
-                           " tokens; the prompt has " + std::to_string(prompt.size()) +
-                           " and max_tokens asks for " + std::to_string(cr.max_tokens) +
-                           ": shorten the prompt or lower max_tokens",
-                       "prompt", "invalid_request_error", "context_length_exceeded");
-    } catch (const ApiError& e) {
-      send_error(res, e);
-      return false;
-    }
-    return true;
-  }
-
-  // The engine's request: each token goes through the channel's text stream, and the settled
-  // text and the end land in the channel.
-  EngineRequest engine_request(const CompletionRequest& cr, const std::vector<int32_t>& prompt,
-                               const std::shared_ptr<Channel>& ch) {
     EngineRequest er;
     er.prompt = prompt;
-    er.opt.max_new_tokens = cr.max_tokens;
+    er.opt.max_new_tokens = std::max(cr.max_tokens, 1);
     er.opt.eos = eos;
     er.opt.sampling = cr.sampling;
     er.opt.sampling.seed = cr.seed ? *cr.seed : std::random_device{}();
     er.on_token = [this, ch](int32_t t) {
+      if (ch->top_n >= 0)
+        ch->drawn_lps.push_back(token_logprob_entry(ch->draw_logits, t, ch->top_n));
       if (ch->cancelled) return false;
       std::string piece;
       {
@@ -255,10 +229,143 @@ struct OpenAiServer::Impl {
       ch->done = true;
       ch->cv.notify_all();
     };
+    if (cr.logprobs) {
+      ch->top_n = *cr.logprobs;
+      er.on_draw_logits = [ch](std::span<const float> l) {
+        ch->draw_logits.assign(l.begin(), l.end());
+      };
+      if (cr.echo)
+        er.on_prompt_logits = [ch, prompt,
+                               V = size_t(model.config().vocab_size)](std::span<const float> all) {
+          ch->prompt_lps.push_back(TokenLogprob{prompt[0], std::nullopt, {}});
+          for (size_t t = 1; t < prompt.size(); ++t)
+            ch->prompt_lps.push_back(
+                token_logprob_entry(all.subspan((t - 1) * V, V), prompt[t], ch->top_n));
+        };
+    }
     return er;
   }
 
-  // Queues the request; false after answering 429 (a full queue) or 400.
+  // One choice of a finished request: its text (the prompt's first with echo) and logprobs.
+  json choice_json(size_t index, const Channel& ch, const PromptInput& p,
+                   const std::vector<int32_t>& prompt, const CompletionRequest& cr) {
+    const bool drawn = cr.max_tokens > 0;  // echo with max_tokens 0 reports no drawn token
+    std::string text;
+    if (cr.echo) {
+      std::lock_guard<std::mutex> lock(tok_mutex);
+      text = p.is_tokens ? tok.decode(prompt) : p.text;
+    }
+    if (drawn) text += ch.text;
+    json logprobs = nullptr;
+    if (cr.logprobs) {
+      std::vector<TokenLogprob> entries = ch.prompt_lps;
+      if (drawn) entries.insert(entries.end(), ch.drawn_lps.begin(), ch.drawn_lps.end());
+      std::lock_guard<std::mutex> lock(tok_mutex);
+      logprobs = logprobs_json(tok, entries, 0);
+    }
+    return json{{"text", text},
+                {"index", index},
+                {"logprobs", logprobs},
+                {"finish_reason", drawn ? json(ch.finish_reason) : json("length")}};
+  }
+
+  // A request that is not streamed: every prompt queued at once, answered together.
+  void answer_batch(const CompletionRequest& cr, httplib::Response& res,
+                    std::chrono::steady_clock::time_point t0) {
+    std::vector<std::vector<int32_t>> prompts;
+    for (size_t i = 0; i < cr.prompts.size(); ++i)
+      prompts.push_back(
+          prompt_ids(cr.prompts[i], cr.max_tokens,
+                     cr.prompts.size() == 1 ? "prompt" : "prompt[" + std::to_string(i) + "]"));
+    std::vector<std::shared_ptr<Channel>> channels;
+    for (const std::vector<int32_t>& prompt : prompts) {
+      auto ch = std::make_shared<Channel>();
+      bool queued = false;
+      try {
+        queued = engine.submit(engine_request(ch, prompt, cr));
+      } catch (const Error& e) {
+        for (auto& c : channels) c->cancelled = true;
+        throw ApiError(400, e.what());
+      }
+      if (!queued) {
+        for (auto& c : channels) c->cancelled = true;
+        res.set_header("Retry-After", "1");
+        throw ApiError(429,
+                       "the server is busy: " + std::to_string(opt.max_queue) +
+                           " requests are already waiting; retry later",
+                       {}, "rate_limit_error");
+      }
+      channels.push_back(ch);
+    }
+    json choices = json::array();
+    size_t prompt_tokens = 0, completion_tokens = 0;
+    for (size_t i = 0; i < channels.size(); ++i) {
+      Channel& ch = *channels[i];
+      {
+        std::unique_lock<std::mutex> lock(ch.m);
+        ch.cv.wait(lock, [&] { return ch.done; });
+      }
+      choices.push_back(choice_json(i, ch, cr.prompts[i], prompts[i], cr));
+      prompt_tokens += prompts[i].size();
+      completion_tokens += cr.max_tokens > 0 ? ch.completion_tokens : 0;
+    }
+    res.set_content(dump(json{{"id", "cmpl-" + std::to_string(next_id++)},
+                              {"object", "text_completion"},
+                              {"created", int64_t(std::time(nullptr))},
+                              {"model", opt.model_name},
+                              {"choices", choices},
+                              {"usage",
+                               {{"prompt_tokens", prompt_tokens},
+                                {"completion_tokens", completion_tokens},
+                                {"total_tokens", prompt_tokens + completion_tokens}}}}),
+                    "application/json");
+    std::fprintf(stderr,
+                 "zaya serve: POST /v1/completions 200: %zu prompt(s), %zu prompt tokens, %zu "
+                 "generated, %.2f s in all\n",
+                 prompts.size(), prompt_tokens, completion_tokens,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+
+  void completion(const httplib::Request& hreq, httplib::Response& res) {
+    const auto t0 = std::chrono::steady_clock::now();
+    flight_begin();  // before the draining check: stop() waits for every request counted here
+    FlightGuard guard{this};
+    CompletionRequest cr;
+    std::vector<int32_t> prompt;
+    try {
+      if (draining) {
+        res.set_header("Connection", "close");
+        throw ApiError(503, "the server is shutting down", {}, "server_error");
+      }
+      cr = parse_completion_request(hreq.body, opt.model_name, max_tokens_limit,
+                                    model.config().vocab_size);
+      if (!cr.stream) {
+        answer_batch(cr, res, t0);
+        return;
+      }
+      prompt = prompt_ids(cr.prompts[0], cr.max_tokens, "prompt");
+    } catch (const ApiError& e) {
+      send_error(res, e);
+      return;
+    }
+    auto ch = std::make_shared<Channel>();
+    if (!submit(engine_request(ch, prompt, cr), res)) return;
+    const StreamReply reply{"cmpl-" + std::to_string(next_id++), prompt.size(), t0,
+                            cr.include_usage};
+    guard.armed = false;  // the stream's releaser ends the request's flight
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [this, ch, reply](size_t, httplib::DataSink& sink) {
+          return stream_events(*ch, reply, sink);
+        },
+        [this, ch](bool success) {
+          if (!success) ch->cancelled = true;
+          flight_end();
+        });
+  }
+
+  // Queues one request; false after answering 429 (a full queue) or 400.
   bool submit(EngineRequest er, httplib::Response& res) {
     try {
       if (!engine.submit(std::move(er)))
@@ -277,34 +384,38 @@ struct OpenAiServer::Impl {
     return true;
   }
 
-  // One text_completion object once the request is done.
-  void respond_whole(httplib::Response& res, Channel& ch, const Reply& reply) {
-    std::unique_lock<std::mutex> lock(ch.m);
-    ch.cv.wait(lock, [&] { return ch.done; });
-    res.set_content(dump(json{{"id", reply.id},
-                              {"object", "text_completion"},
-                              {"created", int64_t(std::time(nullptr))},
-                              {"model", opt.model_name},
-                              {"choices",
-                               {{{"text", ch.text},
-                                 {"index", 0},
-                                 {"logprobs", nullptr},
-                                 {"finish_reason", ch.finish_reason}}}},
-                              {"usage", reply.usage(ch.completion_tokens)}}),
-                    "application/json");
-    reply.log(ch, "200");
-  }
+  // What a streamed answer needs besides its channel: its id, its prompt's length (for the
+  // usage), when it came (for the log line), and whether the client asked for the usage.
+  struct StreamReply {
+    std::string id;
+    size_t prompt_tokens;
+    std::chrono::steady_clock::time_point t0;
+    bool include_usage;
+    json usage(size_t completion) const {
+      return json{{"prompt_tokens", prompt_tokens},
+                  {"completion_tokens", completion},
+                  {"total_tokens", prompt_tokens + completion}};
+    }
+    void log(const Channel& c, const char* how) const {
+      std::fprintf(stderr,
+                   "zaya serve: POST /v1/completions %s: %zu prompt tokens, %zu generated (%s), "
+                   "first token %.1f ms, %.2f s in all\n",
+                   how, prompt_tokens, c.completion_tokens, c.finish_reason.c_str(), c.ttft_s * 1e3,
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  };
 
-  // The stream's next events: the text settled since the last call, and at the end the
-  // finish_reason, the usage (if asked for) and [DONE]. False ends the stream.
-  bool stream_events(Channel& ch, const Reply& reply, bool include_usage, httplib::DataSink& sink) {
+  // One call of the stream's content provider: the text settled since the last call as an
+  // event, then at the end the finish, the usage when asked for, and [DONE]. False when the
+  // client went away (the engine then ends the request) or the stream is over.
+  bool stream_events(Channel& ch, const StreamReply& r, httplib::DataSink& sink) {
     const auto event = [&](const json& j) {
       const std::string s = "data: " + dump(j) + "\n\n";
       return sink.write(s.data(), s.size());
     };
     const auto chunk = [&](const std::string& text, const json& finish) {
       return json{
-          {"id", reply.id},
+          {"id", r.id},
           {"object", "text_completion"},
           {"created", int64_t(std::time(nullptr))},
           {"model", opt.model_name},
@@ -325,17 +436,17 @@ struct OpenAiServer::Impl {
     }
     if (!done) return true;
     bool ok = event(chunk("", ch.finish_reason));
-    if (ok && include_usage) {
+    if (ok && r.include_usage) {
       json u = chunk("", nullptr);
       u["choices"] = json::array();
-      u["usage"] = reply.usage(ch.completion_tokens);
+      u["usage"] = r.usage(ch.completion_tokens);
       ok = event(u);
     }
     if (ok) {
       const std::string last = "data: [DONE]\n\n";
       ok = sink.write(last.data(), last.size());
     }
-    reply.log(ch, "200 (stream)");
+    r.log(ch, "200 (stream)");
     if (ok) sink.done();
     return ok;
   }

@@ -22,7 +22,6 @@ import argparse
 import json
 import math
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -31,15 +30,8 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fp64_judge import Judge  # noqa: E402
 from safetensors_np import read_safetensors  # noqa: E402
+from seed_runs import check_seeds, run  # noqa: E402
 from zaya_torch import missing_routes  # noqa: E402
-
-
-def run(cmd, timeout):
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
-    if proc.returncode != 0:
-        raise RuntimeError(f"`{' '.join(cmd)}` exited with {proc.returncode}:\n"
-                           f"{proc.stderr.decode('utf-8', 'replace')[-2000:]}")
-    return proc.stdout.decode("utf-8")
 
 
 def check_seed(args, seed):
@@ -113,18 +105,7 @@ def main():
     args = ap.parse_args()
     torch.set_num_threads(1)
     os.makedirs(args.workdir, exist_ok=True)
-    failed = 0
-    for seed in args.seeds:
-        try:
-            line, fails = check_seed(args, seed)
-        except Exception as e:  # noqa: BLE001 - report and keep counting
-            line, fails = f"seed {seed}: FAIL (error)", [f"{type(e).__name__}: {e}"]
-        print(line, flush=True)
-        for f in fails:
-            print(f"  seed {seed}: {f}", flush=True)
-        failed += bool(fails)
-    print(f"score_vs_torch: {len(args.seeds) - failed} passed, {failed} failed", flush=True)
-    sys.exit(1 if failed else 0)
+    check_seeds("score_vs_torch", args.seeds, lambda seed: check_seed(args, seed))
 
 
 if __name__ == "__main__":

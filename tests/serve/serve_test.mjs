@@ -119,12 +119,31 @@ const together = await Promise.all(requests.map((r) => streamed(r)));
 const same = together.every((t, i) => t.text === alone[i].text && t.finish === alone[i].finish);
 check(same && together.every((t) => t.finish), '16 concurrent streams: every text as when alone');
 
+// lm-evaluation-harness's log-likelihood request through the client: token-id prompts in a batch,
+// echo, max_tokens 1, logprobs 1; each choice echoes its prompt's tokens (the first logprob null)
+// and one drawn token, and lm-eval's sum over token_logprobs[ctxlen:-1] is the same whether the
+// prompt comes alone or in the batch.
+const [, tokBody] = await raw('POST', '/tokenize', JSON.stringify({ prompt: 'The jury said that the', add_special_tokens: false }));
+const ids = tokBody.tokens;
+const ll = await client.completions.create({ model, prompt: [ids, ids.slice(0, 3)], temperature: 0, max_tokens: 1, logprobs: 1, seed: 1234, echo: true });
+const lp = ll.choices.find((c) => c.index === 0).logprobs;
+check(ll.choices.length === 2 && lp.tokens.length === ids.length + 1 && lp.token_logprobs[0] === null &&
+      lp.top_logprobs.length === ids.length + 1 && lp.text_offset[0] === 0,
+      `lm-eval log-likelihood batch: ${ll.choices.length} choices, ${lp.tokens.length} tokens`);
+const echoed = await client.completions.create({ model, prompt: ids, max_tokens: 0, logprobs: 0, echo: true });
+const sum = (l) => l.token_logprobs.slice(2, ids.length).reduce((a, b) => a + b, 0);
+check(Math.abs(sum(echoed.choices[0].logprobs) - sum(lp)) <= 1e-6 * Math.abs(sum(lp)) &&
+      echoed.choices[0].logprobs.tokens.length === ids.length,
+      'echo with max_tokens 0: the prompt alone scores as in the batch');
+
 // Bad requests: each gets its 4xx and an OpenAI error object; the server keeps serving.
 const bad = [
   ['unknown field', { prompt: 'x', max_token: 5 }, 400, 'max_token'],
   ['temperature out of range', { prompt: 'x', temperature: 5 }, 400, 'temperature'],
   ['top_p out of range', { prompt: 'x', top_p: 0 }, 400, 'top_p'],
   ['max_tokens 0', { prompt: 'x', max_tokens: 0 }, 400, 'max_tokens'],
+  ['logprobs over 20', { prompt: 'x', logprobs: 21 }, 400, 'logprobs'],
+  ['a token id outside the vocabulary', { prompt: [[1, 99999]] }, 400, 'prompt[0]'],
   ['max_tokens not an integer', { prompt: 'x', max_tokens: 2.5 }, 400, 'max_tokens'],
   ['prompt of the wrong type', { prompt: 5 }, 400, 'prompt'],
   ['no prompt', {}, 400, 'prompt'],

@@ -10,7 +10,7 @@ namespace zaya::serve {
 namespace {
 
 CompletionRequest parse(const std::string& body) {
-  return parse_completion_request(body, "zaya", 100);
+  return parse_completion_request(body, "zaya", 100, 50);
 }
 
 // The status and param of the error `body` gets (0 and "" when it parses).
@@ -30,7 +30,8 @@ TEST(CompletionRequest, ReadsEveryField) {
           "stream": true, "stream_options": {"include_usage": true}, "n": 1, "echo": false,
           "logprobs": null, "frequency_penalty": 0, "presence_penalty": 0.0, "logit_bias": {},
           "user": "u", "best_of": 1, "suffix": null})");
-  EXPECT_EQ(r.prompt, "The jury");
+  ASSERT_EQ(r.prompts.size(), 1u);
+  EXPECT_EQ(r.prompts[0].text, "The jury");
   EXPECT_EQ(r.max_tokens, 7);
   EXPECT_FLOAT_EQ(r.sampling.temperature, 0.5f);
   EXPECT_FLOAT_EQ(r.sampling.top_p, 0.9f);
@@ -66,7 +67,16 @@ TEST(CompletionRequest, BadBodiesAre4xxNamingTheField) {
       {R"({"model": "zaya", "prompt": "x", "stop": ["a", ""]})", 400, "stop"},
       {R"({"model": "zaya", "prompt": "x", "stop": 3})", 400, "stop"},
       {R"({"model": "zaya", "prompt": 3})", 400, "prompt"},
-      {R"({"model": "zaya", "prompt": ["a", "b"]})", 400, "prompt"},
+      {R"({"model": "zaya", "prompt": [], "max_tokens": 1})", 400, "prompt"},
+      {R"({"model": "zaya", "prompt": [[1, 50]], "max_tokens": 1})", 400, "prompt[0]"},
+      {R"({"model": "zaya", "prompt": [1, -1]})", 400, "prompt"},
+      {R"({"model": "zaya", "prompt": [[]]})", 400, "prompt[0]"},
+      {R"({"model": "zaya", "prompt": ["a", 3]})", 400, "prompt[1]"},
+      {R"({"model": "zaya", "prompt": "x", "max_tokens": 0})", 400, "max_tokens"},
+      {R"({"model": "zaya", "prompt": "x", "logprobs": 21})", 400, "logprobs"},
+      {R"({"model": "zaya", "prompt": "x", "echo": 1})", 400, "echo"},
+      {R"({"model": "zaya", "prompt": ["a", "b"], "stream": true})", 400, "stream"},
+      {R"({"model": "zaya", "prompt": "x", "logprobs": 1, "stream": true})", 400, "stream"},
       {R"({"model": "zaya", "prompt": "x", "n": 2})", 400, "n"},
       {R"({"model": "zaya", "prompt": "x", "frequency_penalty": 0.5})", 400, "frequency_penalty"},
       {R"({"model": "zaya", "prompt": "x", "stream": "yes"})", 400, "stream"},
@@ -80,6 +90,27 @@ TEST(CompletionRequest, BadBodiesAre4xxNamingTheField) {
     EXPECT_EQ(got_status, status) << body;
     EXPECT_EQ(got_param, param) << body;
   }
+}
+
+// lm-evaluation-harness's local-completions payloads: a batch of token-id lists scored with echo.
+TEST(CompletionRequest, LmEvalPayloads) {
+  const CompletionRequest ll = parse(
+      R"({"model": "zaya", "prompt": [[1, 2, 3], [4, 5]], "temperature": 0, "max_tokens": 1,
+          "logprobs": 1, "seed": 1234, "echo": true})");
+  ASSERT_EQ(ll.prompts.size(), 2u);
+  EXPECT_TRUE(ll.prompts[0].is_tokens);
+  EXPECT_EQ(ll.prompts[1].tokens, (std::vector<int32_t>{4, 5}));
+  EXPECT_TRUE(ll.echo);
+  EXPECT_EQ(ll.logprobs, 1);
+  const CompletionRequest one =
+      parse(R"({"model": "zaya", "prompt": [7, 8], "max_tokens": 0, "echo": true})");
+  ASSERT_EQ(one.prompts.size(), 1u);
+  EXPECT_EQ(one.prompts[0].tokens, (std::vector<int32_t>{7, 8}));
+  EXPECT_EQ(one.max_tokens, 0);
+  const CompletionRequest texts =
+      parse(R"({"model": "zaya", "prompt": ["a", "b"], "stop": ["\n"]})");
+  EXPECT_EQ(texts.prompts.size(), 2u);
+  EXPECT_FALSE(texts.prompts[1].is_tokens);
 }
 
 TEST(CompletionRequest, ErrorsAreOpenAiErrorObjects) {
