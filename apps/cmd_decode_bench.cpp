@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "backend/cpu/blas_startup.h"
+#include "backend/blas_report.h"
 #include "bench/decode_bench.h"
 #include "core/error.h"
 #include "model/config.h"
@@ -50,7 +50,7 @@ Runner add_decode_bench_command(CLI::App& bench) {
     opt.batches = a->batches;
     std::printf("decode: %s, prompts of %d tokens, %d new tokens per sequence\n", a->config.c_str(),
                 opt.prompt, opt.new_tokens);
-    std::printf("%s\n", cpu::blas::blas_summary(cpu::blas::blas_state()).c_str());
+    std::printf("%s\n", blas_summary_line().c_str());
     const DecodeBenchResult r = run_decode_bench(c, opt, stdout);
     std::printf(
         "cache: %lld bytes per token of context (grouped-query attention over the hidden "
@@ -64,7 +64,7 @@ Runner add_decode_bench_command(CLI::App& bench) {
                           {"prompt", opt.prompt},
                           {"new_tokens", opt.new_tokens},
                           {"bandwidth_gbs", r.bandwidth_gbs},
-                          {"blas_kernels", cpu::blas::blas_state().kernels},
+                          {"blas_kernels", blas_kernels()},
                           {"cache_bytes_per_token", r.cache_bytes_per_token},
                           {"gqa_cache_bytes_per_token", r.gqa_cache_bytes_per_token},
                           {"mha_cache_bytes_per_token", r.mha_cache_bytes_per_token},

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "backend/cpu/blas_startup.h"
+#include "backend/blas_report.h"
 #include "backend/cuda/plugin_api.h"
 #include "backend/device_select.h"
 #include "bench/gemm_bench.h"
@@ -150,9 +150,9 @@ int run_gemm(const HwBenchArgs& a) {
   } else {
     std::printf("bench gemm: cpu, f32, %d threads (zaya's tiled product on OpenBLAS)%s\n", threads,
                 what.c_str());
-    std::printf("%s\n", cpu::blas::blas_summary(cpu::blas::blas_state()).c_str());
+    std::printf("%s\n", blas_summary_line().c_str());
     j["threads"] = threads;
-    j["blas_kernels"] = cpu::blas::blas_state().kernels;
+    j["blas_kernels"] = blas_kernels();
   }
   j["results"] = timings_json(run_gemm_bench(shapes, a.min_time, model, tty, stdout, timer));
   if (model) {

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "backend/cpu/blas_startup.h"
+#include "backend/blas_report.h"
 #include "model/config.h"
 #include "model/model_info.h"
 #include "sizing/gpu_plan.h"
@@ -42,7 +42,7 @@ Runner add_info_command(CLI::App& app) {
     const int64_t seq = args->seq > 0 ? args->seq : c.max_seq_len;
     std::printf("%s", format_model_info(c, seq).c_str());
     std::printf("%s", format_gpu_memory_plan(c, seq, args->world).c_str());
-    std::printf("%s", cpu::blas::format_blas_info(cpu::blas::blas_state()).c_str());
+    std::printf("%s", blas_info_section().c_str());
     return 0;
   };
 }

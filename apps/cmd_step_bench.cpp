@@ -8,7 +8,7 @@
 #include <omp.h>
 #include <nlohmann/json.hpp>
 
-#include "backend/cpu/blas_startup.h"
+#include "backend/blas_report.h"
 #include "backend/device_select.h"
 #include "bench/step_bench.h"
 #include "core/error.h"
@@ -56,7 +56,7 @@ void print_step_result(const StepBenchResult& r, const StepBenchOptions& opt, in
                                        {"optimizer_ms", r.optimizer_ms},
                                        {"loss", r.loss},
                                        {"threads", nthreads},
-                                       {"blas_kernels", cpu::blas::blas_state().kernels},
+                                       {"blas_kernels", blas_kernels()},
                                        {"arena_bytes", r.arena_bytes},
                                        {"train_flops_per_token", r.train_flops_per_token},
                                        {"device_memory_bytes", r.device_memory_bytes},
@@ -95,7 +95,7 @@ int run_step(StepArgs& a) {
   if (!a.json) {
     std::printf("bench step: %s, batch %d x seq %d, %d threads\n", a.config.c_str(), sopt.batch,
                 sopt.seq, nthreads);
-    std::printf("%s\n", cpu::blas::blas_summary(cpu::blas::blas_state()).c_str());
+    std::printf("%s\n", blas_summary_line().c_str());
   }
   const StepBenchResult r = run_step_bench(c, sopt, !a.json);
   print_step_result(r, sopt, nthreads, a.json);

@@ -10,7 +10,7 @@
 #include <omp.h>
 #include <CLI/CLI.hpp>
 
-#include "backend/cpu/blas_startup.h"
+#include "backend/blas_report.h"
 #include "cmd_aegis.h"
 #include "cmd_ckpt.h"
 #include "cmd_comm.h"
@@ -113,9 +113,9 @@ int run(const std::vector<zaya::cli::Runner>& runners, zaya::dist::DistContext& 
 
 int main(int argc, char** argv) {
   // The BLAS kernels first: choosing them may restart the process, which must happen before MPI
-  // starts (backend/cpu/blas_startup.h).
+  // starts (backend/blas_report.h, backend/cpu/blas_startup.h).
   try {
-    zaya::cpu::blas::prepare_blas(argc, argv);
+    zaya::prepare_blas(argc, argv);
   } catch (const zaya::Error& e) {
     std::fprintf(stderr, "%szaya: error: %s\n", zaya::dist::rank_tag().c_str(), e.what());
     return 1;
@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
                  "train lowers it while other work holds the CPU, see --fixed-threads)")
       ->check(CLI::Range(0, 4096, "an integer thread count in [0, 4096]"));
   std::string blas_kernels = "auto";  // read by prepare_blas before parsing; here for --help
-  app.add_option("--blas-kernels", blas_kernels, zaya::cpu::blas::kBlasKernelsFlagHelp)
+  app.add_option("--blas-kernels", blas_kernels, zaya::blas_kernels_flag_help())
       ->capture_default_str();
   const std::vector<zaya::cli::Runner> runners = add_commands(app);
   if (const std::optional<int> rc = parse(app, argc, argv)) return *rc;

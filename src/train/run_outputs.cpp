@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "backend/cpu/blas_startup.h"
+#include "backend/blas_report.h"
 #include "core/error.h"
 #include "model/weights_io.h"
 #include "model/zaya_model.h"
@@ -51,39 +51,24 @@ void write_run_outputs(TrainSummary& sum, ZayaModel& model, const TrainConfig& t
   }
 }
 
-namespace {
-
-// The BLAS kernels this run computed with and why (backend/cpu/blas_startup.h): runs on two
-// machines with different kernels differ in their last bits.
-nlohmann::json blas_json() {
-  const cpu::blas::BlasState& blas = cpu::blas::blas_state();
-  return {{"library", blas.library},
-          {"kernels", blas.kernels},
-          {"source", cpu::blas::source_name(blas.source)},
-          {"library_choice", blas.library_choice},
-          {"cpu_features", cpu::blas::describe(blas.cpu)},
-          {"self_check", blas.checked ? (blas.check.ok ? "passed" : "failed") : "not run"}};
-}
-
-}  // namespace
-
 void write_run_summary(const TrainSummary& sum) {
-  const nlohmann::json summary = {{"steps", sum.steps},
-                                  {"tokens", sum.tokens},
-                                  {"final_loss", sum.final_loss},
-                                  {"final_val_loss", sum.final_val_loss},
-                                  {"unigram_val_loss", sum.unigram_val_loss},
-                                  {"interrupted", sum.interrupted},
-                                  {"stop_signal", sum.stop_signal},
-                                  {"elapsed_s", sum.elapsed_s},
-                                  {"train_s", sum.train_s},
-                                  {"grad_reduce_wait_s", sum.grad_reduce_wait_s},
-                                  {"device", sum.device},
-                                  {"peak_rss_bytes_per_rank", sum.peak_rss_bytes},
-                                  {"activation_bytes", sum.activation_bytes},
-                                  {"device_weight_bytes", sum.device_weight_bytes},
-                                  {"device_grad_bytes", sum.device_grad_bytes},
-                                  {"blas", blas_json()}};
+  const nlohmann::json summary = {
+      {"steps", sum.steps},
+      {"tokens", sum.tokens},
+      {"final_loss", sum.final_loss},
+      {"final_val_loss", sum.final_val_loss},
+      {"unigram_val_loss", sum.unigram_val_loss},
+      {"interrupted", sum.interrupted},
+      {"stop_signal", sum.stop_signal},
+      {"elapsed_s", sum.elapsed_s},
+      {"train_s", sum.train_s},
+      {"grad_reduce_wait_s", sum.grad_reduce_wait_s},
+      {"device", sum.device},
+      {"peak_rss_bytes_per_rank", sum.peak_rss_bytes},
+      {"activation_bytes", sum.activation_bytes},
+      {"device_weight_bytes", sum.device_weight_bytes},
+      {"device_grad_bytes", sum.device_grad_bytes},
+      {"blas", blas_json()}};  // the BLAS kernels and why: their runs differ in last bits
   // Written beside and renamed over: a kill mid-write leaves the previous summary, never half.
   const fs::path path = fs::path(sum.out_dir) / "summary.json", tmp = path.string() + ".tmp";
   {

@@ -21,7 +21,7 @@
 #include <omp.h>
 #include <nlohmann/json.hpp>
 
-#include "backend/cpu/blas_startup.h"
+#include "backend/blas_report.h"
 #include "backend/cuda/plugin_api.h"
 #include "ckpt/async_saver.h"
 #include "ckpt/hf_interop.h"
@@ -242,7 +242,7 @@ void TrainingRun::print_header() const {
                (long long)p_.data.total_tokens(), world_, world_ == 1 ? "" : "s", grid,
                omp_get_max_threads(),
                threads_->active() ? " (fewer while other work holds the CPU)" : "");
-  std::fprintf(stderr, "%s\n", cpu::blas::blas_summary(cpu::blas::blas_state()).c_str());
+  std::fprintf(stderr, "%s\n", blas_summary_line().c_str());
   const ParameterPlacement& placement = model_.placement();
   if (p_.device.name != "cpu")
     std::fprintf(
