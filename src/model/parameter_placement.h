@@ -87,6 +87,8 @@ class ParameterPlacement {
   // Every gradient = value (the bf16 ones rounded): the trainer's NaN drill.
   void fill_grads(float value);
   float* master_weights() { return dev_master_.floats(); }  // [end − begin]
+  size_t master_begin() const { return master_begin_; }
+  size_t master_end() const { return master_end_; }
   // Writes flat [offset, offset + n) from fp32 values in the backend's memory: the bf16 tensors
   // rounded, the others copied (not the master weights).
   void store_weights(size_t offset, size_t n, const float* values);

@@ -14,10 +14,14 @@ ParameterUpdate::ParameterUpdate(ParameterPlacement& placement, const OptimConfi
       be_(placement.backend()),
       optimizer_(placement.params().registry(), config, comm, &placement.backend(), data_comm) {
   const int64_t n = int64_t(placement_.params().size());
-  const int world = comm ? comm->world_size() : 1, rank = comm ? comm->rank() : 0;
-  const ShardLayout range{n, world, rank};
-  ZAYA_CHECK(optimizer_.shard().begin() == range.begin() && optimizer_.shard().end() == range.end(),
-             "ParameterUpdate: the optimizer's range differs from the master weights' range");
+  // The optimizer updates the master weights of its range: they must be the placement's.
+  ZAYA_CHECK(!placement_.bf16_weight_storage() ||
+                 (optimizer_.shard().begin() == int64_t(placement_.master_begin()) &&
+                  optimizer_.shard().end() == int64_t(placement_.master_end())),
+             "ParameterUpdate: the optimizer's range [", optimizer_.shard().begin(), ", ",
+             optimizer_.shard().end(), ") differs from the master weights' range [",
+             placement_.master_begin(), ", ", placement_.master_end(), ")");
+  const int world = comm ? comm->world_size() : 1;
   if (world > 1) {
     zero1_ = std::make_unique<Zero1Sync>(data_comm ? *data_comm : *comm, n, bucket_floats, &be_);
     shard_grads_ = BackendBuffer(be_, sizeof(float) * size_t(zero1_->layout().size()));

@@ -29,7 +29,7 @@ class ParameterUpdate {
   // comm: the host communicator of the ranks that share the parameters (nullptr: one rank).
   // data_comm: the one ZeRO-1's buckets and the Muon pieces move over, in the backend's memory
   // (nullptr: comm). With bf16 weight storage the placement's master range must be this rank's
-  // ZeRO-1 range (ShardLayout{parameters, world, rank}).
+  // ZeRO-1 range (ShardLayout{parameters, world, rank}); a different one is refused.
   ParameterUpdate(ParameterPlacement& placement, const OptimConfig& config,
                   dist::Communicator* comm = nullptr, dist::Communicator* data_comm = nullptr,
                   int64_t bucket_floats = Zero1Sync::kDefaultStagingFloats);

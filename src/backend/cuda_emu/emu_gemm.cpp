@@ -6,24 +6,20 @@
 #include <vector>
 
 #include "backend/cuda_emu/device_memory.h"
+#include "backend/cuda_emu/emu_cuda.h"
 #include "core/error.h"
 
 namespace zaya::emu {
 
 namespace {
 
+// bf16 ⇄ fp32 as the emulated device's kernels convert (emu_cuda.h).
 float widen(uint16_t h) {
-  const uint32_t u = uint32_t(h) << 16;
-  float f;
-  std::memcpy(&f, &u, sizeof(f));
-  return f;
+  return __bfloat162float(__nv_bfloat16{h});
 }
 
 uint16_t round_to_bf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof(u));
-  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40);
-  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  return __float2bfloat16_rn(f).bits;
 }
 
 // Elements a column-major matrix of `rows` × `cols` with leading dimension ld spans.
