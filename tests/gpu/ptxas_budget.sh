@@ -18,8 +18,14 @@ for src in "$sources"/*.cu; do
     status=1
     continue
   fi
+  if grep -q __global__ "$src" && ! grep -q 'Function properties' "$report"; then
+    echo "FAIL: $report lists no kernel of $(basename "$src"): is -Xptxas=-v still in the build?"
+    status=1
+  fi
   reports+=("$report")
 done
+
+((${#reports[@]} > 0)) || exit 1
 
 # Budget lines: <kernel> <bytes> <why>; '#' starts a comment. A kernel is named as declared
 # (no namespace, template arguments or parameters).
