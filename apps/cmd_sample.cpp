@@ -33,13 +33,13 @@ Runner add_sample_command(CLI::App& app) {
   sample->add_option("--prompt", args->prompt, "text to continue")->capture_default_str();
   sample->add_option("--tokens", args->sample.max_new_tokens, "tokens to generate")
       ->capture_default_str()
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(IntIn(1, 1 << 20));
   sample->add_option("--temperature", args->sample.temperature, "0 = greedy")
       ->capture_default_str()
       ->check(NonNegative());
   sample->add_option("--top-k", args->sample.top_k, "sample among the k likeliest (0 = all)")
       ->capture_default_str()
-      ->check(CLI::Range(0, INT32_MAX));
+      ->check(IntIn(0, INT32_MAX));
   sample->add_option("--seed", args->sample.seed, "sampling seed")->capture_default_str();
   return [=]() -> int {
     if (!*sample) return kNotMine;

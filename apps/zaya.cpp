@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads,
                  "CPU threads (default: all cores, split between the ranks of one machine; zaya "
                  "train lowers it while other work holds the CPU, see --fixed-threads)")
-      ->check(CLI::Range(0, 4096, "an integer thread count in [0, 4096]"));
+      ->check(zaya::cli::IntIn(0, 4096));
   std::string blas_kernels = "auto";  // read by prepare_blas before parsing; here for --help
   app.add_option("--blas-kernels", blas_kernels, zaya::blas_kernels_flag_help())
       ->capture_default_str();
