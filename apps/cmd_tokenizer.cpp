@@ -94,6 +94,9 @@ int run_train(const TrainArgs& a) {
       for_each_text(files, a.text_key, [&](std::string_view text) { count_words(text, counts); });
   std::fprintf(stderr, "tokenizer train: %zu file(s), %.2f MB, %zu distinct words (%.1f s)\n",
                files.size(), bytes / 1e6, counts.size(), seconds_since(t0));
+  // A tokenizer of the 256 bytes alone, from no text, would be written without a word.
+  ZAYA_CHECK(!counts.empty(), "--input: no text to train on (", bytes, " bytes in ", files.size(),
+             " file(s)); a tokenizer learns its merges from text");
   BpeTrainOptions options = a.options;
   options.progress = [&](int32_t done, int32_t wanted) {
     std::fprintf(stderr, "\r  merges %d/%d (%.1f s)", done, wanted, seconds_since(t0));

@@ -93,6 +93,9 @@ DataLoader::DataLoader(DataConfig config, uint64_t seed, bool verify_checksums)
                index_path.string(), ": field 'tokenizer.vocab_size' or 'tokenizer.eos_id' missing");
     const int64_t vocab = index.at("tokenizer").at("vocab_size").get<int64_t>();
     const int32_t eos = index.at("tokenizer").at("eos_id").get<int32_t>();
+    ZAYA_CHECK(vocab > 0 && eos >= 0 && eos < vocab, index_path.string(),
+               ": field 'tokenizer.eos_id' ", eos, " is outside the vocabulary [0, ", vocab,
+               ") of 'tokenizer.vocab_size'");
     if (train_.empty()) {
       vocab_size_ = vocab;
       eos_id_ = eos;
