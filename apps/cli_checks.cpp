@@ -50,6 +50,15 @@ std::string what_is_at(const std::string& path) {
   return "it is neither a file nor a directory";
 }
 
+// An output path's nearest existing ancestor must be a directory ('/dev/null/x' cannot be made).
+std::string blocked_parent(const std::string& path) {
+  std::error_code ec;
+  fs::path p = fs::path(path).parent_path();
+  while (!p.empty() && !fs::exists(p, ec) && p != p.parent_path()) p = p.parent_path();
+  if (p.empty() || fs::is_directory(p, ec)) return {};
+  return " ('" + p.string() + "' is not a directory)";
+}
+
 }  // namespace
 
 CLI::Validator IntIn(int64_t lo, int64_t hi) {
@@ -69,6 +78,19 @@ CLI::Validator IntIn(int64_t lo, int64_t hi) {
         return "must be " + expected_integer(lo, hi, above) + ", got " + text;
       },
       "INT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+}
+
+CLI::Validator Seed() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        bool digits = !text.empty() && text.size() <= 20;
+        for (const char c : text) digits = digits && c >= '0' && c <= '9';
+        errno = 0;
+        if (digits) (void)std::strtoull(text.c_str(), nullptr, 10);
+        if (digits && errno != ERANGE) return {};
+        return "must be an integer from 0 to 18446744073709551615, got '" + text + "'";
+      },
+      "SEED");
 }
 
 CLI::Validator AtLeast(double lo, bool strict) {
@@ -127,7 +149,13 @@ CLI::Validator OutputDir() {
       [](std::string& path) -> std::string {
         std::error_code ec;
         if (path.empty()) return "must be a directory to write into, got ''";
-        if (!fs::exists(path, ec) || fs::is_directory(path, ec)) return {};
+        if (fs::is_directory(path, ec)) return {};
+        if (!fs::exists(path, ec)) {
+          const std::string blocked = blocked_parent(path);
+          return blocked.empty()
+                     ? ""
+                     : "must be a directory to write into, got '" + path + "'" + blocked;
+        }
         return "must be a directory to write into, got '" + path + "' (" + what_is_at(path) + ")";
       },
       "DIR");
@@ -138,6 +166,8 @@ CLI::Validator OutputFile() {
       [](std::string& path) -> std::string {
         std::error_code ec;
         if (path.empty()) return "must name a file to write, got ''";
+        const std::string blocked = blocked_parent(path);
+        if (!blocked.empty()) return "must name a file to write, got '" + path + "'" + blocked;
         if (!fs::is_directory(path, ec)) return {};
         return "must name a file to write, got '" + path + "' (" + what_is_at(path) + ")";
       },

@@ -23,6 +23,8 @@ template <class T = int>
 CLI::Validator NonNegativeInt(int64_t hi = int64_t(std::numeric_limits<T>::max())) {
   return IntIn(0, hi);
 }
+// A seed: a whole number from 0 to 2^64 - 1 (CLI11 alone wraps -1 around to 2^64 - 1).
+CLI::Validator Seed();
 // A finite real number ≥ lo (> lo when strict), or in [lo, hi]. NaN and infinities never pass.
 CLI::Validator AtLeast(double lo, bool strict = false);
 CLI::Validator RealIn(double lo, double hi);

@@ -101,7 +101,9 @@ void add_output_options(CLI::App* prepare, PrepareArgs& args) {
                    "a tokenizer.json (zaya tokenizer train, GPT-2, Gemma-3), a directory with "
                    "GPT-2's encoder.json + vocab.bpe, or 'bytes' (byte-level, vocab 257)")
       ->capture_default_str();
-  prepare->add_option("--seed", o.seed, "seed of the train/val split")->capture_default_str();
+  prepare->add_option("--seed", o.seed, "seed of the train/val split")
+      ->capture_default_str()
+      ->check(Seed());
   prepare
       ->add_option("--threads", args.threads,
                    "tokenizer threads (0: one per core); the output is byte-identical at any "

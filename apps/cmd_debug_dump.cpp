@@ -28,7 +28,9 @@ Runner add_debug_dump_command(CLI::App& app) {
                          "tokens (for checking against an independent implementation)");
   dump->add_option("--config", args->config, "zaya JSON config")->required()->check(ExistingFile());
   dump->add_option("--out", args->out, "output directory")->required()->check(OutputDir());
-  dump->add_option("--seed", args->opt.seed, "weights and tokens seed")->capture_default_str();
+  dump->add_option("--seed", args->opt.seed, "weights and tokens seed")
+      ->capture_default_str()
+      ->check(Seed());
   dump->add_option("--batch", args->opt.batch, "sequences")
       ->capture_default_str()
       ->check(IntIn(1, 1 << 16));

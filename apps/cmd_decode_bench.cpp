@@ -41,7 +41,9 @@ Runner add_decode_bench_command(CLI::App& bench) {
   dec->add_option("--new-tokens", a->opt.new_tokens, "tokens decoded per sequence")
       ->check(IntIn(2, 1 << 24))
       ->capture_default_str();
-  dec->add_option("--seed", a->opt.seed, "weights and prompts")->capture_default_str();
+  dec->add_option("--seed", a->opt.seed, "weights and prompts")
+      ->capture_default_str()
+      ->check(Seed());
   dec->add_option("--save-model", a->opt.save_model_dir,
                   "also write the random model here (HF layout), for the PyTorch peer")
       ->check(OutputDir());

@@ -57,7 +57,8 @@ void add_task_options(CLI::App& eval, TaskEvalOptions& t) {
       ->check(NonNegativeInt())
       ->capture_default_str();
   eval.add_option("--seed", t.seed, "with --shots: which examples each item gets")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(Seed());
   eval.add_option("--log-samples", t.log_samples,
                   "with --tasks: write one JSON line per item: task, doc_id, line, target, "
                   "loglikelihoods (one per choice), is_greedy, acc, acc_norm")

@@ -240,7 +240,8 @@ Runner add_generate_commands(CLI::App& app) {
       ->capture_default_str();
   gen->add_option("--seed", a->opt.sampling.seed,
                   "sampling seed: the same prompt, settings and seed give the same text")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(Seed());
   gen->add_option("--stop", a->stop, "stop when the text contains this string (repeatable)");
   gen->add_flag("--no-eos", a->no_eos, "do not stop at the tokenizer's end-of-text token");
   gen->add_flag("--json", a->json_out, "with --prompt: print one JSON line instead of streaming");

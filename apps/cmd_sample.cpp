@@ -41,7 +41,9 @@ Runner add_sample_command(CLI::App& app) {
   sample->add_option("--top-k", args->sample.top_k, "sample among the k likeliest (0 = all)")
       ->capture_default_str()
       ->check(IntIn(0, INT32_MAX));
-  sample->add_option("--seed", args->sample.seed, "sampling seed")->capture_default_str();
+  sample->add_option("--seed", args->sample.seed, "sampling seed")
+      ->capture_default_str()
+      ->check(Seed());
   return [=]() -> int {
     if (!*sample) return kNotMine;
     const InferenceModel m = load_inference_model(args->model_dir, args->tokenizer);

@@ -264,7 +264,8 @@ void add_profile_options(CLI::App& prof, SizeArgs& a) {
   prof.add_option("--threads-list", a.popt.threads,
                   "thread counts to measure, e.g. 1,2 (default: 1, powers of two, and all "
                   "cores)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(IntIn(1, 4096));
   prof.add_option("--gemm-min-time", a.popt.gemm_min_time,
                   "seconds of timed calls per GEMM grid point")
       ->check(Positive())

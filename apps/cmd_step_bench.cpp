@@ -39,7 +39,9 @@ void add_step_options(CLI::App& step, StepArgs& a) {
   step.add_option("--warmup", a.opt.warmup, "untimed warm-up steps")
       ->capture_default_str()
       ->check(NonNegativeInt());
-  step.add_option("--seed", a.opt.seed, "init and token seed")->capture_default_str();
+  step.add_option("--seed", a.opt.seed, "init and token seed")
+      ->capture_default_str()
+      ->check(Seed());
   step.add_option("--save-model", a.opt.save_model_dir,
                   "write the benchmarked model (config.json + model.safetensors) to this "
                   "directory, e.g. for the PyTorch peer")

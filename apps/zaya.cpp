@@ -2,6 +2,7 @@
 // command registers itself from its apps/cmd_*.cpp (apps/commands.h), and main wires them.
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <new>
 #include <optional>
 #include <string>
@@ -98,6 +99,14 @@ int run(const std::vector<zaya::cli::Runner>& runners, zaya::dist::DistContext& 
                  "%szaya: error: out of memory (a buffer could not be allocated); a smaller "
                  "micro-batch, sequence or model, or fewer ranks per machine, needs less\n",
                  zaya::dist::rank_tag().c_str());
+    dist.abort_job(1);
+    return 1;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A path the checks before did not foresee (a disk that filled, permissions that changed):
+    // the operation, the reason and the path, without the library's "filesystem error:" prefix.
+    std::string what = e.what();
+    if (what.rfind("filesystem error: ", 0) == 0) what.erase(0, 18);
+    std::fprintf(stderr, "%szaya: error: %s\n", zaya::dist::rank_tag().c_str(), what.c_str());
     dist.abort_job(1);
     return 1;
   } catch (const std::exception& e) {

@@ -112,6 +112,8 @@ T=$SRC/configs/tiny.json
 expect_error config-is-directory "--config: must be an existing file, got '$WORK' (it is a directory)" -- "$ZAYA" info --config "$WORK"
 expect_error train-out-is-file "--out: must be a directory to write into, got '$WORK/a-file' (it is a file)" -- "$ZAYA" train --config "$T" --out "$WORK/a-file"
 expect_error debug-dump-out-is-file "--out: must be a directory to write into" -- "$ZAYA" debug-dump --config "$T" --out "$WORK/a-file"
+expect_error debug-dump-out-under-a-file "--out: must be a directory to write into, got '$WORK/a-file/x/y' ('$WORK/a-file' is not a directory)" -- "$ZAYA" debug-dump --config "$T" --out "$WORK/a-file/x/y"
+expect_error plot-out-under-a-file "--out: must name a file to write, got '$WORK/a-file/loss.svg' ('$WORK/a-file' is not a directory)" -- "$ZAYA" plot --metrics "$WORK/a-file" --out "$WORK/a-file/loss.svg"
 expect_error aegis-run-dir-is-file "--run-dir: must be a directory to write into" -- "$ZAYA" aegis --run-dir "$WORK/a-file" -- true
 expect_error train-max-steps-negative "--max-steps: must be a non-negative integer, got -5" -- "$ZAYA" train --config "$T" --max-steps -5
 expect_error info-seq-negative "--seq: must be a positive integer, got -4" -- "$ZAYA" info --config "$T" --seq -4
@@ -125,6 +127,7 @@ expect_error eval-seq-zero "--seq: must be a positive integer, got 0" -- "$ZAYA"
 expect_error eval-micro-batch-negative "--micro-batch: must be a positive integer, got -1" -- "$ZAYA" eval --model "$WORK/dump/model" --micro-batch -1
 expect_error eval-context-parallel-zero "--context-parallel: must be a positive integer, got 0" -- "$ZAYA" eval --model "$WORK/dump/model" --context-parallel 0
 expect_error eval-context-parallel-abc "--context-parallel: must be a positive integer, got 'abc'" -- "$ZAYA" eval --model "$WORK/dump/model" --context-parallel abc
+expect_error seed-negative "--seed: must be an integer from 0 to 18446744073709551615, got '-1'" -- "$ZAYA" debug-dump --config "$T" --out "$WORK/d3" --seed -1
 expect_error size-write-directory "--write: must name a file to write, got '$WORK' (it is a directory)" -- "$ZAYA" size --profile h100 --active-params 1M --write "$WORK"
 : > "$WORK/empty.txt"
 expect_error tokenizer-empty-input "--input: no text to train on (0 bytes in 1 file(s))" -- "$ZAYA" tokenizer train --input "$WORK/empty.txt" --vocab-size 300 --out "$WORK/empty-tok.json"
