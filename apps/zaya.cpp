@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <new>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -98,6 +99,13 @@ int run(const std::vector<zaya::cli::Runner>& runners, zaya::dist::DistContext& 
     std::fprintf(stderr,
                  "%szaya: error: out of memory (a buffer could not be allocated); a smaller "
                  "micro-batch, sequence or model, or fewer ranks per machine, needs less\n",
+                 zaya::dist::rank_tag().c_str());
+    dist.abort_job(1);
+    return 1;
+  } catch (const std::length_error&) {
+    std::fprintf(stderr,
+                 "%szaya: error: a buffer larger than this machine can address was asked for; a "
+                 "size given on the command line or in a file is far too large\n",
                  zaya::dist::rank_tag().c_str());
     dist.abort_job(1);
     return 1;

@@ -142,18 +142,17 @@ std::string find_resume_checkpoint(const RunPlan& p, dist::Communicator& comm, b
 void check_samples(const RunPlan& p) {
   const std::string& path = p.config_path;
   const Tokenizer& tok = *p.sample_tokenizer;
+  const std::string samples_by =
+      "the samples would be decoded by another tokenizer than the "
+      "one the data was encoded with";
   ZAYA_CHECK(tok.vocab_size() == p.loader->vocab_size(), path, ": 'train.tokenizer' ",
              p.train.tokenizer, " has ", tok.vocab_size(),
-             " tokens but the data was prepared "
-             "with a tokenizer of ",
-             p.loader->vocab_size(),
-             " (the sources' index.json); the "
-             "samples would be decoded by another tokenizer than the one the data was encoded "
-             "with: name the data's tokenizer, or prepare the data with this one");
+             " tokens but the data was prepared with a tokenizer of ", p.loader->vocab_size(),
+             " (the sources' index.json); ", samples_by,
+             ": name the data's tokenizer, or prepare the data with this one");
   for (size_t i = 0; i < p.train.sample_prompts.size(); ++i)
     ZAYA_CHECK(!tok.encode(p.train.sample_prompts[i]).empty(), path, ": 'train.sample_prompts'[", i,
-               "] encodes to no tokens; a sample continues a "
-               "prompt of at least one token");
+               "] encodes to no tokens; a sample continues a prompt of at least one token");
 }
 
 // Everything the end of the run does that can fail is tried before step 1, so that a run of days
