@@ -40,6 +40,9 @@ BatchDecoder::BatchDecoder(ZayaModel& model, const DecoderLimits& limits, dist::
       pool_(model.backend(), int(model.config().num_attention_stages()),
             int(model.config().kv_dim()), limits.block_size, pool_blocks(model, limits, comm)),
       seqs_(size_t(limits.max_sequences)) {
+  ZAYA_CHECK(!model.placement_.bf16_weight_storage(),
+             "decoding reads fp32 weights, and this model keeps its weights in bf16 alone "
+             "(--weight-storage bf16)");
   const ModelConfig& c = model_.config();
   const size_t slots = seqs_.size(), stages = size_t(c.num_attention_stages());
   windows_ = BackendBuffer(be_, sizeof(float) * stages * slots * size_t(cca_window_floats(c)));
