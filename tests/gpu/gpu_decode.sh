@@ -10,20 +10,16 @@ set -uo pipefail
 ZAYA=$1; SRC=$2; WORK=$3
 source "$SRC/tests/cli/tiny_decode_model.sh"
 
-# Greedy with repetition penalty 3 (still the likeliest token each step, now one not drawn
-# before): the random model repeats one word otherwise, which would hide a wrong logit. Its
-# tokens are mostly single bytes, so the streamed bytes are compared (JSON replaces the invalid
-# UTF-8 they form), and they must hold at least 8 different bytes.
+# Greedy texts. The random model's greedy text is one token over and over, so these checks alone
+# would miss a small error in the logits: the eval check below holds every continuation token's
+# log-likelihood to the CPU's (1e-4), and gpu-emu.ops's GpuDecoder.* every logit of every step.
 greedy=()
 for dev in cpu cuda-emu; do
-  "${G[@]}" --device $dev --prompt "The jury said" --max-tokens 16 --temperature 0 \
-    --repetition-penalty 3 --no-eos > "$WORK/greedy_$dev.out" 2> /dev/null
-  out=$("${G[@]}" --device $dev --prompt "The jury said" --max-tokens 16 --temperature 0 --repetition-penalty 3 --no-eos --json)
+  out=$("${G[@]}" --device $dev --prompt "The jury said" --max-tokens 16 --temperature 0 --no-eos --json)
   greedy+=("$(field text <<< "$out")")
 done
-distinct=$($PY -c "import sys; print(len(set(open(sys.argv[1], 'rb').read())))" "$WORK/greedy_cpu.out")
-check "$([[ $distinct -ge 8 ]] && cmp -s "$WORK/greedy_cpu.out" "$WORK/greedy_cuda-emu.out" && echo 1 || echo 0)" \
-  "generate --device cuda-emu: the greedy bytes of --device cpu ($distinct different bytes)"
+check "$([[ -n "${greedy[0]}" && "${greedy[0]}" == "${greedy[1]}" ]] && echo 1 || echo 0)" \
+  "generate --device cuda-emu: the greedy text of --device cpu"
 
 # A continuous batch of greedy requests (ragged prompts and lengths, 3 at a time) on both.
 $PY - > "$WORK/many.jsonl" <<'PY'
@@ -31,7 +27,7 @@ import json
 words = "The jury said that in the morning he would go to the city and see".split()
 for i in range(6):
     print(json.dumps({"prompt": " ".join(words[: 1 + (5 * i) % len(words)]),
-                      "max_tokens": 3 + (7 * i) % 11, "temperature": 0, "repetition_penalty": 3}))
+                      "max_tokens": 3 + (7 * i) % 11, "temperature": 0}))
 PY
 "${G[@]}" --device cpu --prompts "$WORK/many.jsonl" --no-eos --batch 3 > "$WORK/many_cpu.out" 2> /dev/null
 "${G[@]}" --device cuda-emu --prompts "$WORK/many.jsonl" --no-eos --batch 3 > "$WORK/many_emu.out" 2> "$WORK/many_emu.err"
@@ -76,8 +72,7 @@ for _ in $(seq 1 300); do
 done
 answer=$($PY - "$url" <<'PY'
 import json, sys, urllib.request
-body = json.dumps({"model": "m", "prompt": "The jury said", "max_tokens": 16, "temperature": 0,
-                   "repetition_penalty": 3}).encode()
+body = json.dumps({"model": "m", "prompt": "The jury said", "max_tokens": 16, "temperature": 0}).encode()
 req = urllib.request.Request(sys.argv[1] + "/v1/completions", body, {"Content-Type": "application/json"})
 print(json.loads(urllib.request.urlopen(req, timeout=120).read())["choices"][0]["text"])
 PY
