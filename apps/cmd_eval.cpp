@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend/device_select.h"
 #include "ckpt/hf_interop.h"
 #include "core/error.h"
 #include "data/data_config.h"
@@ -67,6 +68,10 @@ void add_task_options(CLI::App& eval, TaskEvalOptions& t) {
                   "with --tasks: sequences (choices) decoded together; the choices of one context "
                   "share its prefill")
       ->check(PositiveInt())
+      ->capture_default_str();
+  eval.add_option(
+          "--device", t.device,
+          std::string("with --tasks: where the decoder computes, in fp32: ") + kDeviceFlagHelp)
       ->capture_default_str();
 }
 

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend/device_select.h"
 #include "core/error.h"
 #include "dist/communicator.h"
 #include "infer/decoder.h"
@@ -26,6 +27,7 @@ using nlohmann::json;
 
 struct GenerateArgs {
   std::string model, tokenizer, prompt, prompts;
+  std::string device = "auto", precision = "fp32";
   std::vector<std::string> stop;
   GenerateOptions opt;
   bool no_eos = false, json_out = false;
@@ -216,6 +218,8 @@ Runner add_generate_commands(CLI::App& app) {
       ->required();
   gen->add_option("--tokenizer", a->tokenizer,
                   "tokenizer.json (default: the model directory's tokenizer.json)");
+  gen->add_option("--device", a->device, kDeviceFlagHelp)->capture_default_str();
+  gen->add_option("--precision", a->precision, kInferencePrecisionHelp)->capture_default_str();
   gen->add_option("--prompt", a->prompt, "text to continue");
   gen->add_option("--prompts", a->prompts,
                   "JSON lines, one request each: {\"prompt\": ..., and optionally max_tokens, "
@@ -261,7 +265,7 @@ Runner add_generate_commands(CLI::App& app) {
     std::vector<Request> requests =
         a->prompts.empty() ? std::vector<Request>{{a->prompt, a->opt, a->stop, "--prompt"}}
                            : read_prompts(a->prompts, *a);
-    const InferenceModel im = load_inference_model(a->model, a->tokenizer);
+    const InferenceModel im = load_inference_model(a->model, a->tokenizer, a->device, a->precision);
     ZayaModel& model = *im.loaded.model;
     const Tokenizer& tokenizer = *im.tokenizer;
     const ModelConfig& c = model.config();

@@ -11,6 +11,7 @@
 #include <new>
 #include <thread>
 
+#include "backend/device_select.h"
 #include "core/error.h"
 #include "dist/communicator.h"
 #include "infer/batch_decoder.h"
@@ -23,6 +24,7 @@ namespace {
 
 struct ServeArgs {
   std::string model, tokenizer;
+  std::string device = "auto", precision = "fp32";
   serve::ServeOptions opt;
 };
 
@@ -40,6 +42,8 @@ Runner add_serve_commands(CLI::App& app) {
       ->required();
   sv->add_option("--tokenizer", a->tokenizer,
                  "tokenizer.json (default: the model directory's tokenizer.json)");
+  sv->add_option("--device", a->device, kDeviceFlagHelp)->capture_default_str();
+  sv->add_option("--precision", a->precision, kInferencePrecisionHelp)->capture_default_str();
   sv->add_option("--host", a->opt.host, "address to listen on")->capture_default_str();
   sv->add_option("--port", a->opt.port, "port to listen on (0: any free port, printed)")
       ->check(IntIn(0, 65535))
@@ -76,7 +80,7 @@ Runner add_serve_commands(CLI::App& app) {
     sigaddset(&stop_signals, SIGINT);
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-    const InferenceModel im = load_inference_model(a->model, a->tokenizer);
+    const InferenceModel im = load_inference_model(a->model, a->tokenizer, a->device, a->precision);
     serve::ServeOptions opt = a->opt;
     if (opt.model_name.empty())
       opt.model_name = std::filesystem::path(im.loaded.path).lexically_normal().filename().string();
@@ -99,10 +103,10 @@ Runner add_serve_commands(CLI::App& app) {
     const int port = server.bind();
     std::fprintf(stderr,
                  "zaya serve: model '%s' (%s), up to %d requests decoded together and %zu waiting, "
-                 "%lld-token context; cache %lld bytes per token (%.1f MiB reserved)\n",
+                 "%lld-token context; cache %lld bytes per token (%.1f MiB reserved); on %s\n",
                  opt.model_name.c_str(), im.loaded.path.c_str(), opt.max_batch, opt.max_queue,
                  (long long)context, (long long)BatchDecoder::cache_bytes_per_token(c),
-                 cache_bytes / 1048576.0);
+                 cache_bytes / 1048576.0, im.device.c_str());
     std::printf("zaya serve: listening on http://%s:%d\n", opt.host.c_str(), port);
     std::fflush(stdout);
     std::thread([&server, stop_signals] {

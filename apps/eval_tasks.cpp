@@ -62,7 +62,7 @@ std::vector<ChoiceScores> group_by_item(const PreparedTask& p,
 }  // namespace
 
 int run_task_eval(const TaskEvalOptions& o) {
-  const InferenceModel m = load_inference_model(o.model, o.tokenizer);
+  const InferenceModel m = load_inference_model(o.model, o.tokenizer, o.device);
   const int32_t prefix_token = loglikelihood_prefix_token(*m.tokenizer);
   std::vector<PreparedTask> tasks;
   for (const std::string& path : o.files)

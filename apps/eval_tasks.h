@@ -17,8 +17,9 @@ struct TaskEvalOptions {
   int limit = 0;       // items per task (0: all)
   int shots = 0;
   uint64_t seed = 1234;
-  std::string log_samples;  // JSON lines, one per item of every task
-  int batch = 32;           // sequences decoded together
+  std::string log_samples;      // JSON lines, one per item of every task
+  int batch = 32;               // sequences decoded together
+  std::string device = "auto";  // --device (backend/device_select.h), in fp32
 };
 
 // Prints one JSON line per task (lm-eval's results layout); returns the exit code.

@@ -4,12 +4,17 @@
 
 #include <cstdio>
 
+#include "backend/device_select.h"
 #include "core/error.h"
 #include "tokenizer/tokenizer_files.h"
 
 namespace zaya::cli {
 
-InferenceModel load_inference_model(const std::string& model, const std::string& tokenizer) {
+InferenceModel load_inference_model(const std::string& model, const std::string& tokenizer,
+                                    const std::string& device, const std::string& precision) {
+  ZAYA_CHECK(precision == "fp32" || precision == "auto", "--precision: '", precision,
+             "' is not available for decoding; it computes in fp32 (give fp32 or auto)");
+  const ComputeDevice dev = open_device(device, "fp32");
   InferenceModel m;
   m.loaded = load_model_any(model);
   for (const std::string& w : m.loaded.warnings)
@@ -26,6 +31,8 @@ InferenceModel load_inference_model(const std::string& model, const std::string&
   ZAYA_CHECK(m.tokenizer->vocab_size() <= c.vocab_size, "--tokenizer ", m.tokenizer_path, " has ",
              m.tokenizer->vocab_size(), " tokens but the model has ", c.vocab_size,
              ": not this model's tokenizer");
+  m.loaded.model->set_backend(*dev.backend);
+  m.device = dev.description;
   return m;
 }
 

@@ -15,10 +15,19 @@ struct InferenceModel {
   LoadedModel loaded;
   std::unique_ptr<Tokenizer> tokenizer;
   std::string tokenizer_path;
+  std::string device;  // where it computes, e.g. "cpu (no GPU found)" (ComputeDevice's)
 };
 
+// For the inference commands' --device and --precision (backend/device_select.h): decoding
+// computes in fp32 (its products are row-independent fp32 dot products).
+inline constexpr const char* kInferencePrecisionHelp =
+    "fp32 (auto means fp32: decoding computes in fp32 on every device)";
+
 // Prints the loader's warnings to stderr; throws naming the flag when the tokenizer is missing or
-// is not the model's.
-InferenceModel load_inference_model(const std::string& model, const std::string& tokenizer);
+// is not the model's, or the device cannot be opened. The model computes on `device`
+// (open_device's names) in `precision` (fp32 or auto).
+InferenceModel load_inference_model(const std::string& model, const std::string& tokenizer,
+                                    const std::string& device = "cpu",
+                                    const std::string& precision = "fp32");
 
 }  // namespace zaya::cli

@@ -19,6 +19,7 @@
 
 #include "backend/op_types.h"
 #include "backend/optim_types.h"
+#include "core/arena.h"
 #include "core/error.h"
 
 namespace zaya {
@@ -128,6 +129,19 @@ class BackendBuffer {
   const Backend* be_ = nullptr;
   void* p_ = nullptr;
   size_t bytes_ = 0;
+};
+
+// An arena's blocks in a backend's memory (core/arena.h): the model's activations, a decoder's
+// per-step buffers.
+class BackendArenaMemory final : public ArenaMemory {
+ public:
+  explicit BackendArenaMemory(const Backend& be) : be_(be) {}
+  void* allocate(size_t bytes) override { return be_.allocate(bytes); }
+  void release(void* p) noexcept override { be_.release(p); }
+  void zero(void* p, size_t bytes) override { be_.fill_zero(p, bytes); }
+
+ private:
+  const Backend& be_;
 };
 
 }  // namespace zaya

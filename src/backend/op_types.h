@@ -36,6 +36,31 @@ struct AttentionBlock {
   float scale = 1.0f;
 };
 
+// A CCA stage's decode step for n rows, each a sequence's new token (model/cca_decode.h;
+// backend/cpu/decode_ops.h computes it). The fused projection's row is
+// [q0 (nq·d) | k0 (nk·d) | v_cur (nk·d/2) | v_prev_raw (nk·d/2)]; a sequence's convolution state is
+// the row `slot` of `window` ([slots, 2, C]: q0 ‖ k0 of its last two positions) and of `v_prev`
+// ([slots, nk·d/2]). The weights are the stage's two convolutions' (model/cca.h).
+struct CcaDecodeStep {
+  int n = 0, nq = 0, nk = 0, d = 0;
+  const float* conv0_w = nullptr;  // [C, 2] depthwise
+  const float* conv0_b = nullptr;  // [C]
+  const float* conv1_w = nullptr;  // [C, d, 2] grouped
+  const float* conv1_b = nullptr;  // [C]
+};
+
+// The cache of one attention stage in a pool of blocks (infer/kv_blocks.h) and which blocks each
+// decode row reads: row r's i-th block is blocks[r·max_blocks + i], holding counts[...] positions
+// (a count of 0 ends the row's list). A block's keys are [block_size, nk·d] at
+// keys + block·block_stride, its values values_offset floats after them.
+struct PagedKv {
+  const float* keys = nullptr;
+  int64_t block_stride = 0, values_offset = 0;
+  const int32_t* blocks = nullptr;
+  const int32_t* counts = nullptr;
+  int max_blocks = 0, block_size = 0;
+};
+
 namespace cpu {
 // The names the CPU op set gave them before they were the backend's (the tests still spell them
 // cpu::kIgnoreIndex and cpu::LmHeadChunks).

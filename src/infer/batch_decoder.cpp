@@ -1,11 +1,7 @@
 #include "infer/batch_decoder.h"
 
 #include <algorithm>
-#include <cstring>
 
-#include "backend/cpu/norm.h"
-#include "backend/cpu/residual.h"
-#include "backend/cpu/rowwise.h"
 #include "backend/rope_tables.h"
 #include "core/error.h"
 #include "model/moe_decode.h"
@@ -37,18 +33,45 @@ int64_t pool_blocks(const ZayaModel& model, const DecoderLimits& l, dist::Commun
 
 BatchDecoder::BatchDecoder(ZayaModel& model, const DecoderLimits& limits, dist::Communicator* comm)
     : model_(model),
+      be_(model.backend()),
       comm_(comm),
       shard_(shard_of(comm)),
       capacity_(capacity_of(model, limits)),
-      pool_(int(model.config().num_attention_stages()), int(model.config().kv_dim()),
-            limits.block_size, pool_blocks(model, limits, comm)),
+      pool_(model.backend(), int(model.config().num_attention_stages()),
+            int(model.config().kv_dim()), limits.block_size, pool_blocks(model, limits, comm)),
       seqs_(size_t(limits.max_sequences)) {
+  ZAYA_CHECK(!model.placement_.bf16_weight_storage(),
+             "decoding reads fp32 weights, and this model keeps its weights in bf16 alone "
+             "(--weight-storage bf16)");
   const ModelConfig& c = model_.config();
+  const size_t slots = seqs_.size(), stages = size_t(c.num_attention_stages());
+  windows_ = BackendBuffer(be_, sizeof(float) * stages * slots * size_t(cca_window_floats(c)));
+  v_prevs_ = BackendBuffer(be_, sizeof(float) * stages * slots * size_t(cca_v_prev_floats(c)));
   const int half = int(c.rotary_dim()) / 2;
-  rope_cos_.assign(size_t(capacity_) * half, 0.0f);
-  rope_sin_.assign(size_t(capacity_) * half, 0.0f);
-  rope_tables(rope_cos_.data(), rope_sin_.data(), int(capacity_), int(c.rotary_dim()),
-              float(c.rope_theta));
+  std::vector<float> cos_t(size_t(capacity_) * half), sin_t(size_t(capacity_) * half);
+  rope_tables(cos_t.data(), sin_t.data(), int(capacity_), int(c.rotary_dim()), float(c.rope_theta));
+  rope_cos_ = BackendBuffer(be_, sizeof(float) * cos_t.size());
+  rope_sin_ = BackendBuffer(be_, sizeof(float) * sin_t.size());
+  be_.to_device(rope_cos_.get(), cos_t.data(), rope_cos_.bytes());
+  be_.to_device(rope_sin_.get(), sin_t.data(), rope_sin_.bytes());
+  if (!be_.host_memory()) {
+    arena_memory_ = std::make_unique<BackendArenaMemory>(be_);
+    arena_.set_memory(arena_memory_.get());
+  }
+}
+
+CcaDecodeState BatchDecoder::conv_state(int a) const {
+  const ModelConfig& c = model_.config();
+  const size_t slots = seqs_.size();
+  return CcaDecodeState{windows_.floats() + size_t(a) * slots * size_t(cca_window_floats(c)),
+                        v_prevs_.floats() + size_t(a) * slots * size_t(cca_v_prev_floats(c))};
+}
+
+const std::vector<std::vector<int32_t>>& BatchDecoder::last_routes() const {
+  host_routes_.assign(last_routes_.size(), std::vector<int32_t>(size_t(last_n_)));
+  for (size_t i = 0; i < last_routes_.size(); ++i)
+    be_.to_host(host_routes_[i].data(), last_routes_[i], sizeof(int32_t) * size_t(last_n_));
+  return host_routes_;
 }
 
 int64_t BatchDecoder::cache_bytes_per_token(const ModelConfig& c) {
@@ -124,23 +147,27 @@ int BatchDecoder::add(std::span<const int32_t> prompt, int64_t reserve) {
   Sequence& s = seqs_[size_t(id)];
 
   // One forward over the prompt; each attention stage's keys and values go to the blocks of the
-  // positions this rank holds, and its convolution state is the prompt's last positions.
+  // positions this rank holds (a run of positions per block), and its convolution state is the
+  // prompt's last positions.
   ZAYA_CHECK(model_.context_group() == nullptr,
              "decoding needs whole sequences: the model is set to a context group");
+  ZAYA_CHECK(&model_.backend() == &be_,
+             "decoder: the model's backend changed since the decoder was made");
   model_.forward(prompt, {}, 1, S);
   const int Dk = int(c.kv_dim()), bs = pool_.block_size();
-  s.conv.resize(size_t(c.num_attention_stages()));
   for (int i = 0; i < int(c.num_stages); i += 2) {
     const int a = i / 2;
     const CcaActivations& act = model_.acts_[size_t(i)].cca;
-    cca_conv_state_from_forward(s.conv[size_t(a)], act, c, 1, S, 0);
-    for (int64_t t = 0; t < S; ++t) {
-      if (!shard_.holds(t, bs)) continue;
-      const int32_t block = s.blocks[shard_.local_index(t, bs)];
-      std::memcpy(pool_.keys(block, a) + size_t(t % bs) * Dk, act.k + size_t(t) * Dk,
-                  sizeof(float) * Dk);
-      std::memcpy(pool_.values(block, a) + size_t(t % bs) * Dk, act.v + size_t(t) * Dk,
-                  sizeof(float) * Dk);
+    cca_state_from_forward(be_, conv_state(a), id, act, c, S);
+    for (int64_t t = 0; t < S;) {
+      const int64_t run = std::min<int64_t>(bs - t % bs, S - t);
+      if (shard_.holds(t, bs)) {
+        const int32_t block = s.blocks[shard_.local_index(t, bs)];
+        const size_t at = size_t(t % bs) * Dk, bytes = sizeof(float) * size_t(run) * Dk;
+        be_.copy(pool_.keys(block, a) + at, act.k + size_t(t) * Dk, bytes);
+        be_.copy(pool_.values(block, a) + at, act.v + size_t(t) * Dk, bytes);
+      }
+      t += run;
     }
   }
   const std::span<const float> all = model_.logits();
@@ -156,16 +183,22 @@ int BatchDecoder::fork(int id, int64_t reserve) {
              capacity_);
   const int new_id = take_slot(from.length, reserve);
   Sequence& s = seqs_[size_t(new_id)];
-  s.conv = from.conv;
   s.logits = from.logits;
+  const ModelConfig& c = model_.config();
+  for (int a = 0; a < int(c.num_attention_stages()); ++a) {
+    const CcaDecodeState st = conv_state(a);
+    const size_t wf = size_t(cca_window_floats(c)), vf = size_t(cca_v_prev_floats(c));
+    be_.copy(st.window + size_t(new_id) * wf, st.window + size_t(id) * wf, sizeof(float) * wf);
+    be_.copy(st.v_prev + size_t(new_id) * vf, st.v_prev + size_t(id) * vf, sizeof(float) * vf);
+  }
   // Whole blocks are copied: positions past the length are never read before they are written.
   const int64_t used = shard_.local_blocks(from.length, pool_.block_size());
   const size_t block_floats = size_t(pool_.block_size()) * size_t(model_.config().kv_dim());
   for (int64_t j = 0; j < used; ++j)
     for (int a = 0; a < int(model_.config().num_attention_stages()); ++a) {
       const int32_t src = from.blocks[size_t(j)], dst = s.blocks[size_t(j)];
-      std::memcpy(pool_.keys(dst, a), pool_.keys(src, a), sizeof(float) * block_floats);
-      std::memcpy(pool_.values(dst, a), pool_.values(src, a), sizeof(float) * block_floats);
+      be_.copy(pool_.keys(dst, a), pool_.keys(src, a), sizeof(float) * block_floats);
+      be_.copy(pool_.values(dst, a), pool_.values(src, a), sizeof(float) * block_floats);
     }
   return new_id;
 }
@@ -176,15 +209,58 @@ void BatchDecoder::remove(int id) {
   s = Sequence{};
 }
 
+struct BatchDecoder::StepTables {
+  const int32_t *tokens, *positions, *slots, *blocks, *counts;  // [n] each; [n, max_blocks]
+  const int64_t* kv_rows;                                       // [n, 2]
+  int max_blocks;
+};
+
+BatchDecoder::StepTables BatchDecoder::upload_tables(const std::vector<Sequence*>& rows,
+                                                     std::span<const int> ids,
+                                                     std::span<const int32_t> tokens) {
+  const int n = int(rows.size()), bs = pool_.block_size();
+  int mb = 1;
+  for (const Sequence* s : rows) mb = std::max(mb, int(s->blocks.size()));
+  // [tokens | positions | slots | blocks | counts], and the cache rows of the new positions.
+  std::vector<int32_t> ints(size_t(n) * (3 + 2 * size_t(mb)));
+  std::vector<int64_t> kv_rows(size_t(2) * n, -1);
+  int32_t* blocks = ints.data() + 3 * size_t(n);
+  int32_t* counts = blocks + size_t(n) * mb;
+  for (int r = 0; r < n; ++r) {
+    const Sequence& s = *rows[size_t(r)];
+    const int64_t t = s.length;
+    ints[size_t(r)] = tokens[size_t(r)];
+    ints[size_t(n + r)] = int32_t(t);
+    ints[size_t(2 * n + r)] = ids[size_t(r)];
+    kv_block_table(blocks + size_t(r) * mb, counts + size_t(r) * mb, mb, s.blocks, t + 1, shard_,
+                   bs);
+    if (shard_.holds(t, bs)) {
+      const int64_t key = pool_.key_row(s.blocks[shard_.local_index(t, bs)], int(t % bs));
+      kv_rows[size_t(2 * r)] = key;
+      kv_rows[size_t(2 * r + 1)] = key + bs;
+    }
+  }
+  int32_t* dev_ints = arena_.ints(ints.size());
+  auto* dev_rows = static_cast<int64_t*>(arena_.bytes(sizeof(int64_t) * kv_rows.size()));
+  be_.to_device(dev_ints, ints.data(), sizeof(int32_t) * ints.size());
+  be_.to_device(dev_rows, kv_rows.data(), sizeof(int64_t) * kv_rows.size());
+  return StepTables{dev_ints,
+                    dev_ints + n,
+                    dev_ints + 2 * size_t(n),
+                    dev_ints + 3 * size_t(n),
+                    dev_ints + (3 + size_t(mb)) * size_t(n),
+                    dev_rows,
+                    mb};
+}
+
 void BatchDecoder::step(std::span<const int> ids, std::span<const int32_t> tokens) {
   const ModelConfig& c = model_.config();
-  const int E = int(c.hidden_size), V = int(c.vocab_size), L = int(c.num_stages);
-  const int R = int(c.router_dim), Dq = int(c.num_q_heads * c.head_dim), nq = int(c.num_q_heads);
-  const int d = int(c.head_dim), Dk = int(c.kv_dim()), bs = pool_.block_size();
-  const int half = int(c.rotary_dim()) / 2;
+  const int V = int(c.vocab_size);
   const int n = int(ids.size());
   ZAYA_CHECK(tokens.size() == ids.size(), "decode: ", ids.size(), " sequences but ", tokens.size(),
              " tokens");
+  ZAYA_CHECK(&model_.backend() == &be_,
+             "decoder: the model's backend changed since the decoder was made");
   if (n == 0) return;
   std::vector<Sequence*> rows(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {
@@ -198,78 +274,94 @@ void BatchDecoder::step(std::span<const int> ids, std::span<const int32_t> token
     rows[size_t(r)] = &s;
   }
   arena_.reset();
-  const ParamRegistry& reg = model_.params().registry();
-  const float* W = model_.params().weights();
-  const float* emb_w = W + reg.get("model.embed_tokens.weight").offset;
+  const StepTables tables = upload_tables(rows, ids, tokens);
+  const float* logits = run_stages(tables, n);
+  // The one read back: the rows' logits, for sampling.
+  std::vector<float> host(size_t(n) * V);
+  be_.to_host(host.data(), logits, sizeof(float) * host.size());
+  for (int r = 0; r < n; ++r) {
+    Sequence& s = *rows[size_t(r)];
+    std::copy_n(host.data() + size_t(r) * V, V, s.logits.begin());
+    ++s.length;
+  }
+}
 
-  // h_{-1}: the embedding rows.
+float* BatchDecoder::run_stages(const StepTables& t, int n) {
+  const ModelConfig& c = model_.config();
+  const int E = int(c.hidden_size), V = int(c.vocab_size), L = int(c.num_stages);
+  const int R = int(c.router_dim), Dq = int(c.num_q_heads * c.head_dim), nq = int(c.num_q_heads);
+  const int d = int(c.head_dim), half = int(c.rotary_dim()) / 2;
+  model_.ensure_bound();
+  const ParamRegistry& reg = model_.params().registry();
+  const auto weight = [&](const char* name) {
+    return model_.placement_.weight_address(reg.get(name).offset);
+  };
+  const float* emb_w = model_.embedding_weights();
+
+  // h_{-1}: the embedding rows; each row's RoPE rows at its own position.
   float* h_prev = arena_.floats(size_t(n) * E);
-  for (int r = 0; r < n; ++r)
-    std::memcpy(h_prev + size_t(r) * E, emb_w + size_t(tokens[size_t(r)]) * E, sizeof(float) * E);
+  be_.embedding_forward(h_prev, emb_w, t.tokens, n, E);
+  CcaDecodeRows cca_rows;
+  cca_rows.n = n;
+  cca_rows.slots = t.slots;
+  cca_rows.kv_rows = t.kv_rows;
+  float* cos_rows = arena_.floats(size_t(n) * half);
+  float* sin_rows = arena_.floats(size_t(n) * half);
+  be_.gather_rows(cos_rows, rope_cos_.floats(), t.positions, n, half);
+  be_.gather_rows(sin_rows, rope_sin_.floats(), t.positions, n, half);
+  cca_rows.rope_cos = cos_rows;
+  cca_rows.rope_sin = sin_rows;
   const float* r_prev = nullptr;
   const float* router_state = nullptr;
-  std::vector<KvRow> kv_rows(static_cast<size_t>(n));
-  std::vector<CcaDecodeRow> cca_rows(static_cast<size_t>(n));
   float* q = arena_.floats(size_t(n) * Dq);
   float* att = arena_.floats(size_t(n) * Dq);
   AttentionPartials partials{arena_.floats(size_t(n) * nq), arena_.floats(size_t(n) * nq),
                              arena_.floats(size_t(n) * Dq)};
-  float* gathered = arena_.floats(size_t(shard_.world) * n * nq * (d + 2));
-  last_routes_.assign(size_t(c.num_stages / 2), std::vector<int32_t>(size_t(n)));
-  model_.ensure_bound();
+  float* scores = arena_.floats(size_t(n) * nq * t.max_blocks * pool_.block_size());
+  float* gathered =
+      shard_.world > 1 ? arena_.floats(size_t(shard_.world) * n * nq * (d + 2)) : nullptr;
+  last_routes_.clear();
+  last_n_ = n;
   for (int i = 0; i < L; ++i) {
     const ZayaModel::Stage& st = model_.stages_[size_t(i)];
     float* res = arena_.floats(size_t(n) * E);
-    cpu::residual_merge_forward(res, h_prev, st.hb, st.hs, r_prev, st.rb, st.rs, n, E);
+    be_.residual_merge_forward(res, h_prev, st.hb, st.hs, r_prev, st.rb, st.rs, n, E);
     float* x = arena_.floats(size_t(n) * E);
-    cpu::rmsnorm_forward(x, nullptr, res, st.norm_w, n, E, float(c.norm_eps));
+    be_.rmsnorm_forward(x, nullptr, res, st.norm_w, n, E, float(c.norm_eps));
     float* h = arena_.floats(size_t(n) * E);
     if (ModelConfig::is_attention_stage(i)) {
       const int a = i / 2;
-      for (int r = 0; r < n; ++r) {
-        Sequence& s = *rows[size_t(r)];
-        const int64_t t = s.length;
-        CcaDecodeRow& cr = cca_rows[size_t(r)];
-        cr.state = &s.conv[size_t(a)];
-        cr.rope_cos = rope_cos_.data() + size_t(t) * half;
-        cr.rope_sin = rope_sin_.data() + size_t(t) * half;
-        cr.k_slot = cr.v_slot = nullptr;
-        if (shard_.holds(t, bs)) {
-          const int32_t block = s.blocks[shard_.local_index(t, bs)];
-          cr.k_slot = pool_.keys(block, a) + size_t(t % bs) * Dk;
-          cr.v_slot = pool_.values(block, a) + size_t(t % bs) * Dk;
-        }
-        kv_rows[size_t(r)] = KvRow{s.blocks, t + 1};
-      }
-      cca_decode_project(q, cca_rows.data(), x, n, st.cca, c, arena_);
-      kv_attention_partials(partials, q, kv_rows, pool_, a, shard_, c, arena_);
-      combine_attention_partials(att, partials, n, c, comm_, gathered);
-      cca_decode_output(h, att, n, st.cca, c);
+      cca_rows.kv = pool_.keys(0, a);
+      cca_decode_project(be_, q, cca_rows, conv_state(a), x, st.cca, c, arena_);
+      PagedKv kv = pool_.paged(a);
+      kv.blocks = t.blocks;
+      kv.counts = t.counts;
+      kv.max_blocks = t.max_blocks;
+      kv_attention_partials(be_, partials, scores, q, kv, n, c);
+      combine_attention_partials(be_, att, partials, n, c, comm_, gathered);
+      cca_decode_output(be_, h, att, n, st.cca, c);
     } else {
       float* state = arena_.floats(size_t(n) * R);
-      moe_decode(h, state, x, router_state, st.moe, c, n, arena_,
-                 last_routes_[size_t(i / 2)].data());
+      int32_t* routes = arena_.ints(size_t(n));
+      moe_decode(be_, h, state, x, router_state, st.moe, c, n, arena_, routes);
+      last_routes_.push_back(routes);
       router_state = state;
     }
     h_prev = h;
     r_prev = res;
   }
+  // The final merge with model.res_scale, final_norm and the tied LM head.
   float* final_r = arena_.floats(size_t(n) * E);
-  cpu::residual_merge_forward(final_r, h_prev,
-                              W + reg.get("model.res_scale.hidden_states_bias").offset,
-                              W + reg.get("model.res_scale.hidden_states_scale").offset, r_prev,
-                              W + reg.get("model.res_scale.residual_bias").offset,
-                              W + reg.get("model.res_scale.residual_scale").offset, n, E);
+  be_.residual_merge_forward(final_r, h_prev, weight("model.res_scale.hidden_states_bias"),
+                             weight("model.res_scale.hidden_states_scale"), r_prev,
+                             weight("model.res_scale.residual_bias"),
+                             weight("model.res_scale.residual_scale"), n, E);
   float* y = arena_.floats(size_t(n) * E);
-  cpu::rmsnorm_forward(y, nullptr, final_r, W + reg.get("model.final_norm.weight").offset, n, E,
-                       float(c.norm_eps));
+  be_.rmsnorm_forward(y, nullptr, final_r, weight("model.final_norm.weight"), n, E,
+                      float(c.norm_eps));
   float* logits = arena_.floats(size_t(n) * V);
-  cpu::rows_matmul_forward(logits, y, emb_w, nullptr, n, E, V);
-  for (int r = 0; r < n; ++r) {
-    Sequence& s = *rows[size_t(r)];
-    std::copy_n(logits + size_t(r) * V, V, s.logits.begin());
-    ++s.length;
-  }
+  be_.rows_matmul_forward(logits, y, emb_w, nullptr, n, E, V);
+  return logits;
 }
 
 }  // namespace zaya

@@ -4,12 +4,15 @@
 // sequences leave between steps and their cache blocks serve the next (continuous batching).
 //
 // The decode state is the CCA stages' alone (model/cca_decode.h): keys and values in the blocks of
-// one preallocated KvBlockPool, and a constant-size convolution/value-shift state. MoE stages,
-// residual merges and norms keep nothing between tokens.
+// one preallocated KvBlockPool, and a constant-size convolution/value-shift state per slot. MoE
+// stages, residual merges and norms keep nothing between tokens. Everything computes on the
+// model's backend (backend/backend.h) and the state lives in its memory; the host reads back the
+// logits (and the experts' row counts at each MoE stage).
 //
-// A sequence's logits do not depend on which other sequences share its steps, bit for bit: every
-// product of a step is row-independent (backend/cpu/rowwise.h) and the attention of a row reads
-// only its own sequence. So a request served in a batch of 16 decodes exactly as it does alone.
+// A sequence's logits do not depend on which other sequences share its steps, bit for bit, on
+// every backend: every product of a step is row-independent (Backend::rows_matmul_forward) and the
+// attention of a row reads only its own sequence. So a request served in a batch of 16 decodes
+// exactly as it does alone.
 //
 // With a communicator of several ranks, every sequence's cache is sharded over them (tree
 // attention, infer/kv_attention.h): each rank keeps 1/world of the positions, the rest of the
@@ -17,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -39,7 +43,8 @@ struct DecoderLimits {
 class BatchDecoder {
  public:
   // The model must outlive the decoder and keep its weights; prefills overwrite its forward()
-  // activations. `comm` (optional, may be nullptr) shards the caches over its ranks.
+  // activations, and keep its backend. `comm` (optional, may be nullptr) shards the caches over its
+  // ranks (host-memory backends only).
   BatchDecoder(ZayaModel& model, const DecoderLimits& limits, dist::Communicator* comm = nullptr);
 
   // Whether a sequence that may reach `positions` positions can join now (a free slot and the
@@ -65,8 +70,9 @@ class BatchDecoder {
   int64_t capacity() const { return capacity_; }
   int max_sequences() const { return int(seqs_.size()); }
   int active() const;
-  // Routes chosen at every MoE stage in the last step (row i: ids[i]), [stages/2][n]: for tests.
-  const std::vector<std::vector<int32_t>>& last_routes() const { return last_routes_; }
+  // Routes chosen at every MoE stage in the last step (row i: ids[i]), [stages/2][n]: for tests
+  // (read back from the backend on each call; valid until the next call or step).
+  const std::vector<std::vector<int32_t>>& last_routes() const;
 
   // Cache bytes: per position of context (CCA's compressed keys and values over the attention
   // stages), what standard attention of the same model would keep (multi-head over the hidden
@@ -82,23 +88,36 @@ class BatchDecoder {
   struct Sequence {
     bool active = false;
     int64_t length = 0, reserve = 0;
-    std::vector<int32_t> blocks;     // this rank's local blocks, in position order
-    std::vector<CcaConvState> conv;  // one per attention stage
-    std::vector<float> logits;       // [V]
+    std::vector<int32_t> blocks;  // this rank's local blocks, in position order
+    std::vector<float> logits;    // [V]
   };
   Sequence& seq(int id);
   const Sequence& seq(int id) const;
   // A free slot, made active with `length` positions and the blocks of `reserve`; its id.
   int take_slot(int64_t length, int64_t reserve);
 
+  // Attention stage a's convolution states (one row per slot).
+  CcaDecodeState conv_state(int a) const;
+  // The decode rows' host-side tables, uploaded once per step (step()).
+  struct StepTables;
+  StepTables upload_tables(const std::vector<Sequence*>& rows, std::span<const int> ids,
+                           std::span<const int32_t> tokens);
+  // The stages of a step, from the embedded tokens to the logits [n, V] (backend memory).
+  float* run_stages(const StepTables& t, int n);
+
   ZayaModel& model_;
+  const Backend& be_;  // the model's, at construction
   dist::Communicator* comm_;
   KvShard shard_;
   int64_t capacity_;
   KvBlockPool pool_;
   std::vector<Sequence> seqs_;
-  std::vector<float> rope_cos_, rope_sin_;  // [capacity, rot/2]
-  std::vector<std::vector<int32_t>> last_routes_;
+  BackendBuffer windows_, v_prevs_;          // [attention stages, slots, ...] (model/cca_decode.h)
+  BackendBuffer rope_cos_, rope_sin_;        // [capacity, rot/2]
+  std::vector<const int32_t*> last_routes_;  // per MoE stage, the last step's (the arena's)
+  int last_n_ = 0;
+  mutable std::vector<std::vector<int32_t>> host_routes_;  // last_routes()'s copy
+  std::unique_ptr<ArenaMemory> arena_memory_;  // the backend's memory, unless it is the host's
   Arena arena_;
 };
 

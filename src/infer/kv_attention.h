@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <span>
 
-#include "core/arena.h"
+#include "backend/backend.h"
 #include "dist/communicator.h"
 #include "infer/kv_blocks.h"
 #include "model/config.h"
@@ -39,11 +39,12 @@ struct KvShard {
   }
 };
 
-// One query row: the sequence's local blocks and how many positions the sequence has in all.
-struct KvRow {
-  std::span<const int32_t> blocks;
-  int64_t length;
-};
+// Row r's block table for the paged attention (PagedKv, backend/op_types.h): this rank's blocks
+// of a sequence of `length` positions whose local blocks are `seq_blocks`, and how many positions
+// each holds, into blocks[0, max_blocks) and counts[0, max_blocks) (counts 0 after the last).
+void kv_block_table(int32_t* blocks, int32_t* counts, int max_blocks,
+                    std::span<const int32_t> seq_blocks, int64_t length, const KvShard& shard,
+                    int block_size);
 
 struct AttentionPartials {
   float* max;  // [n, n_q]
@@ -51,17 +52,18 @@ struct AttentionPartials {
   float* out;  // [n, n_q, d]
 };
 
-// Partials of the queries q[n, n_q·d] over this rank's positions of each row's sequence at
-// attention stage `stage`, scale 1/sqrt(d), query head h reading key head h / (n_q / n_k).
-// A row with no position here gets m = −inf, l = 0, o = 0.
-void kv_attention_partials(const AttentionPartials& p, const float* q, std::span<const KvRow> rows,
-                           KvBlockPool& pool, int stage, const KvShard& shard, const ModelConfig& c,
-                           Arena& arena);
+// The partials of the queries q[n, n_q·d] over the positions of the rows' block tables
+// (Backend::kv_attention_partials, backend/cpu/decode_ops.h): scale 1/sqrt(d), query head h
+// reading key head h / (n_q / n_k); a row with no position here gets m = −inf, l = 0, o = 0.
+// `scores` holds n·n_q·max_blocks·block_size floats; all in the backend's memory.
+void kv_attention_partials(const Backend& be, const AttentionPartials& p, float* scores,
+                           const float* q, const PagedKv& kv, int n, const ModelConfig& c);
 
-// att[n, n_q·d] from the partials of every rank of `comm` (nullptr: this rank's alone), merged in
-// rank order, so every rank gets the same bits. `scratch` holds world·n·n_q·(d+2) floats (the
-// all-gather's buffer).
-void combine_attention_partials(float* att, const AttentionPartials& p, int n, const ModelConfig& c,
-                                dist::Communicator* comm, float* scratch);
+// att[n, n_q·d] from the partials of every rank of `comm` (nullptr: this rank's alone, on the
+// backend), merged in rank order, so every rank gets the same bits. With several ranks the
+// partials are host memory (a host-memory backend) and `scratch` holds world·n·n_q·(d+2) floats
+// (the all-gather's buffer).
+void combine_attention_partials(const Backend& be, float* att, const AttentionPartials& p, int n,
+                                const ModelConfig& c, dist::Communicator* comm, float* scratch);
 
 }  // namespace zaya

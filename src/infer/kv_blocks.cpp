@@ -7,7 +7,7 @@
 
 namespace zaya {
 
-KvBlockPool::KvBlockPool(int stages, int kv_dim, int block_size, int64_t blocks)
+KvBlockPool::KvBlockPool(const Backend& be, int stages, int kv_dim, int block_size, int64_t blocks)
     : stages_(stages), kv_dim_(kv_dim), block_size_(block_size), total_(blocks) {
   ZAYA_CHECK(stages >= 0 && kv_dim > 0 && block_size > 0 && blocks >= 0, "KvBlockPool: stages ",
              stages, ", kv_dim ", kv_dim, ", block_size ", block_size, ", blocks ", blocks);
@@ -15,7 +15,8 @@ KvBlockPool::KvBlockPool(int stages, int kv_dim, int block_size, int64_t blocks)
              " blocks are more than block ids can name");
   const double floats = double(blocks) * stages * 2 * block_size * kv_dim;
   ZAYA_CHECK(floats < 9e15, "KvBlockPool: ", floats, " floats do not fit in memory");
-  mem_.assign(size_t(floats), 0.0f);
+  mem_ = BackendBuffer(be, size_t(floats) * sizeof(float));
+  if (mem_.bytes()) be.fill_zero(mem_.get(), mem_.bytes());
   free_.resize(size_t(blocks));
   for (int64_t i = 0; i < blocks; ++i) free_[size_t(i)] = int32_t(blocks - 1 - i);
   taken_.assign(size_t(blocks), 0);

@@ -11,57 +11,65 @@
 //  - the value shift: the previous token's second value projection (v_prev_raw).
 //
 // A decode step of a stage is split where the cache is read, so the attention over the cache can
-// be one rank's shard of it (tree attention, infer/tree_attention.h):
+// be one rank's shard of it (tree attention, infer/kv_attention.h):
 //   cca_decode_project  x → this token's query, key and value (key and value into the cache),
 //                       the state moved one position on;
 //   (attention of the query over the cached keys and values: infer/kv_attention.h)
 //   cca_decode_output   attention output → o_proj.
-// Every product is cpu::rows_matmul_forward, so a sequence's rows do not depend on the others.
+// Everything runs on the model's backend (backend/backend.h), in its memory; every product is
+// Backend::rows_matmul_forward, so a sequence's rows do not depend on the others.
 #pragma once
 
 #include <cstdint>
-#include <vector>
 
+#include "backend/backend.h"
 #include "core/arena.h"
 #include "model/cca.h"
 #include "model/config.h"
 
 namespace zaya {
 
-// The constant-size state of one sequence at one CCA stage.
-struct CcaConvState {
-  std::vector<float> window;      // [2, C]: q0 ‖ k0 of positions t-2 and t-1 (zeros before 0)
-  std::vector<float> v_prev_raw;  // [n_k·d / 2]: val_proj2 of position t-1 (zeros before 0)
+// The constant-size states of a decoder's sequences at one CCA stage, one row per slot, in the
+// backend's memory.
+struct CcaDecodeState {
+  float* window = nullptr;  // [slots, 2, C]: q0 ‖ k0 of positions t-2 and t-1 (zeros before 0)
+  float* v_prev = nullptr;  // [slots, n_k·d / 2]: val_proj2 of position t-1 (zeros before 0)
 };
 
-void cca_conv_state_init(CcaConvState& s, const ModelConfig& c);
+// Floats of one slot's window and v_prev rows.
+int64_t cca_window_floats(const ModelConfig& c);
+int64_t cca_v_prev_floats(const ModelConfig& c);
 
 // Bytes of keys and values per position and stage (the part that grows with the context).
 inline int64_t cca_kv_bytes_per_token(const ModelConfig& c) {
   return 2 * c.kv_dim() * 4;
 }
 
-// The state after position seq-1 of sequence b of a forward of `batch` sequences of `seq` tokens
-// (from the activations cca_forward kept).
-void cca_conv_state_from_forward(CcaConvState& s, const CcaActivations& act, const ModelConfig& c,
-                                 int batch, int seq, int b);
+// Slot `slot`'s state after position seq-1 of a forward of one sequence of `seq` tokens (from the
+// activations cca_forward kept, in the backend's memory).
+void cca_state_from_forward(const Backend& be, const CcaDecodeState& st, int slot,
+                            const CcaActivations& act, const ModelConfig& c, int seq);
 
-// One decode row: a sequence's new token at `position`.
-struct CcaDecodeRow {
-  CcaConvState* state;
-  const float* rope_cos;  // [rot/2] RoPE rows of this position
-  const float* rope_sin;
-  float* k_slot;  // [n_k·d] where this position's key goes; nullptr: another rank keeps it
-  float* v_slot;
+// The decode rows of one step (backend memory): row r is slot slots[r]'s new token, with the
+// RoPE rows of its position and where its key and value go (kv_rows[2r], kv_rows[2r+1]: rows of
+// kv_dim floats from `kv`; -1: another rank keeps them).
+struct CcaDecodeRows {
+  int n = 0;
+  const int32_t* slots = nullptr;
+  const float* rope_cos = nullptr;  // [n, rot/2]
+  const float* rope_sin = nullptr;
+  float* kv = nullptr;
+  const int64_t* kv_rows = nullptr;
 };
 
 // For rows r < n: q[r] ([n_q·d], normalised, RoPE applied) of the token whose normalised stage
-// input is x[r] ([E]); its key and value are written to the row's slots; the states advance.
-void cca_decode_project(float* q, const CcaDecodeRow* rows, const float* x, int n,
-                        const CcaWeights& w, const ModelConfig& c, Arena& arena);
+// input is x[r] ([E]); its key and value are written to the cache; the states advance.
+void cca_decode_project(const Backend& be, float* q, const CcaDecodeRows& rows,
+                        const CcaDecodeState& st, const float* x, const CcaWeights& w,
+                        const ModelConfig& c, Arena& arena);
 
 // out[n, E] = o_proj(att[n, n_q·d]).
-void cca_decode_output(float* out, const float* att, int n, const CcaWeights& w,
+void cca_decode_output(const Backend& be, float* out, const float* att, int n, const CcaWeights& w,
                        const ModelConfig& c);
 
 }  // namespace zaya

@@ -1,67 +1,58 @@
 #include "model/moe_decode.h"
 
-#include <cstring>
 #include <vector>
-
-#include "backend/cpu/activation.h"
-#include "backend/cpu/model_ops.h"
-#include "backend/cpu/norm.h"
-#include "backend/cpu/rowwise.h"
 
 namespace zaya {
 
-void moe_decode(float* out, float* state_out, const float* x, const float* state_in,
-                const MoeWeights& w, const ModelConfig& c, int n, Arena& arena, int32_t* routes) {
+void moe_decode(const Backend& be, float* out, float* state_out, const float* x,
+                const float* state_in, const MoeWeights& w, const ModelConfig& c, int n,
+                Arena& arena, int32_t* routes) {
   const int E = int(c.hidden_size), R = int(c.router_dim), X = int(c.num_experts), NR = X + 1;
   const int F = int(c.expert_hidden);
   // Router: down-projection, EDA, RMSNorm, GELU MLP, softmax over X+1 routes (moe.cpp's steps).
-  cpu::rows_matmul_forward(state_out, x, w.down_w, w.down_b, n, E, R);
-  if (w.states_scale && state_in)
-    for (size_t i = 0; i < size_t(n) * R; ++i) state_out[i] += w.states_scale[i % R] * state_in[i];
+  be.rows_matmul_forward(state_out, x, w.down_w, w.down_b, n, E, R);
+  if (w.states_scale && state_in) be.eda_forward(state_out, w.states_scale, state_in, n, R);
   float* hn = arena.floats(size_t(n) * R);
-  cpu::rmsnorm_forward(hn, nullptr, state_out, w.rms_w, n, R, float(c.router_norm_eps));
+  be.rmsnorm_forward(hn, nullptr, state_out, w.rms_w, n, R, float(c.router_norm_eps));
   float* m1 = arena.floats(size_t(n) * R);
   float* m2 = arena.floats(size_t(n) * R);
-  cpu::rows_matmul_forward(m1, hn, w.mlp0_w, w.mlp0_b, n, R, R);
-  cpu::gelu_forward(m1, m1, long(n) * R);
-  cpu::rows_matmul_forward(m2, m1, w.mlp2_w, w.mlp2_b, n, R, R);
-  cpu::gelu_forward(m2, m2, long(n) * R);
+  be.rows_matmul_forward(m1, hn, w.mlp0_w, w.mlp0_b, n, R, R);
+  be.gelu_forward(m1, m1, long(n) * R);
+  be.rows_matmul_forward(m2, m1, w.mlp2_w, w.mlp2_b, n, R, R);
+  be.gelu_forward(m2, m2, long(n) * R);
   float* logits = arena.floats(size_t(n) * NR);
-  cpu::rows_matmul_forward(logits, m2, w.mlp4_w, nullptr, n, R, NR);
+  be.rows_matmul_forward(logits, m2, w.mlp4_w, nullptr, n, R, NR);
   float* probs = arena.floats(size_t(n) * NR);
-  cpu::softmax_forward(probs, logits, n, NR);
+  be.softmax_forward(probs, logits, n, NR);
 
-  // Top-1 choice (top1_route); then the rows of each expert together.
-  std::vector<std::vector<int32_t>> members(static_cast<size_t>(NR));
-  for (int t = 0; t < n; ++t) {
-    const int best = cpu::top1_route(probs + size_t(t) * NR, w.balancing_biases, NR);
-    members[size_t(best)].push_back(t);
-    if (routes) routes[t] = best;
-  }
+  // Top-1 choice (top1_route); then the rows of each expert together, in token order.
+  be.top1_routes(routes, probs, w.balancing_biases, n, NR);
+  int32_t* order = arena.ints(size_t(n));
+  int32_t* offsets = arena.ints(size_t(NR) + 1);
+  be.sort_by_route(order, offsets, routes, n, NR);
+  std::vector<int32_t> off(size_t(NR) + 1);
+  be.to_host(off.data(), offsets, sizeof(int32_t) * off.size());
+  const int n_exp = off[size_t(X)];
   float* xg = arena.floats(size_t(n) * E);
   float* h1 = arena.floats(size_t(n) * 2 * F);
   float* sw = arena.floats(size_t(n) * F);
   float* y = arena.floats(size_t(n) * E);
+  be.gather_rows(xg, x, order, n_exp, E);
   for (int e = 0; e < X; ++e) {
-    const std::vector<int32_t>& rows = members[size_t(e)];
-    const int m = int(rows.size());
+    const int first = off[size_t(e)], m = off[size_t(e) + 1] - first;
     if (m == 0) continue;
-    for (int i = 0; i < m; ++i)
-      std::memcpy(xg + size_t(i) * E, x + size_t(rows[size_t(i)]) * E, sizeof(float) * E);
-    cpu::rows_matmul_forward(h1, xg, w.fc1[size_t(e)], nullptr, m, E, 2 * F);
-    cpu::swiglu_forward(sw, h1, m, F);
-    cpu::rows_matmul_forward(y, sw, w.fc2[size_t(e)], nullptr, m, F, E);
-    for (int i = 0; i < m; ++i) {
-      const int t = rows[size_t(i)];
-      const float gate = probs[size_t(t) * NR + e];
-      for (int j = 0; j < E; ++j) out[size_t(t) * E + j] = gate * y[size_t(i) * E + j];
-    }
+    be.rows_matmul_forward(h1 + size_t(first) * 2 * F, xg + size_t(first) * E, w.fc1[size_t(e)],
+                           nullptr, m, E, 2 * F);
   }
-  // Skip route (mixture-of-depths): gate · x.
-  for (const int32_t t : members[size_t(X)]) {
-    const float gate = probs[size_t(t) * NR + X];
-    for (int j = 0; j < E; ++j) out[size_t(t) * E + j] = gate * x[size_t(t) * E + j];
+  be.swiglu_forward(sw, h1, n_exp, F);
+  for (int e = 0; e < X; ++e) {
+    const int first = off[size_t(e)], m = off[size_t(e) + 1] - first;
+    if (m == 0) continue;
+    be.rows_matmul_forward(y + size_t(first) * E, sw + size_t(first) * F, w.fc2[size_t(e)], nullptr,
+                           m, F, E);
   }
+  // out[t] = gate · expert output, or gate · x on the skip route (mixture-of-depths).
+  be.moe_combine_forward(out, y, x, probs, routes, order, n, n_exp, E, NR);
 }
 
 }  // namespace zaya

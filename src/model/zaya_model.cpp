@@ -9,22 +9,6 @@
 
 namespace zaya {
 
-namespace {
-
-// The arena's blocks in a backend's memory.
-class BackendArenaMemory final : public ArenaMemory {
- public:
-  explicit BackendArenaMemory(const Backend& be) : be_(be) {}
-  void* allocate(size_t bytes) override { return be_.allocate(bytes); }
-  void release(void* p) noexcept override { be_.release(p); }
-  void zero(void* p, size_t bytes) override { be_.fill_zero(p, bytes); }
-
- private:
-  const Backend& be_;
-};
-
-}  // namespace
-
 ZayaModel::ZayaModel(const ModelConfig& config) : config_(config), placement_(config) {
   config_.validate("ZayaModel");
   bind_weights();

@@ -5,17 +5,7 @@
 #   tests/cli/generate.sh ZAYA SRC WORK
 set -uo pipefail
 ZAYA=$1; SRC=$2; WORK=$3
-PY=/usr/bin/python3
-bash "$SRC/tests/train/prepare_brown_slice.sh" "$ZAYA" "$SRC" "$WORK" 512 || exit 1
-sed 's/"vocab_size": 97/"vocab_size": 512/' "$SRC/configs/tiny.json" > "$WORK/model.json"
-# debug-dump writes a random model as a Hugging Face directory DUMP/model.
-"$ZAYA" debug-dump --config "$WORK/model.json" --out "$WORK/dump" --seed 3 > /dev/null || exit 1
-G=("$ZAYA" generate --model "$WORK/dump/model" --tokenizer "$WORK/tokenizer.json")
-fails=0
-check() {  # check OK-BOOL WHAT
-  if [[ $1 == 1 ]]; then echo "ok   $2"; else echo "FAIL $2"; fails=$((fails + 1)); fi
-}
-field() { $PY -c "import json,sys; print(json.loads(sys.stdin.readline())['$1'])"; }
+source "$SRC/tests/cli/tiny_decode_model.sh"
 
 out=$("${G[@]}" --prompt "The jury said" --max-tokens 12 --temperature 0 --no-eos --json)
 check "$([[ $(field tokens <<< "$out") == 12 && $(field finish_reason <<< "$out") == length ]] && echo 1 || echo 0)" \

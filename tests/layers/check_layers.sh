@@ -7,6 +7,10 @@
 # The floors, lowest first (a folder may include its own floor and those below it). backend/cpu
 # and backend/cuda are part of backend; apps/ is the top. A folder of src/ missing from the table
 # fails the check: a new folder takes its place here first.
+#
+# And nothing above the backend names the CPU op set: no file under src/ outside src/backend/
+# spells `cpu::` (the model, decoding and benchmarks compute through Backend ops,
+# backend/backend.h, so that every backend runs them).
 set -u
 root=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$root" || exit 2
@@ -36,6 +40,14 @@ done | awk -F: '
     else { split(text, q, "/"); to = q[1] }
     print file, line, from, to
   }')
+
+cpu_calls=$(grep -rn --include='*.h' --include='*.cpp' --include='*.cu' --include='*.cuh' \
+  --include='*.inc' 'cpu::' src | grep -v '^src/backend/')
+cpu_ok=1
+if [[ -n "$cpu_calls" ]]; then
+  echo "$cpu_calls" | sed 's/$/   <- names cpu:: above the backend (call the Backend op instead)/'
+  cpu_ok=0
+fi
 
 echo "$edges" | awk -v floors="$floors" '
   BEGIN {
@@ -83,3 +95,10 @@ echo "$edges" | awk -v floors="$floors" '
     if (bad) exit 1
     printf "layers: %d folder imports, all pointing down, no cycle\n", length(seen)
   }'
+layers_rc=$?
+if [[ $cpu_ok == 1 ]]; then
+  echo "layers: no cpu:: outside src/backend/"
+else
+  exit 1
+fi
+exit $layers_rc

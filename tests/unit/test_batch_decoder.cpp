@@ -6,6 +6,7 @@
 #include <cstring>
 #include <set>
 
+#include "backend/cpu/cpu_backend.h"
 #include "core/error.h"
 #include "decoder_test_util.h"
 #include "infer/batch_decoder.h"
@@ -194,7 +195,7 @@ TEST(BatchDecoder, BlocksAreReservedReusedAndRefused) {
 }
 
 TEST(KvBlockPool, ReleasingWhatWasNotTakenIsAnError) {
-  KvBlockPool pool(2, 4, 8, 3);
+  KvBlockPool pool(cpu_backend(), 2, 4, 8, 3);
   EXPECT_EQ(pool.bytes(), 3 * 2 * 2 * 8 * 4 * 4);
   const std::vector<int32_t> got = pool.allocate(2);
   EXPECT_EQ(got, (std::vector<int32_t>{0, 1}));

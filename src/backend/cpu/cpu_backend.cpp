@@ -9,6 +9,7 @@
 #include "backend/cpu/attention.h"
 #include "backend/cpu/bf16_ops.h"
 #include "backend/cpu/conv.h"
+#include "backend/cpu/decode_ops.h"
 #include "backend/cpu/lm_head_loss.h"
 #include "backend/cpu/loss.h"
 #include "backend/cpu/matmul.h"
@@ -17,6 +18,7 @@
 #include "backend/cpu/optim_ops.h"
 #include "backend/cpu/residual.h"
 #include "backend/cpu/rope.h"
+#include "backend/cpu/rowwise.h"
 
 namespace zaya {
 

@@ -8,6 +8,11 @@ namespace zaya::cpu {
 // C[m,n] = alpha * op(A) op(B) + beta * C with leading dimensions (thin cblas_sgemm wrapper).
 void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
           const float* b, int ldb, float beta, float* c, int ldc);
+// The same as the Backend's op (backend_ops.inc).
+inline void dense_gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+                       int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+  gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
 
 // out[n, m] = in[n, k] · w[m, k]ᵀ (+ bias[m]).   (nn.Linear)
 void matmul_forward(float* out, const float* in, const float* w, const float* bias, int n, int k,

@@ -156,6 +156,11 @@ void matmul_forward(float* out, const float* in, const float* w, const float* bi
 void matmul_backward(float* din, float* dw, float* dbias, const float* dout, const float* in,
                      const float* w, int n, int k, int m);
 
+// Row-major C[m, n] = alpha · op(A) · op(B) + beta · C through cuBLASLt in fp32 (cpu::gemm; the
+// benchmarks' general product).
+void dense_gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+                int lda, const float* b, int ldb, float beta, float* c, int ldc);
+
 // GELU, exact (erf), as the router MLP's (cpu::gelu_*).
 void gelu_forward(float* out, const float* in, long n);
 void gelu_backward(float* din, const float* dout, const float* in, long n);
@@ -209,6 +214,21 @@ void add_into(float* dst, const float* src, size_t n);
 // out[t] = table[tokens[t]]; the backward adds dout[t] to dtable[tokens[t]] in token order.
 void embedding_forward(float* out, const float* table, const int32_t* tokens, int n, int e);
 void embedding_backward(float* dtable, const float* dout, const int32_t* tokens, int n, int e);
+
+// Decoding (backend/cpu/rowwise.h, backend/cpu/decode_ops.h): the row-independent product (one
+// thread per output element, cpu::fixed_order_dot's order), CCA's convolution step and state
+// advance, attention partials over a paged cache (every block of a row but its last full) and
+// their normalisation on one rank. A row's result does not depend on the other rows.
+void rows_matmul_forward(float* out, const float* in, const float* w, const float* bias, int n,
+                         int k, int m);
+void cca_decode_conv(float* z, const float* proj, const float* window, const int32_t* slots,
+                     const CcaDecodeStep& s);
+void cca_decode_advance(float* window, float* v_prev, float* kv, const int64_t* kv_rows,
+                        const float* qkn, const float* proj, const int32_t* slots,
+                        const CcaDecodeStep& s);
+void kv_attention_partials(float* max, float* sum, float* out, float* scores, const float* q,
+                           const PagedKv& kv, int n, int nq, int nk, int d);
+void kv_attention_normalize(float* att, const float* sum, const float* out, int items, int d);
 
 // The optimizer's ops, as backend/cpu/optim_ops.h defines them. Segment and chunk tables are host
 // memory; each call uploads them (a few hundred bytes to kilobytes, once per step).
