@@ -21,4 +21,8 @@ struct InferenceModel {
 // is not the model's.
 InferenceModel load_inference_model(const std::string& model, const std::string& tokenizer);
 
+// The id a request names the model by ("model"), unless --model-name says otherwise: the model
+// directory's name ("zaya" when it has none). zaya serve and zaya generate take the same.
+std::string default_model_name(const InferenceModel& m);
+
 }  // namespace zaya::cli
