@@ -1,6 +1,7 @@
 #include "serve/http_guard.h"
 
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -10,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <system_error>
 
 #include "core/error.h"
@@ -118,20 +120,6 @@ size_t head_end(const std::string& buf) {
   return lf + 2;
 }
 
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
-}
-
 // One request, already read in full, for httplib; responses go straight to the socket.
 class RequestStream : public httplib::Stream {
  public:
@@ -197,56 +185,6 @@ class RequestStream : public httplib::Stream {
 };
 
 }  // namespace
-
-Framing check_framing(std::string_view head, size_t max_body_bytes) {
-  Framing f;
-  const auto fail = [&](int status, std::string message) {
-    f.status = status;
-    f.message = std::move(message);
-    return f;
-  };
-  bool have_length = false, chunked = false;
-  size_t start = head.find('\n');
-  if (start == std::string_view::npos || trim(head.substr(0, start)).empty())
-    return fail(400, "malformed request line");
-  for (++start; start < head.size();) {
-    size_t end = head.find('\n', start);
-    if (end == std::string_view::npos) end = head.size();
-    const std::string_view line = trim(head.substr(start, end - start));
-    start = end + 1;
-    if (line.empty()) break;
-    const size_t colon = line.find(':');
-    if (colon == std::string_view::npos || colon == 0)
-      return fail(400, "malformed header line (no 'name: value')");
-    const std::string_view name = line.substr(0, colon), value = trim(line.substr(colon + 1));
-    if (iequals(name, "Content-Length")) {
-      const bool digits =
-          !value.empty() && value.size() <= 19 &&
-          std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
-      if (!digits)
-        return fail(400, "Content-Length must be a non-negative decimal integer, got '" +
-                             std::string(value.substr(0, 40)) + "'");
-      const size_t n = std::stoull(std::string(value));
-      if (have_length && n != f.body_bytes) return fail(400, "conflicting Content-Length headers");
-      have_length = true;
-      f.body_bytes = n;
-    } else if (iequals(name, "Transfer-Encoding")) {
-      chunked = true;
-    } else if (iequals(name, "Expect") && iequals(value, "100-continue")) {
-      f.expect_continue = true;
-    }
-  }
-  if (chunked && have_length) return fail(400, "both Transfer-Encoding and Content-Length");
-  if (chunked)
-    return fail(411,
-                "send the request body with a Content-Length (chunked request bodies are "
-                "not accepted)");
-  if (f.body_bytes > max_body_bytes)
-    return fail(413, "the request body is too large: Content-Length " +
-                         std::to_string(f.body_bytes) + ", at most " +
-                         std::to_string(max_body_bytes) + " bytes");
-  return f;
-}
 
 ConnectionPool::ConnectionPool(size_t max_threads, size_t min_threads)
     : max_threads_(std::max<size_t>(max_threads, 1)) {
@@ -416,9 +354,41 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "zaya serve: connection dropped: %s\n", e.what());
   }
-  ::shutdown(sock, SHUT_RDWR);
+  // A lingering close: the client may still be sending (a body refused unread); closing with
+  // unread bytes would reset the connection and could destroy the reply before it is read.
+  ::shutdown(sock, SHUT_WR);
+  char sink[16384];
+  const auto linger_end = Clock::now() + std::chrono::seconds(1);
+  for (size_t drained = 0; drained < (4u << 20) && !closing_ && !t_reject;) {
+    if (wait_io(sock, POLLIN, linger_end, closing_) <= 0) break;
+    const ssize_t k = ::recv(sock, sink, sizeof sink, 0);
+    if (k <= 0) break;
+    drained += size_t(k);
+  }
   ::close(sock);
   return true;
+}
+
+// Why `host:port` cannot be bound: the error of a plain bind() of it, as the kernel says it.
+std::string bind_error(const std::string& host, int port) {
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  const std::string service = std::to_string(port);
+  if (const int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &res); rc != 0)
+    return ::gai_strerror(rc);
+  std::string why = "unknown";
+  for (addrinfo* a = res; a; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+    if (fd < 0) continue;
+    int yes = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    why = ::bind(fd, a->ai_addr, a->ai_addrlen) == 0 ? "the port was taken while binding"
+                                                     : std::strerror(errno);
+    ::close(fd);
+  }
+  ::freeaddrinfo(res);
+  return why;
 }
 
 }  // namespace zaya::serve

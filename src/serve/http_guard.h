@@ -26,9 +26,10 @@
 #include <functional>
 #include <mutex>
 #include <string>
-#include <string_view>
 #include <thread>
 #include <vector>
+
+#include "serve/http_framing.h"
 
 namespace zaya::serve {
 
@@ -42,15 +43,6 @@ struct HttpLimits {
   size_t max_body_bytes = 1 << 20;
   size_t max_connections = 256;  // served at once, one thread each
 };
-
-// The framing of one request head (request line and headers, up to and including the blank line).
-struct Framing {
-  int status = 0;         // 0: fine; otherwise the HTTP status to answer with
-  std::string message;    // why, for the error object
-  size_t body_bytes = 0;  // Content-Length (0 when absent)
-  bool expect_continue = false;
-};
-Framing check_framing(std::string_view head, size_t max_body_bytes);
 
 // The thread pool behind httplib's accept loop (httplib::TaskQueue).
 class ConnectionPool : public httplib::TaskQueue {
@@ -88,5 +80,9 @@ class GuardedServer : public httplib::Server {
   HttpLimits limits_;
   std::atomic<bool> closing_{false};
 };
+
+// Why `host:port` cannot be bound: the error of a plain bind() of it, as the kernel says it
+// ("Address already in use").
+std::string bind_error(const std::string& host, int port);
 
 }  // namespace zaya::serve

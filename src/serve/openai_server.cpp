@@ -21,6 +21,7 @@
 
 #include "core/error.h"
 #include "infer/text_stream.h"
+#include "serve/completion_channel.h"
 #include "serve/completion_request.h"
 #include "serve/http_guard.h"
 #include "serve/logprobs.h"
@@ -31,29 +32,6 @@ namespace zaya::serve {
 using nlohmann::json;
 
 namespace {
-
-// What the engine thread hands a request's HTTP thread: settled text as it comes, then the end.
-struct Channel {
-  std::mutex m;
-  std::condition_variable cv;
-  std::string text;  // settled, not yet taken by the HTTP thread
-  bool done = false;
-  std::string finish_reason;  // OpenAI's: "stop" (eos or a stop string) or "length"
-  std::string error;          // what failed inside the request (then it is answered 500)
-  size_t completion_tokens = 0;
-  double ttft_s = 0;
-  std::atomic<bool> cancelled{false};  // the client went away
-  std::unique_ptr<TextStream> stream;  // used on the engine thread only
-  // With logprobs (written on the engine thread, read once done): the prompt's entries, the drawn
-  // tokens' entries, and the logits the next token is drawn from.
-  int top_n = -1;
-  std::vector<TokenLogprob> prompt_lps, drawn_lps;
-  std::vector<float> draw_logits;
-};
-
-std::string dump(const json& j) {
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
-}
 
 void send_error(httplib::Response& res, const ApiError& e) {
   res.status = e.status;
@@ -436,7 +414,7 @@ struct OpenAiServer::Impl {
     res.set_chunked_content_provider(
         "text/event-stream",
         [this, ch, reply](size_t, httplib::DataSink& sink) {
-          return stream_events(*ch, reply, sink);
+          return stream_events(*ch, reply, opt.model_name, aborting, sink);
         },
         [this, ch](bool success) {
           if (!success) ch->cancelled = true;
@@ -476,85 +454,6 @@ struct OpenAiServer::Impl {
     live.erase(ch);
   }
 
-  // What a streamed answer needs besides its channel: its id, its prompt's length (for the
-  // usage), when it came (for the log line), and whether the client asked for the usage.
-  struct StreamReply {
-    std::string id;
-    size_t prompt_tokens;
-    std::chrono::steady_clock::time_point t0;
-    bool include_usage;
-    json usage(size_t completion) const {
-      return json{{"prompt_tokens", prompt_tokens},
-                  {"completion_tokens", completion},
-                  {"total_tokens", prompt_tokens + completion}};
-    }
-    void log(const Channel& c, const char* how) const {
-      std::fprintf(stderr,
-                   "zaya serve: POST /v1/completions %s: %zu prompt tokens, %zu generated (%s), "
-                   "first token %.1f ms, %.2f s in all\n",
-                   how, prompt_tokens, c.completion_tokens, c.finish_reason.c_str(), c.ttft_s * 1e3,
-                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
-  };
-
-  // One call of the stream's content provider: the text settled since the last call as an
-  // event, then at the end the finish, the usage when asked for, and [DONE]. False when the
-  // client went away (the engine then ends the request) or the stream is over.
-  bool stream_events(Channel& ch, const StreamReply& r, httplib::DataSink& sink) {
-    const auto event = [&](const json& j) {
-      const std::string s = "data: " + dump(j) + "\n\n";
-      return sink.write(s.data(), s.size());
-    };
-    const auto chunk = [&](const std::string& text, const json& finish) {
-      return json{
-          {"id", r.id},
-          {"object", "text_completion"},
-          {"created", int64_t(std::time(nullptr))},
-          {"model", opt.model_name},
-          {"choices",
-           {{{"text", text}, {"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish}}}}};
-    };
-    std::string text;
-    bool done;
-    {
-      std::unique_lock<std::mutex> lock(ch.m);
-      ch.cv.wait(lock, [&] { return ch.done || !ch.text.empty() || aborting; });
-      if (aborting && !ch.done) {
-        ch.cancelled = true;  // the drain deadline passed: the stream ends here, cut short
-        return false;
-      }
-      if (!ch.error.empty()) {
-        const std::string e =
-            "data: " +
-            dump(ApiError(500, "the request failed: " + ch.error, {}, "server_error").body()) +
-            "\n\n";
-        sink.write(e.data(), e.size());
-        return false;
-      }
-      text.swap(ch.text);
-      done = ch.done;
-    }
-    if (!text.empty() && !event(chunk(text, nullptr))) {
-      ch.cancelled = true;  // the client went away: the engine ends the request
-      return false;
-    }
-    if (!done) return true;
-    bool ok = event(chunk("", ch.finish_reason));
-    if (ok && r.include_usage) {
-      json u = chunk("", nullptr);
-      u["choices"] = json::array();
-      u["usage"] = r.usage(ch.completion_tokens);
-      ok = event(u);
-    }
-    if (ok) {
-      const std::string last = "data: [DONE]\n\n";
-      ok = sink.write(last.data(), last.size());
-    }
-    r.log(ch, "200 (stream)");
-    if (ok) sink.done();
-    return ok;
-  }
-
   // Decodes until stop. A failed step (it should not happen: every request is checked before it
   // is queued) ends the requests the engine held with a 500 and starts a fresh engine; the
   // process keeps serving.
@@ -591,28 +490,6 @@ struct OpenAiServer::Impl {
     }
   }
 };
-
-// Why `host:port` cannot be bound: the error of a plain bind() of it, as the kernel says it.
-std::string bind_error(const std::string& host, int port) {
-  addrinfo hints{}, *res = nullptr;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE;
-  const std::string service = std::to_string(port);
-  if (const int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &res); rc != 0)
-    return ::gai_strerror(rc);
-  std::string why = "unknown";
-  for (addrinfo* a = res; a; a = a->ai_next) {
-    const int fd = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
-    if (fd < 0) continue;
-    int yes = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    why = ::bind(fd, a->ai_addr, a->ai_addrlen) == 0 ? "the port was taken while binding"
-                                                     : std::strerror(errno);
-    ::close(fd);
-  }
-  ::freeaddrinfo(res);
-  return why;
-}
 
 OpenAiServer::OpenAiServer(ZayaModel& model, const Tokenizer& tokenizer,
                            const ServeOptions& options)
