@@ -1,6 +1,7 @@
 // zaya generate: text from a model with the CCA-cache decoder (infer/), streamed as it is drawn.
 #include "cmd_generate.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -18,6 +19,7 @@
 #include "infer/generate.h"
 #include "infer/text_stream.h"
 #include "inference_model.h"
+#include "serve/completion_request.h"
 
 namespace zaya::cli {
 
@@ -29,13 +31,17 @@ struct GenerateArgs {
   std::string model, tokenizer, prompt, prompts;
   std::string device = "auto", precision = "fp32";
   std::vector<std::string> stop;
-  GenerateOptions opt;
+  // The request's numbers as given, read as JSON numbers by the request parser that zaya serve
+  // uses (serve/completion_request.h), so that each means the same and is refused with the same
+  // words; empty when not given.
+  std::string max_tokens, temperature, top_k, top_p, repetition_penalty, seed;
   bool no_eos = false, json_out = false;
   int batch = 16;
 };
 
 struct Request {
-  std::string prompt;
+  json prompt;  // as given: a string, or token ids
+  std::vector<int32_t> ids;
   GenerateOptions opt;
   std::vector<std::string> stop;
   std::string where;  // FILE:LINE of a --prompts request, for its errors
@@ -47,17 +53,9 @@ struct Outcome {
   double ttft_s = 0, decode_s = 0;
 };
 
-std::vector<int32_t> encode_prompt(const Tokenizer& tok, const std::string& prompt) {
-  std::vector<int32_t> ids = tok.encode(prompt);
-  ZAYA_CHECK(!ids.empty(),
-             "the prompt encodes to no tokens (give some text, or a tokenizer that "
-             "adds a BOS token)");
-  return ids;
-}
-
-// One prompt through the one-sequence decoder (its window slides past the context), streamed.
+// One prompt through the one-sequence decoder, streamed.
 Outcome run_one(Decoder& decoder, const Tokenizer& tok, const Request& rq, bool stream) {
-  const std::vector<int32_t> ids = encode_prompt(tok, rq.prompt);
+  const std::vector<int32_t>& ids = rq.ids;
   TextStream text(tok, rq.stop, rq.opt.eos);
   const GenerateResult r = generate_tokens(decoder, ids, rq.opt, [&](int32_t t) {
     const std::string settled = text.push(t);
@@ -107,11 +105,7 @@ void run_batched(ZayaModel& model, const Tokenizer& tok, const std::vector<Reque
   for (size_t i = 0; i < requests.size(); ++i) {
     const Request& rq = requests[i];
     EngineRequest er;
-    try {
-      er.prompt = encode_prompt(tok, rq.prompt);
-    } catch (const Error& e) {
-      throw Error(rq.where + ": " + e.what());
-    }
+    er.prompt = rq.ids;
     er.opt = rq.opt;
     texts.push_back(std::make_unique<TextStream>(tok, rq.stop, rq.opt.eos));
     TextStream* text = texts.back().get();
@@ -149,7 +143,74 @@ void run_batched(ZayaModel& model, const Tokenizer& tok, const std::vector<Reque
       wall);
 }
 
-std::vector<Request> read_prompts(const std::string& path, const GenerateArgs& a) {
+// The command line's request fields as a JSON object, as a --prompts line or a request to zaya
+// serve would hold them: each number read as JSON (a value that is not one stays a string, which
+// the parser refuses by name).
+json flag_fields(const GenerateArgs& a) {
+  json j = json::object();
+  const std::pair<const char*, const std::string*> numbers[] = {
+      {"max_tokens", &a.max_tokens},
+      {"temperature", &a.temperature},
+      {"top_k", &a.top_k},
+      {"top_p", &a.top_p},
+      {"repetition_penalty", &a.repetition_penalty},
+      {"seed", &a.seed}};
+  for (const auto& [key, text] : numbers) {
+    if (text->empty()) continue;
+    try {
+      j[key] = json::parse(*text);
+    } catch (const json::exception&) {
+      j[key] = *text;
+    }
+  }
+  if (!a.stop.empty()) j["stop"] = a.stop;
+  return j;
+}
+
+// A request through the parser of zaya serve; its errors name `where` (FILE:LINE), or for the
+// command line the flag of the field.
+serve::CompletionRequest parse_request(const json& j, const serve::RequestLimits& limits,
+                                       const serve::CompletionRequest& base, bool prompt_required,
+                                       const std::string& where) {
+  try {
+    serve::CompletionRequest r =
+        serve::parse_request_object(j, limits, serve::Door::generate, base, prompt_required);
+    if (prompt_required && r.prompts.size() != 1)
+      throw serve::ApiError(400,
+                            "'prompt': zaya generate takes one prompt per request, got " +
+                                std::to_string(r.prompts.size()),
+                            "prompt");
+    return r;
+  } catch (const serve::ApiError& e) {
+    std::string flag = "--" + e.param;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    throw Error((where.empty() ? (e.param.empty() ? "the command line" : flag) : where) + ": " +
+                e.what());
+  }
+}
+
+// One parsed request, its prompt encoded and checked against the context.
+Request make_request(const serve::CompletionRequest& cr, const Tokenizer& tok, int64_t context,
+                     const std::string& where) {
+  Request rq;
+  const serve::PromptInput& p = cr.prompts.at(0);
+  rq.prompt = p.is_tokens ? json(p.tokens) : json(p.text);
+  try {
+    rq.ids = serve::prompt_token_ids(tok, p, cr.max_tokens, context, "prompt");
+  } catch (const serve::ApiError& e) {
+    throw Error(where + ": " + e.what());
+  }
+  rq.opt.max_new_tokens = cr.max_tokens;
+  rq.opt.sampling = cr.sampling;
+  rq.opt.sampling.seed = cr.seed.value_or(0);
+  rq.stop = cr.stop;
+  rq.where = where;
+  return rq;
+}
+
+std::vector<Request> read_prompts(const std::string& path, const serve::CompletionRequest& defaults,
+                                  const serve::RequestLimits& limits, const Tokenizer& tok,
+                                  int64_t context) {
   std::ifstream f(path);
   ZAYA_CHECK(f.good(), "--prompts: cannot open '", path, "'");
   std::vector<Request> out;
@@ -163,41 +224,8 @@ std::vector<Request> read_prompts(const std::string& path, const GenerateArgs& a
     } catch (const json::exception& e) {
       throw Error(where + ": not JSON (" + e.what() + ")");
     }
-    ZAYA_CHECK(j.is_object() && j.contains("prompt") && j["prompt"].is_string(), where,
-               ": each line is an object with a string field 'prompt'");
-    Request rq{j["prompt"].get<std::string>(), a.opt, a.stop, where};
-    for (const auto& [key, v] : j.items()) {
-      try {
-        if (key == "prompt") continue;
-        if (key == "max_tokens")
-          rq.opt.max_new_tokens = v.get<int>();
-        else if (key == "temperature")
-          rq.opt.sampling.temperature = v.get<float>();
-        else if (key == "top_k")
-          rq.opt.sampling.top_k = v.get<int>();
-        else if (key == "top_p")
-          rq.opt.sampling.top_p = v.get<float>();
-        else if (key == "repetition_penalty")
-          rq.opt.sampling.repetition_penalty = v.get<float>();
-        else if (key == "seed")
-          rq.opt.sampling.seed = v.get<uint64_t>();
-        else if (key == "stop")
-          rq.stop = v.get<std::vector<std::string>>();
-        else
-          throw Error(where + ": unknown field '" + key +
-                      "' (prompt, max_tokens, temperature, top_k, top_p, repetition_penalty, "
-                      "seed, stop)");
-      } catch (const json::exception&) {
-        throw Error(where + ": field '" + key + "' has the wrong type");
-      }
-    }
-    ZAYA_CHECK(rq.opt.max_new_tokens >= 1, where, ": max_tokens must be >= 1");
-    try {
-      validate_sampling(rq.opt.sampling);
-    } catch (const Error& e) {
-      throw Error(where + ": " + e.what());
-    }
-    out.push_back(std::move(rq));
+    out.push_back(
+        make_request(parse_request(j, limits, defaults, true, where), tok, context, where));
   }
   ZAYA_CHECK(!out.empty(), "--prompts: '", path, "' holds no prompt");
   return out;
@@ -207,8 +235,6 @@ std::vector<Request> read_prompts(const std::string& path, const GenerateArgs& a
 
 Runner add_generate_commands(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
-  a->opt.sampling.temperature = 0.8f;
-  a->opt.max_new_tokens = 64;
   auto* gen = app.add_subcommand(
       "generate",
       "Generate text with the CCA-cache decoder: the prompt in one forward, then a token at a "
@@ -225,27 +251,22 @@ Runner add_generate_commands(CLI::App& app) {
                   "JSON lines, one request each: {\"prompt\": ..., and optionally max_tokens, "
                   "temperature, top_k, top_p, repetition_penalty, seed, stop}; prints one JSON "
                   "line per request");
-  gen->add_option("--max-tokens", a->opt.max_new_tokens, "tokens to generate at most")
-      ->check(IntIn(1, 1 << 20))
-      ->capture_default_str();
-  gen->add_option("--temperature", a->opt.sampling.temperature, "0: greedy")
-      ->check(NonNegative())
-      ->capture_default_str();
-  gen->add_option("--top-k", a->opt.sampling.top_k, "sample among the k likeliest (0: all)")
-      ->check(IntIn(0, INT32_MAX))
-      ->capture_default_str();
-  gen->add_option("--top-p", a->opt.sampling.top_p,
-                  "sample among the likeliest tokens whose probability reaches p")
-      ->check(RealIn(0.0, 1.0))
-      ->capture_default_str();
-  gen->add_option("--repetition-penalty", a->opt.sampling.repetition_penalty,
-                  "> 1 discourages tokens already in the context (1: off)")
-      ->check(Positive())
-      ->capture_default_str();
-  gen->add_option("--seed", a->opt.sampling.seed,
-                  "sampling seed: the same prompt, settings and seed give the same text")
-      ->capture_default_str()
-      ->check(Seed());
+  // The request's numbers are read by the parser zaya serve uses (after the model is loaded: the
+  // context bounds max_tokens), so each is checked and named as a request field would be.
+  gen->add_option("--max-tokens", a->max_tokens,
+                  "tokens to generate at most (default 64; prompt + max tokens must fit the "
+                  "model's context)");
+  gen->add_option("--temperature", a->temperature, "in [0, 2]; 0: greedy (default 0.8)");
+  gen->add_option("--top-k", a->top_k, "sample among the k likeliest (0: all, the default)");
+  gen->add_option("--top-p", a->top_p,
+                  "in (0, 1]: sample among the likeliest tokens whose probability reaches p "
+                  "(default 1)");
+  gen->add_option("--repetition-penalty", a->repetition_penalty,
+                  "in (0, 100]; > 1 discourages tokens already in the context (1: off, the "
+                  "default)");
+  gen->add_option("--seed", a->seed,
+                  "sampling seed, an integer (default 0): the same prompt, settings and seed give "
+                  "the same text");
   gen->add_option("--stop", a->stop, "stop when the text contains this string (repeatable)");
   gen->add_flag("--no-eos", a->no_eos, "do not stop at the tokenizer's end-of-text token");
   gen->add_flag("--json", a->json_out, "with --prompt: print one JSON line instead of streaming");
@@ -261,14 +282,24 @@ Runner add_generate_commands(CLI::App& app) {
                "zaya generate takes --prompt TEXT or --prompts FILE.jsonl, not both");
     ZAYA_CHECK(!a->prompt.empty() || !a->prompts.empty(),
                "zaya generate needs --prompt TEXT or --prompts FILE.jsonl");
-    validate_sampling(a->opt.sampling);
-    std::vector<Request> requests =
-        a->prompts.empty() ? std::vector<Request>{{a->prompt, a->opt, a->stop, "--prompt"}}
-                           : read_prompts(a->prompts, *a);
     const InferenceModel im = load_inference_model(a->model, a->tokenizer, a->device, a->precision);
     ZayaModel& model = *im.loaded.model;
     const Tokenizer& tokenizer = *im.tokenizer;
     const ModelConfig& c = model.config();
+    // The same request as zaya serve would take: its rules, its model name, its context.
+    const serve::RequestLimits limits{default_model_name(im), int(c.max_seq_len), c.vocab_size};
+    serve::CompletionRequest base;
+    base.max_tokens = 64;
+    base.sampling.temperature = 0.8f;
+    base.seed = 0;
+    json fields = flag_fields(*a);
+    if (!a->prompt.empty()) fields["prompt"] = a->prompt;
+    const serve::CompletionRequest defaults =
+        parse_request(fields, limits, base, !a->prompt.empty(), "");
+    std::vector<Request> requests =
+        a->prompts.empty()
+            ? std::vector<Request>{make_request(defaults, tokenizer, c.max_seq_len, "--prompt")}
+            : read_prompts(a->prompts, defaults, limits, tokenizer, c.max_seq_len);
     const int32_t eos = a->no_eos ? -1 : tokenizer.end_of_text_id().value_or(-1);
     for (Request& rq : requests) rq.opt.eos = eos;
     // Under a launcher with several ranks, every cache is sharded over them (tree attention);

@@ -5,7 +5,9 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <new>
@@ -66,6 +68,17 @@ Runner add_serve_commands(CLI::App& app) {
   sv->add_option("--max-tokens-limit", a->opt.max_tokens_limit,
                  "the largest max_tokens a request may ask for (default: the context)")
       ->check(IntIn(1, 1 << 30));
+  sv->add_option("--max-connections", a->opt.max_connections,
+                 "connections answered at once, one thread each, started when first needed; as "
+                 "many more wait for a thread, beyond that a connection gets 503 at once")
+      ->check(IntIn(8, 4096))
+      ->capture_default_str();
+  sv->add_option("--drain-timeout", a->opt.drain_timeout_s,
+                 "on SIGTERM, seconds the requests in flight may take to finish; the ones left "
+                 "are then ended (503, or a stream cut short) and the process exits 0 within "
+                 "this plus 10 s")
+      ->check(IntIn(0, 3600))
+      ->capture_default_str();
 
   return [=]() -> int {
     if (!*sv) return kNotMine;
@@ -82,9 +95,7 @@ Runner add_serve_commands(CLI::App& app) {
 
     const InferenceModel im = load_inference_model(a->model, a->tokenizer, a->device, a->precision);
     serve::ServeOptions opt = a->opt;
-    if (opt.model_name.empty())
-      opt.model_name = std::filesystem::path(im.loaded.path).lexically_normal().filename().string();
-    if (opt.model_name.empty()) opt.model_name = "zaya";
+    if (opt.model_name.empty()) opt.model_name = default_model_name(im);
     const ModelConfig& c = im.loaded.model->config();
     const int64_t context = opt.context > 0 ? opt.context : c.max_seq_len;
     ZAYA_CHECK(context <= c.max_seq_len, "--context ", context, " exceeds the model's max_seq_len ",
@@ -107,17 +118,28 @@ Runner add_serve_commands(CLI::App& app) {
                  opt.model_name.c_str(), im.loaded.path.c_str(), opt.max_batch, opt.max_queue,
                  (long long)context, (long long)BatchDecoder::cache_bytes_per_token(c),
                  cache_bytes / 1048576.0, im.device.c_str());
-    std::printf("zaya serve: listening on http://%s:%d\n", opt.host.c_str(), port);
-    std::fflush(stdout);
-    std::thread([&server, stop_signals] {
+    const int drain_s = opt.drain_timeout_s;
+    std::thread([&server, stop_signals, drain_s] {
       int sig = 0;
       sigwait(&stop_signals, &sig);
       std::fprintf(stderr,
-                   "zaya serve: %s: new requests get 503; finishing the %d requests in flight\n",
-                   sig == SIGTERM ? "SIGTERM" : "SIGINT", server.in_flight());
+                   "zaya serve: %s: new requests get 503; finishing the %d requests in flight "
+                   "(at most %d s)\n",
+                   sig == SIGTERM ? "SIGTERM" : "SIGINT", server.in_flight(), drain_s);
+      // The stated bound: whatever holds the drain up, the process ends within it.
+      std::thread([drain_s] {
+        std::this_thread::sleep_for(std::chrono::seconds(drain_s + 10));
+        std::fprintf(stderr, "zaya serve: not stopped %d s after the signal: exiting now\n",
+                     drain_s + 10);
+        std::_Exit(1);
+      }).detach();
       server.stop();
     }).detach();
-    server.run();
+    // "listening" only once the threads that answer are running.
+    server.run([&] {
+      std::printf("zaya serve: listening on http://%s:%d\n", opt.host.c_str(), port);
+      std::fflush(stdout);
+    });
     std::fprintf(stderr, "zaya serve: stopped\n");
     return 0;
   };

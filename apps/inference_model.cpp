@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <optional>
 
 #include "backend/device_select.h"
 #include "core/error.h"
@@ -28,12 +30,24 @@ InferenceModel load_inference_model(const std::string& model, const std::string&
   }
   m.tokenizer = load_tokenizer(m.tokenizer_path);
   const ModelConfig& c = m.loaded.model->config();
-  ZAYA_CHECK(m.tokenizer->vocab_size() <= c.vocab_size, "--tokenizer ", m.tokenizer_path, " has ",
+  // Both ways: a larger tokenizer makes ids the model has no row for; a smaller one leaves ids the
+  // model may draw and the tokenizer cannot turn into text.
+  ZAYA_CHECK(m.tokenizer->vocab_size() == c.vocab_size, "--tokenizer ", m.tokenizer_path, " has ",
              m.tokenizer->vocab_size(), " tokens but the model has ", c.vocab_size,
-             ": not this model's tokenizer");
+             ": not this model's tokenizer (their vocabularies must be the same size)");
+  const std::optional<int32_t> eos = m.tokenizer->end_of_text_id();
+  ZAYA_CHECK(!eos || (*eos >= 0 && *eos < c.vocab_size), "--tokenizer ", m.tokenizer_path,
+             ": its end-of-text token id ", eos.value_or(0),
+             " is outside the model's vocabulary [0, ", c.vocab_size, ")");
   m.loaded.model->set_backend(*dev.backend);
   m.device = dev.description;
   return m;
+}
+
+std::string default_model_name(const InferenceModel& m) {
+  const std::string name =
+      std::filesystem::path(m.loaded.path).lexically_normal().filename().string();
+  return name.empty() ? "zaya" : name;
 }
 
 }  // namespace zaya::cli

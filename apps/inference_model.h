@@ -30,4 +30,8 @@ InferenceModel load_inference_model(const std::string& model, const std::string&
                                     const std::string& device = "cpu",
                                     const std::string& precision = "fp32");
 
+// The id a request names the model by ("model"), unless --model-name says otherwise: the model
+// directory's name ("zaya" when it has none). zaya serve and zaya generate take the same.
+std::string default_model_name(const InferenceModel& m);
+
 }  // namespace zaya::cli

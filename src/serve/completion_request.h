@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "infer/sampling.h"
+#include "tokenizer/tokenizer.h"
 
 namespace zaya::serve {
 
@@ -56,6 +57,32 @@ struct CompletionRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a last chunk with the usage
 };
+
+// The front door a request came through. Both read the same fields with the same rules and the same
+// messages; `generate` cannot answer echo, logprobs or a stream and refuses those fields, and takes
+// `model` as optional (serve requires it).
+enum class Door { serve, generate };
+
+// What a request is checked against: the model it must name, the largest max_tokens, the
+// vocabulary its token ids must fall in.
+struct RequestLimits {
+  std::string served_model;
+  int max_tokens_limit = 0;
+  int64_t vocab_size = 0;
+};
+
+// Reads the request object `j` over `base` (the defaults: OpenAI's for serve, the command line's
+// for generate); with `prompt_required` false (generate's flags without a prompt) the prompt may be
+// absent. Throws ApiError naming the field.
+CompletionRequest parse_request_object(const nlohmann::json& j, const RequestLimits& limits,
+                                       Door door, CompletionRequest base,
+                                       bool prompt_required = true);
+
+// The token ids of one prompt (text encoded with `tok`), checked against `context` with
+// `max_tokens` to draw (at least one: echo with max_tokens 0 still draws one, unreported). The
+// caller holds whatever lock the tokenizer needs.
+std::vector<int32_t> prompt_token_ids(const Tokenizer& tok, const PromptInput& p, int max_tokens,
+                                      int64_t context, const std::string& field);
 
 // Parses and checks `body`. `served_model` is the one model id this server answers to (404
 // otherwise); `max_tokens_limit` the most a request may ask for; `vocab_size` bounds token ids.

@@ -2,18 +2,28 @@
 
 #include <httplib.h>
 
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <random>
+#include <set>
+#include <shared_mutex>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "infer/text_stream.h"
+#include "serve/completion_channel.h"
 #include "serve/completion_request.h"
+#include "serve/http_guard.h"
 #include "serve/logprobs.h"
 #include "serve/tokenizer_endpoints.h"
 
@@ -23,28 +33,6 @@ using nlohmann::json;
 
 namespace {
 
-// What the engine thread hands a request's HTTP thread: settled text as it comes, then the end.
-struct Channel {
-  std::mutex m;
-  std::condition_variable cv;
-  std::string text;  // settled, not yet taken by the HTTP thread
-  bool done = false;
-  std::string finish_reason;  // OpenAI's: "stop" (eos or a stop string) or "length"
-  size_t completion_tokens = 0;
-  double ttft_s = 0;
-  std::atomic<bool> cancelled{false};  // the client went away
-  std::unique_ptr<TextStream> stream;  // used on the engine thread only
-  // With logprobs (written on the engine thread, read once done): the prompt's entries, the drawn
-  // tokens' entries, and the logits the next token is drawn from.
-  int top_n = -1;
-  std::vector<TokenLogprob> prompt_lps, drawn_lps;
-  std::vector<float> draw_logits;
-};
-
-std::string dump(const json& j) {
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
 void send_error(httplib::Response& res, const ApiError& e) {
   res.status = e.status;
   res.set_content(dump(e.body()), "application/json");
@@ -52,14 +40,46 @@ void send_error(httplib::Response& res, const ApiError& e) {
 
 }  // namespace
 
+HttpLimits http_limits(const ServeOptions& o) {
+  HttpLimits l;
+  l.max_body_bytes = o.max_body_bytes;
+  l.max_connections = o.max_connections;
+  return l;
+}
+
 struct OpenAiServer::Impl {
   ZayaModel& model;
   const Tokenizer& tok;
   ServeOptions opt;
-  InferenceEngine engine;
-  httplib::Server http;
+  // The engine, rebuilt by the engine thread (under the unique lock) when a step fails; HTTP
+  // threads use it under the shared lock.
+  std::shared_mutex engine_mutex;
+  std::unique_ptr<InferenceEngine> engine;
+  int64_t context;
+  GuardedServer http;
   std::mutex tok_mutex;  // Tokenizer is not thread-safe (it caches encodings)
-  std::atomic<bool> draining{false}, engine_stop{false};
+  // draining: new requests get 503; aborting: the drain deadline passed, requests still in
+  // flight are ended.
+  std::atomic<bool> draining{false}, aborting{false}, engine_stop{false};
+  std::function<void()> on_listening;
+  // Every request the engine holds, so that a failed engine step or the drain deadline can end
+  // them.
+  std::mutex live_mutex;
+  std::set<std::shared_ptr<Channel>> live;
+  // Ends every live request: with `error` (a failed engine step) or, when empty, by waking its
+  // HTTP thread to see `aborting`.
+  void end_live(const std::string& error) {
+    std::lock_guard<std::mutex> lock(live_mutex);
+    for (const auto& ch : live) {
+      std::lock_guard<std::mutex> l2(ch->m);
+      if (!error.empty() && !ch->done) {
+        ch->error = error;
+        ch->done = true;
+      }
+      ch->cv.notify_all();
+    }
+    if (!error.empty()) live.clear();
+  }
   // Completion requests between their handler's start and the last byte of their response.
   std::mutex flight_mutex;
   std::condition_variable flight_cv;
@@ -87,7 +107,7 @@ struct OpenAiServer::Impl {
   int max_tokens_limit;
 
   TokenizerEndpoints tokenizer_endpoints() const {
-    return TokenizerEndpoints{tok, opt.model_name, engine.context(), model.config().vocab_size};
+    return TokenizerEndpoints{tok, opt.model_name, context, model.config().vocab_size};
   }
   // Answers with what `call` returns, or its ApiError; the tokenizer is used by one thread at once.
   template <typename Call>
@@ -109,17 +129,22 @@ struct OpenAiServer::Impl {
   }
 
   Impl(ZayaModel& m, const Tokenizer& t, const ServeOptions& o)
-      : model(m), tok(t), opt(o), engine(m, engine_limits(m, o)) {
+      : model(m),
+        tok(t),
+        opt(o),
+        engine(std::make_unique<InferenceEngine>(m, engine_limits(m, o))),
+        context(engine->context()),
+        http(http_limits(o)) {
     eos = tok.end_of_text_id().value_or(-1);
     max_tokens_limit =
-        int(opt.max_tokens_limit > 0 ? std::min<int64_t>(opt.max_tokens_limit, engine.context())
-                                     : engine.context());
-    // One HTTP thread per connection in flight: every running and queued request, and a few for
-    // /health and the requests that will be refused.
-    const size_t threads = size_t(opt.max_batch) + opt.max_queue + 4;
-    http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-    http.set_payload_max_length(opt.max_body_bytes);
-    http.set_keep_alive_timeout(2);
+        int(opt.max_tokens_limit > 0 ? std::min<int64_t>(opt.max_tokens_limit, context) : context);
+    // Threads for connections are started when first needed, up to --max-connections; a request
+    // waiting in the engine's queue holds its connection's thread (httplib answers synchronously).
+    http.new_task_queue = [this] {
+      auto* pool = new ConnectionPool(opt.max_connections, 4);
+      if (on_listening) on_listening();
+      return pool;
+    };
     http.Post("/v1/completions",
               [this](const httplib::Request& rq, httplib::Response& res) { completion(rq, res); });
     http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
@@ -142,9 +167,10 @@ struct OpenAiServer::Impl {
     });
     http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
       res.status = draining ? 503 : 200;
+      std::shared_lock<std::shared_mutex> lock(engine_mutex);
       res.set_content(dump(json{{"status", draining ? "draining" : "ok"},
-                                {"running", engine.running()},
-                                {"queued", engine.queued()}}),
+                                {"running", engine->running()},
+                                {"queued", engine->queued()}}),
                       "application/json");
     });
     // Unknown paths, wrong methods, bodies over the limit: OpenAI-style errors too.
@@ -169,24 +195,10 @@ struct OpenAiServer::Impl {
         });
   }
 
-  // The ids of one prompt, checked against the context with `max_tokens` to draw (at least one:
-  // echo with max_tokens 0 still draws one token, which is not reported).
+  // The ids of one prompt, checked against the context (completion_request.h).
   std::vector<int32_t> prompt_ids(const PromptInput& p, int max_tokens, const std::string& field) {
-    std::vector<int32_t> ids = p.tokens;
-    if (!p.is_tokens) {
-      std::lock_guard<std::mutex> lock(tok_mutex);
-      ids = tok.encode(p.text);
-    }
-    if (ids.empty()) throw ApiError(400, "'" + field + "': encodes to no tokens", field);
-    const int64_t draws = std::max(max_tokens, 1);
-    if (int64_t(ids.size()) + draws > engine.context())
-      throw ApiError(400,
-                     "this model's context is " + std::to_string(engine.context()) +
-                         " tokens; the prompt has " + std::to_string(ids.size()) +
-                         " and max_tokens asks for " + std::to_string(draws) +
-                         ": shorten the prompt or lower max_tokens",
-                     field, "invalid_request_error", "context_length_exceeded");
-    return ids;
+    std::lock_guard<std::mutex> lock(tok_mutex);
+    return prompt_token_ids(tok, p, max_tokens, context, field);
   }
 
   // The engine request of one prompt, its text and end going to `ch`.
@@ -200,32 +212,20 @@ struct OpenAiServer::Impl {
     er.opt.sampling = cr.sampling;
     er.opt.sampling.seed = cr.seed ? *cr.seed : std::random_device{}();
     er.on_token = [this, ch](int32_t t) {
-      if (ch->top_n >= 0)
-        ch->drawn_lps.push_back(token_logprob_entry(ch->draw_logits, t, ch->top_n));
-      if (ch->cancelled) return false;
-      std::string piece;
-      {
-        std::lock_guard<std::mutex> lock(tok_mutex);
-        piece = ch->stream->push(t);
+      try {
+        return on_token(*ch, t);
+      } catch (const std::exception& e) {
+        fail(*ch, e.what());
+        return false;
       }
-      if (!piece.empty()) {
-        std::lock_guard<std::mutex> lock(ch->m);
-        ch->text += piece;
-        ch->cv.notify_all();
-      }
-      return !ch->stream->stopped();
     };
     er.on_done = [this, ch](const EngineResult& r) {
-      std::string rest;
-      {
-        std::lock_guard<std::mutex> lock(tok_mutex);
-        rest = ch->stream->finish();
+      try {
+        on_done(*ch, r);
+      } catch (const std::exception& e) {
+        fail(*ch, e.what());
       }
       std::lock_guard<std::mutex> lock(ch->m);
-      ch->text += rest;
-      ch->finish_reason = r.finish_reason == "length" ? "length" : "stop";
-      ch->completion_tokens = r.tokens.size();
-      ch->ttft_s = r.ttft_seconds;
       ch->done = true;
       ch->cv.notify_all();
     };
@@ -244,6 +244,53 @@ struct OpenAiServer::Impl {
         };
     }
     return er;
+  }
+
+  // An error inside a request (on the engine thread): the request ends, its client gets a 500.
+  void fail(Channel& ch, const std::string& what) {
+    std::fprintf(stderr, "zaya serve: a request failed: %s\n", what.c_str());
+    std::lock_guard<std::mutex> lock(ch.m);
+    if (ch.error.empty()) ch.error = what;
+    ch.cancelled = true;
+  }
+
+  // A drawn token: its text to the channel; false to end the request (cancelled, or a stop).
+  bool on_token(Channel& ch, int32_t t) {
+    if (ch.top_n >= 0) ch.drawn_lps.push_back(token_logprob_entry(ch.draw_logits, t, ch.top_n));
+    if (ch.cancelled) return false;
+    std::string piece;
+    {
+      std::lock_guard<std::mutex> lock(tok_mutex);
+      piece = ch.stream->push(t);
+    }
+    if (!piece.empty()) {
+      std::lock_guard<std::mutex> lock(ch.m);
+      ch.text += piece;
+      ch.cv.notify_all();
+    }
+    return !ch.stream->stopped();
+  }
+
+  // The end of a request: the text held back, the finish (done is set by the caller).
+  void on_done(Channel& ch, const EngineResult& r) {
+    {
+      std::lock_guard<std::mutex> lock(live_mutex);
+      for (auto it = live.begin(); it != live.end(); ++it)
+        if (it->get() == &ch) {
+          live.erase(it);
+          break;
+        }
+    }
+    std::string rest;
+    {
+      std::lock_guard<std::mutex> lock(tok_mutex);
+      rest = ch.stream->finish();
+    }
+    std::lock_guard<std::mutex> lock(ch.m);
+    ch.text += rest;
+    ch.finish_reason = r.finish_reason == "length" ? "length" : "stop";
+    ch.completion_tokens = r.tokens.size();
+    ch.ttft_s = r.ttft_seconds;
   }
 
   // One choice of a finished request: its text (the prompt's first with echo) and logprobs.
@@ -278,22 +325,16 @@ struct OpenAiServer::Impl {
           prompt_ids(cr.prompts[i], cr.max_tokens,
                      cr.prompts.size() == 1 ? "prompt" : "prompt[" + std::to_string(i) + "]"));
     std::vector<std::shared_ptr<Channel>> channels;
+    const auto cancel_all = [&] {
+      for (auto& c : channels) c->cancelled = true;
+    };
     for (const std::vector<int32_t>& prompt : prompts) {
       auto ch = std::make_shared<Channel>();
-      bool queued = false;
       try {
-        queued = engine.submit(engine_request(ch, prompt, cr));
-      } catch (const Error& e) {
-        for (auto& c : channels) c->cancelled = true;
-        throw ApiError(400, e.what());
-      }
-      if (!queued) {
-        for (auto& c : channels) c->cancelled = true;
-        res.set_header("Retry-After", "1");
-        throw ApiError(429,
-                       "the server is busy: " + std::to_string(opt.max_queue) +
-                           " requests are already waiting; retry later",
-                       {}, "rate_limit_error");
+        submit(ch, engine_request(ch, prompt, cr), res);
+      } catch (const ApiError&) {
+        cancel_all();
+        throw;
       }
       channels.push_back(ch);
     }
@@ -303,7 +344,21 @@ struct OpenAiServer::Impl {
       Channel& ch = *channels[i];
       {
         std::unique_lock<std::mutex> lock(ch.m);
-        ch.cv.wait(lock, [&] { return ch.done; });
+        ch.cv.wait(lock, [&] { return ch.done || aborting; });
+        if (!ch.done) {
+          lock.unlock();
+          cancel_all();
+          throw ApiError(503,
+                         "the server is shutting down and this request did not finish within "
+                         "its --drain-timeout of " +
+                             std::to_string(opt.drain_timeout_s) + " s",
+                         {}, "server_error");
+        }
+        if (!ch.error.empty()) {
+          lock.unlock();
+          cancel_all();
+          throw ApiError(500, "the request failed: " + ch.error, {}, "server_error");
+        }
       }
       choices.push_back(choice_json(i, ch, cr.prompts[i], prompts[i], cr));
       prompt_tokens += prompts[i].size();
@@ -332,6 +387,7 @@ struct OpenAiServer::Impl {
     FlightGuard guard{this};
     CompletionRequest cr;
     std::vector<int32_t> prompt;
+    std::shared_ptr<Channel> ch;
     try {
       if (draining) {
         res.set_header("Connection", "close");
@@ -344,12 +400,13 @@ struct OpenAiServer::Impl {
         return;
       }
       prompt = prompt_ids(cr.prompts[0], cr.max_tokens, "prompt");
+      ch = std::make_shared<Channel>();
+      submit(ch, engine_request(ch, prompt, cr), res);
     } catch (const ApiError& e) {
+      std::fprintf(stderr, "zaya serve: POST /v1/completions %d: %s\n", e.status, e.what());
       send_error(res, e);
       return;
     }
-    auto ch = std::make_shared<Channel>();
-    if (!submit(engine_request(ch, prompt, cr), res)) return;
     const StreamReply reply{"cmpl-" + std::to_string(next_id++), prompt.size(), t0,
                             cr.include_usage};
     guard.armed = false;  // the stream's releaser ends the request's flight
@@ -357,7 +414,7 @@ struct OpenAiServer::Impl {
     res.set_chunked_content_provider(
         "text/event-stream",
         [this, ch, reply](size_t, httplib::DataSink& sink) {
-          return stream_events(*ch, reply, sink);
+          return stream_events(*ch, reply, opt.model_name, aborting, sink);
         },
         [this, ch](bool success) {
           if (!success) ch->cancelled = true;
@@ -365,95 +422,71 @@ struct OpenAiServer::Impl {
         });
   }
 
-  // Queues one request; false after answering 429 (a full queue) or 400.
-  bool submit(EngineRequest er, httplib::Response& res) {
-    try {
-      if (!engine.submit(std::move(er)))
-        throw ApiError(429,
-                       "the server is busy: " + std::to_string(opt.max_queue) +
-                           " requests are already waiting; retry later",
-                       {}, "rate_limit_error");
-    } catch (const ApiError& e) {
-      res.set_header("Retry-After", "1");
-      send_error(res, e);
-      return false;
-    } catch (const Error& e) {
-      send_error(res, ApiError(400, e.what()));
-      return false;
-    }
-    return true;
-  }
-
-  // What a streamed answer needs besides its channel: its id, its prompt's length (for the
-  // usage), when it came (for the log line), and whether the client asked for the usage.
-  struct StreamReply {
-    std::string id;
-    size_t prompt_tokens;
-    std::chrono::steady_clock::time_point t0;
-    bool include_usage;
-    json usage(size_t completion) const {
-      return json{{"prompt_tokens", prompt_tokens},
-                  {"completion_tokens", completion},
-                  {"total_tokens", prompt_tokens + completion}};
-    }
-    void log(const Channel& c, const char* how) const {
-      std::fprintf(stderr,
-                   "zaya serve: POST /v1/completions %s: %zu prompt tokens, %zu generated (%s), "
-                   "first token %.1f ms, %.2f s in all\n",
-                   how, prompt_tokens, c.completion_tokens, c.finish_reason.c_str(), c.ttft_s * 1e3,
-                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
-  };
-
-  // One call of the stream's content provider: the text settled since the last call as an
-  // event, then at the end the finish, the usage when asked for, and [DONE]. False when the
-  // client went away (the engine then ends the request) or the stream is over.
-  bool stream_events(Channel& ch, const StreamReply& r, httplib::DataSink& sink) {
-    const auto event = [&](const json& j) {
-      const std::string s = "data: " + dump(j) + "\n\n";
-      return sink.write(s.data(), s.size());
-    };
-    const auto chunk = [&](const std::string& text, const json& finish) {
-      return json{
-          {"id", r.id},
-          {"object", "text_completion"},
-          {"created", int64_t(std::time(nullptr))},
-          {"model", opt.model_name},
-          {"choices",
-           {{{"text", text}, {"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish}}}}};
-    };
-    std::string text;
-    bool done;
+  // Queues one request, its channel among the live ones; throws ApiError: 429 (a full queue,
+  // with Retry-After), 400 (what the engine refuses), 503 (the engine is being restarted).
+  void submit(const std::shared_ptr<Channel>& ch, EngineRequest er, httplib::Response& res) {
+    std::shared_lock<std::shared_mutex> lock(engine_mutex);
+    if (!engine)
+      throw ApiError(503, "the engine is restarting after a failure; retry later", {},
+                     "server_error");
     {
-      std::unique_lock<std::mutex> lock(ch.m);
-      ch.cv.wait(lock, [&] { return ch.done || !ch.text.empty(); });
-      text.swap(ch.text);
-      done = ch.done;
+      std::lock_guard<std::mutex> l2(live_mutex);
+      live.insert(ch);
     }
-    if (!text.empty() && !event(chunk(text, nullptr))) {
-      ch.cancelled = true;  // the client went away: the engine ends the request
-      return false;
+    bool queued = false;
+    try {
+      queued = engine->submit(std::move(er));
+    } catch (const Error& e) {
+      forget(ch);
+      throw ApiError(400, e.what());
     }
-    if (!done) return true;
-    bool ok = event(chunk("", ch.finish_reason));
-    if (ok && r.include_usage) {
-      json u = chunk("", nullptr);
-      u["choices"] = json::array();
-      u["usage"] = r.usage(ch.completion_tokens);
-      ok = event(u);
+    if (!queued) {
+      forget(ch);
+      res.set_header("Retry-After", "1");
+      throw ApiError(429,
+                     "the server is busy: " + std::to_string(opt.max_queue) +
+                         " requests are already waiting; retry later",
+                     {}, "rate_limit_error");
     }
-    if (ok) {
-      const std::string last = "data: [DONE]\n\n";
-      ok = sink.write(last.data(), last.size());
-    }
-    r.log(ch, "200 (stream)");
-    if (ok) sink.done();
-    return ok;
+  }
+  void forget(const std::shared_ptr<Channel>& ch) {
+    std::lock_guard<std::mutex> lock(live_mutex);
+    live.erase(ch);
   }
 
+  // Decodes until stop. A failed step (it should not happen: every request is checked before it
+  // is queued) ends the requests the engine held with a 500 and starts a fresh engine; the
+  // process keeps serving.
   void engine_loop() {
     while (!engine_stop) {
-      if (!engine.tick()) engine.wait_for_work(std::chrono::milliseconds(50));
+      try {
+        std::shared_lock<std::shared_mutex> lock(engine_mutex);
+        if (!engine) {
+          lock.unlock();
+          restart_engine();
+        } else if (!engine->tick()) {
+          engine->wait_for_work(std::chrono::milliseconds(50));
+        }
+      } catch (const std::exception& e) {
+        std::fprintf(stderr,
+                     "zaya serve: a decoding step failed (%s); ending the requests it held and "
+                     "starting the engine again\n",
+                     e.what());
+        end_live(std::string("a decoding step failed: ") + e.what());
+        restart_engine();
+      }
+    }
+  }
+  void restart_engine() {
+    std::unique_lock<std::shared_mutex> lock(engine_mutex);
+    engine.reset();
+    try {
+      engine = std::make_unique<InferenceEngine>(model, engine_limits(model, opt));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "zaya serve: cannot start the engine again (%s); retrying in 1 s\n",
+                   e.what());
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::seconds(1));
     }
   }
 };
@@ -471,30 +504,51 @@ int OpenAiServer::bind() {
     ZAYA_CHECK(port > 0, "zaya serve: cannot listen on ", o.host, " (any port)");
     return port;
   }
-  ZAYA_CHECK(impl_->http.bind_to_port(o.host, o.port), "zaya serve: cannot listen on ", o.host, ":",
-             o.port, " (in use, or not an address of this machine)");
+  if (!impl_->http.bind_to_port(o.host, o.port))
+    ZAYA_FAIL("zaya serve: cannot listen on ", o.host, ":", o.port, ": ",
+              bind_error(o.host, o.port), " (is another server on port ", o.port,
+              "? choose another with --port)");
   return o.port;
 }
 
-void OpenAiServer::run() {
+void OpenAiServer::run(const std::function<void()>& on_listening) {
+  impl_->on_listening = on_listening;
   std::thread engine([this] { impl_->engine_loop(); });
   // Returns after stop(), once httplib's threads have finished every connection in flight; the
-  // engine keeps decoding for them until then.
-  impl_->http.listen_after_bind();
+  // engine keeps decoding for them until then. It throws when the threads that answer cannot be
+  // started; then nothing was said to be listening.
+  std::exception_ptr failed;
+  try {
+    impl_->http.listen_after_bind();
+  } catch (...) {
+    failed = std::current_exception();
+  }
   impl_->engine_stop = true;
   engine.join();
+  if (failed) std::rethrow_exception(failed);
 }
 
 void OpenAiServer::stop() {
   // New requests get 503 from here on; once the requests in flight have sent their last byte the
   // listening socket closes. (httplib's stop() cuts streams that are still being written, so it
   // must come after them.)
-  impl_->draining = true;
-  {
-    std::unique_lock<std::mutex> lock(impl_->flight_mutex);
-    impl_->flight_cv.wait(lock, [&] { return impl_->in_flight == 0; });
+  Impl& im = *impl_;
+  im.draining = true;
+  std::unique_lock<std::mutex> lock(im.flight_mutex);
+  const auto idle = [&] { return im.in_flight == 0; };
+  if (!im.flight_cv.wait_for(lock, std::chrono::seconds(im.opt.drain_timeout_s), idle)) {
+    std::fprintf(
+        stderr, "zaya serve: %d requests still in flight after --drain-timeout %d s: ending them\n",
+        im.in_flight, im.opt.drain_timeout_s);
+    im.aborting = true;
+    lock.unlock();
+    im.end_live("");
+    lock.lock();
+    im.flight_cv.wait_for(lock, std::chrono::seconds(5), idle);
   }
-  impl_->http.stop();
+  lock.unlock();
+  im.http.stop_connections();
+  im.http.stop();
 }
 
 int OpenAiServer::in_flight() const {

@@ -6,8 +6,10 @@
 //   GET  /v1/models        the one model served
 //   GET  /health           200 while serving, 503 while draining
 //
-// Every connection is handled on its own HTTP thread, which tokenizes, queues the request with
-// the engine and waits for its text; one engine thread decodes all running requests together. A
+// Every connection is handled on a thread of a bounded pool (http_guard.h: deadlines, framing,
+// connection cap), which tokenizes, queues the request with the engine and waits for its text;
+// one engine thread decodes all running requests together. An error inside a request ends that
+// request (500, logged), never the process. A
 // request's text does not depend on what else runs (the decoder's rows are batch-independent and
 // every draw is a function of seed and position), so 16 concurrent clients get what each would
 // get alone. Bad requests get OpenAI-style JSON errors with 4xx codes; a full queue gets 429.
@@ -17,6 +19,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -24,10 +27,6 @@
 #include "infer/engine.h"
 #include "model/zaya_model.h"
 #include "tokenizer/tokenizer.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace zaya::serve {
 
@@ -40,6 +39,8 @@ struct ServeOptions {
   int64_t context = 0;       // positions per request, prompt + max_tokens (0: max_seq_len)
   int max_tokens_limit = 0;  // the most max_tokens a request may ask (0: the context)
   size_t max_body_bytes = 1 << 20;
+  size_t max_connections = 256;  // connections served at once, one thread each (http_guard.h)
+  int drain_timeout_s = 30;      // stop(): how long requests in flight may take to finish
 };
 
 class OpenAiServer {
@@ -49,12 +50,16 @@ class OpenAiServer {
   OpenAiServer(const OpenAiServer&) = delete;
   OpenAiServer& operator=(const OpenAiServer&) = delete;
 
-  // Binds the listening socket; returns the port (the chosen one when options.port is 0).
+  // Binds the listening socket, this server's alone; returns the port (the chosen one when
+  // options.port is 0). Throws naming the address and the reason ("Address already in use").
   int bind();
-  // Serves until stop(), then finishes every request in flight and returns.
-  void run();
+  // Serves until stop(), then finishes every request in flight and returns. `on_listening` is
+  // called once the threads that answer are running (before it, connections wait in the
+  // kernel's queue).
+  void run(const std::function<void()>& on_listening = {});
   // Drains: new requests get 503 (and /health 503 "draining"); blocks until every request in
-  // flight has been answered in full, then closes the listening socket, and run() returns.
+  // flight has been answered in full, or options.drain_timeout_s has passed (then the ones left
+  // are ended: 503, or a stream cut short), then closes the listening socket, and run() returns.
   // Thread-safe.
   void stop();
   // Completion requests being answered now.

@@ -87,15 +87,22 @@ expect_error() {  # expect_error WHAT EXPECTED -- command...
 echo '{"prompt": "x", "temprature": 1}' > "$WORK/typo.jsonl"
 expect_error "unknown field" "typo.jsonl:1: unknown field 'temprature'" -- "${G[@]}" --prompts "$WORK/typo.jsonl"
 printf '%s\n' '{"prompt": "x"}' '' '{"prompt": "The jury", "max_tokens": 300}' > "$WORK/long.jsonl"
-expect_error "past the context" "long.jsonl:3: the prompt has" -- "${G[@]}" --prompts "$WORK/long.jsonl"
+expect_error "max_tokens past the context" "long.jsonl:3: 'max_tokens': must be in [0, 256], got 300" -- "${G[@]}" --prompts "$WORK/long.jsonl"
+printf '%s\n' '{"prompt": "The jury", "max_tokens": 255}' > "$WORK/long2.jsonl"
+expect_error "prompt + max_tokens past the context" "long2.jsonl:1: this model's context is 256 tokens; the prompt has" -- "${G[@]}" --prompts "$WORK/long2.jsonl"
+expect_error "--max-tokens past int" "--max-tokens: 'max_tokens': must be in [0, 256], got 4294967301" -- "${G[@]}" --prompt x --max-tokens 4294967301
+expect_error "a float seed" "--seed: 'seed': expected an integer, got 1e+30" -- "${G[@]}" --prompt x --seed 1e30
 echo '{"prompt": "x", "top_p": 2}' > "$WORK/range.jsonl"
-expect_error "out of range" "range.jsonl:1: top_p must be in (0, 1]" -- "${G[@]}" --prompts "$WORK/range.jsonl"
+expect_error "out of range" "range.jsonl:1: 'top_p': must be in (0.0, 1.0], got 2" -- "${G[@]}" --prompts "$WORK/range.jsonl"
 expect_error "both prompts" "not both" -- "${G[@]}" --prompt x --prompts "$WORK/prompts.jsonl"
 expect_error "no prompt" "needs --prompt" -- "${G[@]}"
 expect_error "no tokenizer" "has no tokenizer.json" -- "$ZAYA" generate --model "$WORK/dump/model" --prompt x
 sed 's/"vocab_size": 97/"vocab_size": 300/' "$SRC/configs/tiny.json" > "$WORK/small_vocab.json"
 "$ZAYA" debug-dump --config "$WORK/small_vocab.json" --out "$WORK/dump300" > /dev/null
 expect_error "wrong tokenizer" "not this model's tokenizer" -- "$ZAYA" generate --model "$WORK/dump300/model" --tokenizer "$WORK/tokenizer.json" --prompt x
+sed 's/"vocab_size": 97/"vocab_size": 600/' "$SRC/configs/tiny.json" > "$WORK/big_vocab.json"
+"$ZAYA" debug-dump --config "$WORK/big_vocab.json" --out "$WORK/dump600" > /dev/null
+expect_error "smaller tokenizer" "has 512 tokens but the model has 600" -- "$ZAYA" generate --model "$WORK/dump600/model" --tokenizer "$WORK/tokenizer.json" --prompt x
 
 echo "generate: $fails failed"
 exit $((fails > 0))

@@ -126,5 +126,48 @@ TEST(CompletionRequest, ErrorsAreOpenAiErrorObjects) {
   }
 }
 
+// zaya generate's door: the same rules and messages, the model optional, the defaults its own,
+// the fields only a server can answer refused by name.
+TEST(CompletionRequest, GenerateDoorSameRules) {
+  const RequestLimits limits{"zaya", 100, 50};
+  CompletionRequest base;
+  base.max_tokens = 64;
+  base.sampling.temperature = 0.8f;
+  const auto gen = [&](const std::string& body) {
+    return parse_request_object(nlohmann::json::parse(body), limits, Door::generate, base);
+  };
+  const CompletionRequest r = gen(R"({"prompt": "x", "top_k": 3})");
+  EXPECT_EQ(r.max_tokens, 64);
+  EXPECT_FLOAT_EQ(r.sampling.temperature, 0.8f);
+  EXPECT_EQ(r.sampling.top_k, 3);
+  const auto message = [&](const std::string& body, Door door) {
+    try {
+      parse_request_object(nlohmann::json::parse(body), limits, door, base);
+    } catch (const ApiError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  for (const char* body : {R"({"model": "zaya", "prompt": "x", "max_tokens": 4294967301})",
+                           R"({"model": "zaya", "prompt": "x", "top_k": 4294967297})",
+                           R"({"model": "zaya", "prompt": "x", "seed": 1e30})",
+                           R"({"model": "zaya", "prompt": "x", "stop": [""]})",
+                           R"({"model": "zaya", "prompt": "x", "max_tokens": 99999999999999})",
+                           R"({"model": "other", "prompt": "x"})"}) {
+    const std::string m = message(body, Door::serve);
+    EXPECT_NE(m, "accepted") << body;
+    EXPECT_EQ(message(body, Door::generate), m) << body;
+  }
+  EXPECT_EQ(message(R"({"prompt": "x", "max_tokens": 99999999999999})", Door::generate),
+            "'max_tokens': must be in [0, 100], got 99999999999999");
+  EXPECT_EQ(message(R"({"prompt": "x"})", Door::generate), "accepted");  // no model: fine here
+  EXPECT_EQ(message(R"({"prompt": "x", "echo": true})", Door::generate),
+            "'echo': zaya generate cannot answer this field; use zaya serve");
+  EXPECT_THROW(parse_request_object(nlohmann::json::parse("{}"), limits, Door::generate, base),
+               ApiError);  // the prompt is required unless the caller says otherwise
+  EXPECT_NO_THROW(
+      parse_request_object(nlohmann::json::parse("{}"), limits, Door::generate, base, false));
+}
+
 }  // namespace
 }  // namespace zaya::serve
