@@ -3,7 +3,8 @@
 # a driver and PyTorch but none of our Debian packages:
 #  - builds zaya, its device plugin and the GPU test binary (cmake --build BUILD --target ...);
 #  - copies them, with every library they link except glibc's and the GPU vendor's (packed with
-#    xz into lib.tar.xz), and the Brown data of the tests and the demo;
+#    xz into lib.tar.xz), and the Brown data of the tests and the demo (the demo's tokenizer and
+#    shards prepared first where data/ lacks them, as scripts/main.sh does);
 #  - writes .gpu-bundle/manifest: the device, the binaries, and the GPU libraries (the CUDA
 #    runtime, cuBLASLt) left to be found there by search (scripts/gpu_env.sh): at hundreds of MB
 #    they exceed the device tool's 64 MiB carry limit, and the GPU machine has them, in CUDA's
@@ -64,12 +65,16 @@ for b in "${bins[@]}"; do ldd "$b"; done | awk '/=> \// {print $1, $3}' | sort -
   done
 # The Brown slice gpu.train trains on (the full corpus would not fit the carry limit), and the
 # prepared shards and tokenizer of the demo config for tests/gpu/brown_demo.sh (xz: 1.6 MB).
+[[ -f data/raw/brown.txt ]] || { echo "gpu_bundle.sh: no data/raw/brown.txt (scripts/setup.sh fetches it)" >&2; exit 1; }
 head -c 400000 data/raw/brown.txt > .gpu-bundle/brown.txt
-if [[ -f data/brown/index.json && -f data/tokenizer.json ]]; then
-  tar -C data -cJf .gpu-bundle/brown-data.tar.xz brown tokenizer.json
-else
-  echo "note: data/brown is not prepared (scripts/main.sh does it): the Brown demo will fail"
+if [[ ! -f data/tokenizer.json ]]; then  # as scripts/main.sh prepares them
+  "$BUILD/zaya" tokenizer train --input data/raw/brown.txt --vocab-size 4096 --out data/tokenizer.json
 fi
+if [[ ! -f data/brown/index.json ]]; then
+  "$BUILD/zaya" data prepare --tokenizer data/tokenizer.json --input data/raw/brown.txt \
+    --name brown --out data
+fi
+tar -C data -cJf .gpu-bundle/brown-data.tar.xz brown tokenizer.json
 # The libraries (51 MB, OpenBLAS most) with xz: about 9 MB.
 tar -C .gpu-bundle -cJf .gpu-bundle/lib.tar.xz --transform 's|^lib/||' lib/ && rm -rf .gpu-bundle/lib
 echo "carried: $(tar -tJf .gpu-bundle/lib.tar.xz | grep -c .) libraries;" \

@@ -110,7 +110,8 @@ else
         bash bench/gpu_step_vs_pytorch.sh "$config" "$batch" "$seq" "$steps" 2>&1 | tee -a "$OUTDIR/bench.log"
     done
   done
-  (cd "$WORK" && tar -cf "$OUTDIR/bench-results.tar" bench-*)
+  # The JSON results and logs; never the saved model (5.5 GB) a stopped phase may leave.
+  (cd "$WORK" && tar --exclude=model -cf "$OUTDIR/bench-results.tar" bench-*)
 fi
 summary "gpu_suite $PART: $( ((rc == 0)) && echo 'all passed' || echo 'NOT all passed') ($((BUDGET - DEADLINE + $(date +%s))) s)"
 exit $rc
