@@ -35,10 +35,10 @@ struct HwBenchArgs {
 };
 
 void check_device(const std::string& device, const std::string& dtype) {
-  ZAYA_CHECK(device == "cpu" || device == "cuda", "--device: '", device,
-             "' is not a device (cpu or cuda)");
+  ZAYA_CHECK(device == "cpu" || device == "cuda" || device == "cuda-emu", "--device: '", device,
+             "' is not a device (cpu, cuda or cuda-emu)");
   ZAYA_CHECK(dtype == "f32" || dtype == "bf16", "--dtype: '", dtype, "' is not f32 or bf16");
-  ZAYA_CHECK(device == "cuda" || dtype != "bf16",
+  ZAYA_CHECK(device != "cpu" || dtype != "bf16",
              "--dtype bf16: the CPU backend computes in f32, and Debian's OpenBLAS 0.3.21 exports "
              "no bf16 product (cblas_sbgemm); bf16 is measured on GPUs (--device cuda)");
 }
@@ -138,10 +138,11 @@ int run_gemm(const HwBenchArgs& a) {
                                  : "";
   json j = {{"device", a.device}, {"dtype", a.dtype}};
   GemmTimer timer;
-  if (a.device == "cuda") {
-    const cuda::PluginApi& api = usable_gpu("--device");
+  if (a.device != "cpu") {  // cuda, or cuda-emu (the same entry on OpenBLAS: the GPU rehearsal)
+    const cuda::PluginApi& api =
+        a.device == "cuda" ? usable_gpu("--device") : cuda_emu_plugin("--device");
     const bool bf16 = a.dtype == "bf16";
-    std::printf("bench gemm: cuda (%s), %s (cuBLASLt, fp32 accumulation)%s\n",
+    std::printf("bench gemm: %s (%s), %s (cuBLASLt, fp32 accumulation)%s\n", a.device.c_str(),
                 api.device_summary().c_str(), a.dtype.c_str(), what.c_str());
     j["gpu"] = api.device_summary();
     timer = [&api, bf16](const GemmShape& s, double min_time_s) {
@@ -168,6 +169,9 @@ int run_gemm(const HwBenchArgs& a) {
 // zaya bench membw: STREAM per thread count on the CPU, or its kernels in device memory.
 int run_membw(const HwBenchArgs& a) {
   check_device(a.device, "f32");
+  ZAYA_CHECK(a.device != "cuda-emu",
+             "bench membw: --device cuda-emu's memory is the host's; "
+             "measure it with --device cpu");
   std::vector<MembwRow> rows;
   if (a.device == "cuda") {
     const cuda::PluginApi& api = usable_gpu("--device");
@@ -198,8 +202,8 @@ int run_membw(const HwBenchArgs& a) {
 
 void add_gemm_options(CLI::App& gemm, HwBenchArgs& a) {
   gemm.add_option("--device", a.device,
-                  "cpu (zaya's tiled product on OpenBLAS) or cuda (cuBLASLt, from the CUDA "
-                  "backend plugin)")
+                  "cpu (zaya's tiled product on OpenBLAS), cuda (cuBLASLt, from the CUDA "
+                  "backend plugin) or cuda-emu (the same entry, emulated on OpenBLAS)")
       ->capture_default_str();
   gemm.add_option("--dtype", a.dtype,
                   "f32, or bf16 (inputs and output in bf16, fp32 accumulation; cuda only)")

@@ -1,47 +1,117 @@
 #!/usr/bin/env bash
-# The GPU suite on a lent GPU machine (docs/gpu.md), from the bundle of scripts/gpu_bundle.sh, in
-# parts that each fit the device tool's 10 minutes per command:
-#   tests   the op and model tests against the CPU (gpu.ops), then `zaya train --device cuda`
-#           against the CPU (gpu.train)
-#   demo    the Brown demo config for 100 steps in bf16 against the CPU in fp32
-#   bench   the training-step benchmarks against PyTorch (bench/gpu_step_vs_pytorch.sh):
-#           ZAYA1-base's widths at depth 8, then the Brown demo model
-#   all     the three in order (the default)
-# Usage: bash scripts/gpu_suite.sh [PART] [gtest arguments for gpu.ops...]
-# Prints each part's result; exits non-zero if any failed or was skipped.
+# The GPU suite from the bundle of scripts/gpu_bundle.sh (docs/gpu.md), in two parts, each made to
+# end inside one device-tool command of 10 minutes:
+#   tests   preflight (every library found, ldd clean), gpu.ops (the op and model tests against
+#           the CPU), gpu.train (`zaya train` on the device against the CPU), the Brown demo
+#           (configs/small.json, bf16 on the device against the CPU's fp32)
+#   bench   bench/gpu_step_vs_pytorch.sh on each config: zaya's figures for all first, then
+#           PyTorch eager, then torch.compile while time is left
+# Each step runs under `timeout` (its share of --budget) with its log in the output folder ($OUT on
+# the GPU machine, which the device tool brings back; at most 8 files there), and a line in
+# summary.txt. The device is the bundle's (cuda, or cuda-emu in the rehearsal).
+# Usage: bash scripts/gpu_suite.sh tests|bench [--out DIR] [--budget SECONDS] [--demo-steps N]
+#          [--demo-batch SEQUENCES] [--gtest-filter PATTERN] [--bench CONFIG:BATCH:SEQ:STEPS]... [--no-compile]
+# Exits non-zero if any step failed, was skipped or ran out of time.
 set -uo pipefail
-cd "$(dirname "$0")/.."
-PART=${1:-all}
-(($#)) && shift
-case $PART in tests | demo | bench | all) ;; *)
-  echo "gpu_suite.sh: unknown part '$PART' (tests, demo, bench or all)" >&2; exit 2 ;;
-esac
+cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
-source scripts/gpu_env.sh
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null
+PART=${1:-}
+case $PART in tests | bench) shift ;; *)
+  echo "gpu_suite.sh: the first argument is the part, tests or bench (got '$PART')" >&2; exit 2 ;;
+esac
+OUTDIR=${OUT:-$ROOT/gpu-out}
+BUDGET=560
+DEMO_STEPS=100
+DEMO_BATCH=
+GTEST_FILTER='*'
+BENCHES=()
+COMPILE=1
+while (($#)); do
+  case $1 in
+    --out) OUTDIR=$2; shift 2 ;;
+    --budget) BUDGET=$2; shift 2 ;;
+    --demo-steps) DEMO_STEPS=$2; shift 2 ;;
+    --demo-batch) DEMO_BATCH=$2; shift 2 ;;
+    --gtest-filter) GTEST_FILTER=$2; shift 2 ;;
+    --bench) BENCHES+=("$2"); shift 2 ;;
+    --no-compile) COMPILE=0; shift ;;
+    *) echo "gpu_suite.sh: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+((${#BENCHES[@]})) || BENCHES=(configs/zaya1-base-depth8.json:4:4096:10 configs/small.json:16:256:20)
+mkdir -p "$OUTDIR"
+DEADLINE=$(($(date +%s) + BUDGET))
+export DEADLINE
 rc=0
-if [[ $PART == tests || $PART == all ]]; then
-  echo "== gpu.ops"
-  .gpu-bundle/bin/zaya_gpu_tests "$@"; r=$?; echo "gpu.ops exit $r"; ((r == 0)) || rc=1
-  echo "== gpu.train"
-  export ZAYA_BROWN_TEXT=$PWD/.gpu-bundle/brown.txt
-  bash tests/gpu/gpu_train.sh "$PWD/.gpu-bundle/bin/zaya" "$PWD" "${TMPDIR:-/tmp}/zaya-gpu-train"
-  r=$?; echo "gpu.train exit $r"; ((r == 0)) || rc=1
-fi
-if [[ $PART == demo || $PART == all ]]; then
-  echo "== brown demo (configs/small.json, 100 steps, cuda bf16 against cpu fp32)"
-  if [[ -f .gpu-bundle/brown-data.tar.xz ]]; then
-    bash tests/gpu/brown_demo.sh "$PWD/.gpu-bundle/bin/zaya" "$PWD" \
-      "$PWD/.gpu-bundle/brown-data.tar.xz" "${TMPDIR:-/tmp}/zaya-brown-demo"
-    r=$?; echo "brown demo exit $r"; ((r == 0)) || rc=1
-  else
-    echo "skipped: no brown-data.tar.xz in the bundle"; rc=1
+summary() { echo "$*" | tee -a "$OUTDIR/summary.txt"; }
+# step NAME CAP LOG command...: runs the command under timeout (CAP seconds, or what is left of
+# the budget), its output in LOG; one summary line.
+step() {
+  local name=$1 cap=$2 log=$3 left r start
+  shift 3
+  left=$((DEADLINE - $(date +%s)))
+  ((cap > left)) && cap=$left
+  if ((cap < 10)); then
+    summary "$name: NOT RUN (the ${BUDGET} s budget is spent)"; rc=1; return 1
   fi
+  start=$(date +%s)
+  { echo "== $name (timeout ${cap} s): $*"; timeout --kill-after=10 "$cap" "$@"; } >> "$log" 2>&1
+  r=$?
+  case $r in
+    0) summary "$name: passed ($(($(date +%s) - start)) s)" ;;
+    77) summary "$name: SKIPPED ($(grep -m1 SKIPPED "$log" | cut -c1-200))"; rc=1 ;;
+    124 | 137) summary "$name: TIMED OUT after ${cap} s (log: $log)"; rc=1 ;;
+    *) summary "$name: FAILED, exit $r (log: $log)"; rc=1 ;;
+  esac
+  return $r
+}
+
+source scripts/gpu_env.sh || exit 1
+: > "$OUTDIR/summary.txt"
+summary "gpu_suite $PART on $ZAYA_GPU_DEVICE, $(date -u +%FT%TZ), budget ${BUDGET} s"
+if zaya_gpu_preflight > "$OUTDIR/preflight.log" 2>&1; then
+  summary "preflight: passed (every library found; details in preflight.log)"
+  grep -E '^(found|carried|bundle|python|NVIDIA|warning)' "$OUTDIR/preflight.log"
+else
+  summary "preflight: FAILED, nothing run:"; cat "$OUTDIR/preflight.log"; exit 1
 fi
-if [[ $PART == bench || $PART == all ]]; then
-  echo "== benchmark: configs/zaya1-base-depth8.json, batch 4 x 4096"
-  bash bench/gpu_step_vs_pytorch.sh configs/zaya1-base-depth8.json 4 4096 10 || rc=1
-  echo "== benchmark: configs/small.json (the Brown demo model), batch 16 x 256"
-  bash bench/gpu_step_vs_pytorch.sh configs/small.json 16 256 20 || rc=1
+tests_bin=$(printf '%s\n' "${zaya_gpu_bins[@]}" | grep -m1 '_tests$')
+export ZAYA_BROWN_TEXT=$ZAYA_BUNDLE/brown.txt
+WORK=${TMPDIR:-/tmp}/zaya-gpu-suite
+if [[ $PART == tests ]]; then
+  step gpu.ops 240 "$OUTDIR/gpu_ops.log" "$ZAYA_GPU_BIN/$tests_bin" --gtest_filter="$GTEST_FILTER"
+  grep -E '^\[  (PASSED|FAILED) ' "$OUTDIR/gpu_ops.log" | head -20
+  step gpu.train 240 "$OUTDIR/gpu_train.log" bash tests/gpu/gpu_train.sh "$ZAYA_GPU_BIN/zaya" \
+    "$ROOT" "$WORK/train" "$ZAYA_GPU_DEVICE"
+  grep -E '^(PASS|FAIL|  )' "$OUTDIR/gpu_train.log" | head -20
+  DEMO_DEVICE=$ZAYA_GPU_DEVICE DEMO_STEPS=$DEMO_STEPS DEMO_BATCH=$DEMO_BATCH step demo 240 "$OUTDIR/demo.log" \
+    bash tests/gpu/brown_demo.sh "$ZAYA_GPU_BIN/zaya" "$ROOT" "$ZAYA_BUNDLE/brown-data.tar.xz" \
+    "$WORK/demo"
+  grep -E '^(device:|trained|PASS|FAIL|  step)' "$OUTDIR/demo.log"
+else
+  # zaya's figures for every config, then PyTorch eager for each, then torch.compile: what comes
+  # back first is what matters most. A config's work folder carries its results between phases.
+  # Each phase's share (seconds a config): zaya 240, PyTorch eager 180, compile what is left.
+  phases=(zaya:240 torch:180)
+  ((COMPILE)) && phases+=(compile:600)
+  rm -rf "$WORK"/bench-*
+  for p in "${phases[@]}"; do
+    phase=${p%:*} cap=${p#*:}
+    for b in "${BENCHES[@]}"; do
+      IFS=: read -r config batch seq steps <<< "$b"
+      name=$(basename "$config" .json)
+      mkdir -p "$WORK/bench-$name"
+      left=$((DEADLINE - $(date +%s)))
+      ((cap > left)) && cap=$left
+      BENCH_WORK=$WORK/bench-$name BENCH_PHASE=$phase BENCH_DEADLINE=$(($(date +%s) + cap)) \
+        DEVICE=$ZAYA_GPU_DEVICE ZAYA=$ZAYA_GPU_BIN/zaya step "bench $name $phase" $((cap + 15)) \
+        "$OUTDIR/bench.log" bash bench/gpu_step_vs_pytorch.sh "$config" "$batch" "$seq" "$steps"
+      BENCH_WORK=$WORK/bench-$name BENCH_PHASE=summary \
+        bash bench/gpu_step_vs_pytorch.sh "$config" "$batch" "$seq" "$steps" 2>&1 | tee -a "$OUTDIR/bench.log"
+    done
+  done
+  # The JSON results and logs; never the saved model (5.5 GB) a stopped phase may leave.
+  (cd "$WORK" && tar --exclude=model -cf "$OUTDIR/bench-results.tar" bench-*)
 fi
+summary "gpu_suite $PART: $( ((rc == 0)) && echo 'all passed' || echo 'NOT all passed') ($((BUDGET - DEADLINE + $(date +%s))) s)"
 exit $rc

@@ -5,7 +5,9 @@
 # Brown shards and tokenizer as brown-data.tar.xz).
 # Usage: brown_demo.sh ZAYA SRC DATA_TAR WORK
 # A dry run of the script without a GPU: DEMO_DEVICE=cpu-as-device DEMO_STEPS=3 (the second run
-# then computes in fp32 on the CPU's ops, and must match within the same 2 %).
+# then computes in fp32 on the CPU's ops, and must match within the same 2 %). DEMO_BATCH=N trains
+# N sequences a step without the batch ramp (the rehearsal's cuda-emu: a step of the config's
+# 16 to 32 sequences takes minutes on the emulator).
 set -uo pipefail
 ZAYA=$1; SRC=$2; DATA_TAR=$3; WORK=$4
 DEVICE=${DEMO_DEVICE:-cuda}; STEPS=${DEMO_STEPS:-100}
@@ -15,13 +17,16 @@ rm -rf "$WORK"; mkdir -p "$WORK/data"
 # Python's tarfile reads xz without the xz tool, which the GPU machine may lack.
 $PY -c "import sys, tarfile; tarfile.open(sys.argv[1], 'r:xz').extractall(sys.argv[2])" \
   "$DATA_TAR" "$WORK/data" || exit 1
-$PY - "$SRC/configs/small.json" "$WORK" <<'PY'
+$PY - "$SRC/configs/small.json" "$WORK" "${DEMO_BATCH:-}" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
 work = sys.argv[2]
 c["data"]["dir"] = work + "/data"
 c["train"]["tokenizer"] = work + "/data/tokenizer.json"
 c["train"]["sample_tokens"] = 0
+if sys.argv[3]:
+    c["train"]["micro_batch"] = c["train"]["global_batch"] = int(sys.argv[3])
+    c["train"]["optim"].pop("batch_ramp", None)
 json.dump(c, open(work + "/small.json", "w"), indent=1)
 PY
 source "$SRC/tests/check.sh"

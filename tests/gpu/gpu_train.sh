@@ -15,6 +15,7 @@ set -uo pipefail
 ZAYA=$1; SRC=$2; WORK=$3; DEVICE=${4:-cuda}
 TOL=1e-3
 PY=/usr/bin/python3
+command -v "$PY" > /dev/null || PY=python3  # the GPU machine may have only its own
 mkdir -p "$WORK"
 if ! "$ZAYA" bench step --config "$SRC/configs/tiny.json" --batch 1 --seq 8 --steps 1 --warmup 0 \
     --device "$DEVICE" > "$WORK/probe.log" 2>&1; then
