@@ -5,7 +5,6 @@
 #include <memory>
 #include <string>
 
-#include "backend/cuda/plugin_api.h"
 #include "backend/device_select.h"
 #include "bench/ckpt_bench.h"
 #include "bench/comm_bench.h"
@@ -61,11 +60,13 @@ Runner add_comm_commands(CLI::App& bench) {
       "also time the peer's own collectives out of place in the same run, with their "
       "busbw and the zaya/peer ratio: MPI's (MPI_Allreduce, ...; float/int32) on the "
       "CPU, NCCL's own reductions (ncclReduceScatter, ncclAllReduce) with --device cuda");
-  comm->add_option("--device", args->device,
-                   "cpu (MPI over host memory), cuda (NCCL over GPU memory, one GPU per local "
-                   "rank; sums in rank order: all-to-all plus a local reduction) or "
-                   "cpu-as-device (MPI over the memory of the CPU backend that stands in for a "
-                   "GPU: the buffers filled and checked through copies, as with cuda)")
+  comm->add_option(
+          "--device", args->device,
+          "cpu (MPI over host memory), cuda (NCCL over GPU memory, one GPU per local "
+          "rank; sums in rank order: all-to-all plus a local reduction) or "
+          "cpu-as-device (MPI over the memory of the CPU backend that stands in for a "
+          "GPU: the buffers filled and checked through copies, as with cuda); any device of "
+          "`zaya info --devices`")
       ->capture_default_str();
 
   auto* ckpt = bench.add_subcommand(
@@ -97,16 +98,14 @@ Runner add_comm_commands(CLI::App& bench) {
     std::unique_ptr<dist::Communicator> nccl, peer;
     dist::Communicator* moving = communicator.get();
     const Backend* memory = nullptr;
-    if (args->device == "cuda") {  // GPU memory, NCCL moving it
-      const cuda::PluginApi& gpu = usable_gpu("--device");
-      nccl = gpu.make_nccl_communicator(*communicator, true);
-      if (args->peer) peer = gpu.make_nccl_communicator(*communicator, false);
+    const ComputeDevice device = open_device(args->device, "fp32");
+    device.check_world(communicator->world_size());
+    if (device.caps().own_memory) memory = device.backend;
+    if (device.caps().own_collectives) {  // the device's memory, its collectives moving it (NCCL)
+      nccl = device.make_collective(*communicator, true);
+      if (args->peer) peer = device.make_collective(*communicator, false);
       moving = nccl.get();
-      memory = &gpu.backend(false);
     } else {
-      ZAYA_CHECK(args->device == "cpu" || args->device == "cpu-as-device",
-                 "--device: expected cpu, cuda or cpu-as-device, got '", args->device, "'");
-      if (args->device == "cpu-as-device") memory = &cpu_as_device_backend();
       if (args->peer) {
 #ifdef ZAYA_HAVE_MPI
         ZAYA_CHECK(dist::mpi_active(),

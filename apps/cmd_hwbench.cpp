@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/blas_report.h"
-#include "backend/cuda/plugin_api.h"
 #include "backend/device_select.h"
+#include "backend/plugin_api.h"
 #include "bench/gemm_bench.h"
 #include "bench/membw_bench.h"
 #include "core/error.h"
@@ -34,18 +34,24 @@ struct HwBenchArgs {
   std::string membw_json;
 };
 
-void check_device(const std::string& device, const std::string& dtype) {
-  ZAYA_CHECK(device == "cpu" || device == "cuda" || device == "cuda-emu", "--device: '", device,
-             "' is not a device (cpu, cuda or cuda-emu)");
+// The device timed: one with timings of its own (a plugin's: cuda, cuda-emu), or else the host's
+// CPU (zaya's tiled product, STREAM per thread count), which --device cpu names.
+const DeviceEntry& timed_device(const std::string& device, const std::string& dtype) {
   ZAYA_CHECK(dtype == "f32" || dtype == "bf16", "--dtype: '", dtype, "' is not f32 or bf16");
-  ZAYA_CHECK(device != "cpu" || dtype != "bf16",
+  const DeviceEntry& e = chosen_device(device, "--device");
+  ZAYA_CHECK(e.caps.timings || !e.caps.own_memory, "--device ", e.name,
+             ": no timings of its own (it runs the CPU's ops: time them with --device cpu)");
+  ZAYA_CHECK(e.caps.timings || dtype != "bf16",
              "--dtype bf16: the CPU backend computes in f32, and Debian's OpenBLAS 0.3.21 exports "
              "no bf16 product (cblas_sbgemm); bf16 is measured on GPUs (--device cuda)");
+  ZAYA_CHECK(e.caps.bf16 || dtype != "bf16", "--dtype bf16: the ", e.name,
+             " device computes in fp32");
+  return e;
 }
 
 // cuBLASLt's time for one shape, with the CPU bench's rules: a warm-up call sizes batches of
 // min_time / 3 seconds, and the best of 3 batches counts.
-GemmTiming time_gpu_gemm(const cuda::PluginApi& api, const GemmShape& s, double min_time_s,
+GemmTiming time_gpu_gemm(const BackendPlugin& api, const GemmShape& s, double min_time_s,
                          bool bf16) {
   const double once = std::max(api.time_gemm(s.m, s.n, s.k, s.trans_a, s.trans_b, bf16, 1), 1e-7);
   const int reps = int(std::clamp(min_time_s / 3 / once, 1.0, 1e6));
@@ -57,7 +63,7 @@ GemmTiming time_gpu_gemm(const cuda::PluginApi& api, const GemmShape& s, double 
 
 // STREAM's kernels in device memory: n floats per array, the best of `times` runs after a warm-up,
 // bytes counted as STREAM counts them (2 arrays for copy and scale, 3 for add and triad).
-MembwRow run_gpu_membw(const cuda::PluginApi& api, int64_t n, int times) {
+MembwRow run_gpu_membw(const BackendPlugin& api, int64_t n, int times) {
   MembwRow row;
   double* rates[4] = {&row.copy, &row.scale, &row.add, &row.triad};
   const double arrays[4] = {2, 2, 3, 3};
@@ -126,7 +132,7 @@ std::vector<GemmShape> gemm_shapes(const std::string& spec, int& batch, int& seq
 
 // zaya bench gemm: the shapes timed on the CPU backend or with cuBLASLt, printed and in --json.
 int run_gemm(const HwBenchArgs& a) {
-  check_device(a.device, a.dtype);
+  const DeviceEntry& device = timed_device(a.device, a.dtype);
   std::vector<GemmShape> muon;
   bool model = false;
   int batch = a.batch, seq = a.seq;
@@ -136,13 +142,12 @@ int run_gemm(const HwBenchArgs& a) {
   const std::string what = model ? ", " + a.shapes.substr(6) + ", micro-batch " +
                                        std::to_string(batch) + " x " + std::to_string(seq)
                                  : "";
-  json j = {{"device", a.device}, {"dtype", a.dtype}};
+  json j = {{"device", device.name}, {"dtype", a.dtype}};
   GemmTimer timer;
-  if (a.device != "cpu") {  // cuda, or cuda-emu (the same entry on OpenBLAS: the GPU rehearsal)
-    const cuda::PluginApi& api =
-        a.device == "cuda" ? usable_gpu("--device") : cuda_emu_plugin("--device");
+  if (device.caps.timings) {
+    const BackendPlugin& api = device.plugin("--device");
     const bool bf16 = a.dtype == "bf16";
-    std::printf("bench gemm: %s (%s), %s (cuBLASLt, fp32 accumulation)%s\n", a.device.c_str(),
+    std::printf("bench gemm: %s (%s), %s (cuBLASLt, fp32 accumulation)%s\n", device.name.c_str(),
                 api.device_summary().c_str(), a.dtype.c_str(), what.c_str());
     j["gpu"] = api.device_summary();
     timer = [&api, bf16](const GemmShape& s, double min_time_s) {
@@ -168,22 +173,19 @@ int run_gemm(const HwBenchArgs& a) {
 
 // zaya bench membw: STREAM per thread count on the CPU, or its kernels in device memory.
 int run_membw(const HwBenchArgs& a) {
-  check_device(a.device, "f32");
-  ZAYA_CHECK(a.device != "cuda-emu",
-             "bench membw: --device cuda-emu's memory is the host's; "
-             "measure it with --device cpu");
+  const DeviceEntry& device = timed_device(a.device, "f32");
   std::vector<MembwRow> rows;
-  if (a.device == "cuda") {
-    const cuda::PluginApi& api = usable_gpu("--device");
+  if (device.caps.timings) {
+    const BackendPlugin& api = device.plugin("--device");
     // 2^27 floats (512 MiB) per array unless --elements says otherwise: far past any cache.
     const int64_t n = a.membw.elements > 0 ? a.membw.elements : int64_t(1) << 27;
-    std::printf("bench membw: cuda (%s), 3 arrays of %lld floats (%.0f MiB each), best of %d\n",
-                api.device_summary().c_str(), (long long)n, double(n) * 4 / (1 << 20),
-                a.membw.times);
+    std::printf("bench membw: %s (%s), 3 arrays of %lld floats (%.0f MiB each), best of %d\n",
+                device.name.c_str(), api.device_summary().c_str(), (long long)n,
+                double(n) * 4 / (1 << 20), a.membw.times);
     rows.push_back(run_gpu_membw(api, n, a.membw.times));
     std::printf("%-8s %10s %10s %10s %10s  (GB/s)\n", "device", "copy", "scale", "add", "triad");
-    std::printf("%-8s %10.1f %10.1f %10.1f %10.1f\n", "cuda", rows[0].copy, rows[0].scale,
-                rows[0].add, rows[0].triad);
+    std::printf("%-8s %10.1f %10.1f %10.1f %10.1f\n", device.name.c_str(), rows[0].copy,
+                rows[0].scale, rows[0].add, rows[0].triad);
   } else {
     rows = run_membw_bench(a.membw, stdout);
   }
@@ -195,7 +197,7 @@ int run_membw(const HwBenchArgs& a) {
                    {"scale", m.scale},
                    {"add", m.add},
                    {"triad", m.triad}});
-    write_json(a.membw_json, {{"device", a.device}, {"unit", "GB/s"}, {"rows", r}});
+    write_json(a.membw_json, {{"device", device.name}, {"unit", "GB/s"}, {"rows", r}});
   }
   return 0;
 }

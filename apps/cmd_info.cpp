@@ -1,4 +1,4 @@
-// zaya info --config C [--seq N] [--world N]
+// zaya info --config C [--seq N] [--world N]; zaya info --devices
 #include "cmd_info.h"
 
 #include <cstdint>
@@ -7,6 +7,7 @@
 #include <string>
 
 #include "backend/blas_report.h"
+#include "backend/device_registry.h"
 #include "core/error.h"
 #include "model/config.h"
 #include "model/model_info.h"
@@ -20,6 +21,7 @@ struct InfoArgs {
   std::string config;
   int64_t seq = 0;
   int world = 1;
+  bool devices = false;
 };
 
 }  // namespace
@@ -27,10 +29,14 @@ struct InfoArgs {
 Runner add_info_command(CLI::App& app) {
   auto args = std::make_shared<InfoArgs>();
   auto* info = app.add_subcommand(
-      "info", "Parameter counts, FLOPs per token, KV-cache size and the memory plan per GPU");
+      "info",
+      "Parameter counts, FLOPs per token, KV-cache size and the memory plan per GPU; or the "
+      "devices --device takes (--devices)");
   info->add_option("--config", args->config, "zaya JSON config (e.g. configs/zaya1-base.json)")
-      ->required()
       ->check(ExistingFile());
+  info->add_flag("--devices", args->devices,
+                 "list the devices --device takes: whether each is usable here (and why not) and "
+                 "what it can do");
   info->add_option("--seq", args->seq,
                    "sequence length for the attention FLOPs and the GPU memory plan (default: the "
                    "config's max_seq_len, which it may not pass)")
@@ -41,6 +47,12 @@ Runner add_info_command(CLI::App& app) {
       ->check(IntIn(1, 1 << 20));
   return [=]() -> int {
     if (!*info) return kNotMine;
+    if (args->devices) {
+      std::printf("devices (--device NAME):\n%s", device_listing().c_str());
+      if (args->config.empty()) return 0;
+      std::printf("\n");
+    }
+    ZAYA_CHECK(!args->config.empty(), "zaya info needs --config FILE (or --devices)");
     const ModelConfig c = load_model_config(args->config);
     const int64_t seq = args->seq > 0 ? args->seq : c.max_seq_len;
     ZAYA_CHECK(seq <= c.max_seq_len, "--seq: ", seq, " is past the model's max_seq_len ",

@@ -1,29 +1,21 @@
-// `--device`: the backend a command's model computes on (train, bench step, score, forward).
-//   cpu            the CPU op set (backend/cpu), on the host's memory
-//   cuda           the CUDA backend, loaded from libzaya_cuda_backend.so
-//   (backend/cuda/plugin_api.h) auto           cuda where a GPU and the CUDA backend are present,
-//   cpu otherwise (the default) cpu-as-device  the CPU ops on memory the model treats as a
-//   device's: every copy --device cuda
-//                  makes (weights over, gradients back, the arena off the host), on any machine,
-//                  bitwise the cpu results; for checking a run's device path without a GPU
+// `--device`: the backend a command's model computes on (train, bench step, score, forward),
+// opened from the device registry (backend/device_registry.h, the names and what each is:
+// backend/device_list.cpp; `zaya info --devices` lists them).
 #pragma once
 
 #include <string>
 
 #include "backend/backend.h"
+#include "backend/device_registry.h"
 
 namespace zaya {
-
-namespace cuda {
-struct PluginApi;
-}
 
 // For the flags' help text.
 inline constexpr const char* kDeviceFlagHelp =
     "compute on: cpu, cuda (NVIDIA GPU, the CUDA backend plugin), auto (cuda when a GPU and the "
     "plugin are present, else cpu), cpu-as-device (the CPU ops through the copies a GPU takes; "
-    "bitwise the cpu results) or cuda-emu (the CUDA backend's kernels run on the CPU by an emulator "
-    "that checks them; one rank)";
+    "bitwise the cpu results) or cuda-emu (the CUDA backend's kernels run on the CPU by an "
+    "emulator that checks them; one rank); `zaya info --devices` lists them";
 
 inline constexpr const char* kPrecisionFlagHelp =
     "fp32, bf16 (matrix products take bf16 weights and activations and accumulate in fp32; the "
@@ -33,38 +25,33 @@ inline constexpr const char* kPrecisionFlagHelp =
 
 struct ComputeDevice {
   const Backend* backend = nullptr;
-  std::string name;         // "cpu", "cuda", "cpu-as-device"
-  std::string precision;    // "fp32" or "bf16"
-  std::string description;  // e.g. "cuda (NVIDIA H100 80GB HBM3, 79.1 GiB, fp32)",
-                            // "cpu (no GPU found)"
+  const DeviceEntry* entry = nullptr;  // the device opened (auto's choice, not auto)
+  std::string name;                    // "cpu", "cuda", "cpu-as-device", "cuda-emu"
+  std::string precision;               // "fp32" or "bf16"
+  std::string description;             // e.g. "cuda (NVIDIA H100 80GB HBM3, 79.1 GiB, fp32)",
+                                       // "cpu (no GPU found)"
+
+  const DeviceCapabilities& caps() const { return entry->caps; }
+  // A communicator over the device's own collectives (NCCL) of the ranks of `host`; nullptr
+  // where the host communicator moves its buffers.
+  std::unique_ptr<dist::Communicator> make_collective(dist::Communicator& host,
+                                                      bool rank_order_sums) const;
+  // Device memory used and total now, where known (caps().memory_figures); zeros otherwise.
+  DeviceMemory memory() const;
+  // Throws zaya::Error when the device runs one rank only (caps().one_rank) and world > 1.
+  void check_world(int world) const;
 };
 
-// Opens the device a flag names, in a precision (fp32, bf16 or auto: bf16 on cuda, fp32
-// elsewhere); throws zaya::Error naming the flag and what was wrong (an unknown name, a missing
-// or mismatched plugin, no usable GPU, bf16 off the GPU).
+// Opens the device a flag names, in a precision (fp32, bf16 or auto: bf16 where the device
+// takes it by default, fp32 elsewhere); throws zaya::Error naming the flag and what was wrong
+// (a name not registered, listing those that are; a missing or mismatched plugin, no usable
+// GPU, bf16 on a device without it).
 ComputeDevice open_device(const std::string& value, const std::string& precision = "auto",
                           const std::string& flag = "--device");
 
-// The CUDA plugin, loaded once per process. Throws zaya::Error with the reason it cannot be
-// (this zaya built without it, the file missing, a dlopen failure, another build's plugin). The
-// plugin's path: $ZAYA_CUDA_BACKEND if set, else libzaya_cuda_backend.so beside the executable.
-const cuda::PluginApi& cuda_plugin(const std::string& flag = "--device");
-
-// The plugin with a usable GPU: throws, naming the flag, with the runtime's reason when there is
-// none. The first call makes GPU `local rank % visible GPUs` the process's device, before any
-// allocation (dist::local_rank).
-const cuda::PluginApi& usable_gpu(const std::string& flag = "--device");
-
-// Where cuda_plugin() looks: $ZAYA_CUDA_BACKEND if set, else libzaya_cuda_backend.so beside the
-// executable.
-std::string cuda_plugin_path();
-// The emulated CUDA device's plugin (libzaya_cuda_emu_backend.so beside the binary, or
-// $ZAYA_CUDA_EMU_BACKEND): the CUDA backend's sources run on the CPU (backend/cuda_emu/).
-const cuda::PluginApi& cuda_emu_plugin(const std::string& flag = "--device");
-
-// Loads the plugin at `path` (uncached): its table, or nullptr with the reason in *error (the
-// file missing, a dlopen failure, no entry, another build's interface).
-const cuda::PluginApi* load_cuda_plugin(const std::string& path, std::string* error);
+// The device a flag names with auto's choice made (not opened): for the commands that use a
+// device's capabilities without its backend (bench gemm|membw).
+const DeviceEntry& chosen_device(const std::string& value, const std::string& flag = "--device");
 
 // The CPU backend that keeps "device" memory of its own (the cpu-as-device above); with
 // bf16_weights, standing in for the bf16 GPU backend's weights

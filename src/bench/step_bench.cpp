@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <memory>
 
-#include "backend/cuda/plugin_api.h"
 #include "backend/device_select.h"
 #include "core/rng.h"
 #include "model/model_info.h"
@@ -77,7 +76,7 @@ StepBenchResult run_step_bench(const ModelConfig& config, const StepBenchOptions
   r.tokens_per_s = double(N) * opt.steps / total_s;
   r.arena_bytes = model.arena_bytes();
   r.train_flops_per_token = compute_model_info(config, opt.seq).train_flops_per_token;
-  if (device.name == "cuda") r.device_memory_bytes = double(cuda_plugin().device_memory_used());
+  if (device.caps().memory_figures) r.device_memory_bytes = double(device.memory().used);
   return r;
 }
 

@@ -240,6 +240,7 @@ RunPlan plan_run(const TrainOptions& opt, dist::Communicator& comm) {
   check_phases(p);
   // The device (backend/device_select.h): a bad name, a missing plugin or no GPU fails here.
   p.device = open_device(opt.device, opt.precision);
+  p.device.check_world(comm.world_size());
   const int cp = p.train.context_parallel;
   ZAYA_CHECK(cp == 1 || p.device.backend->host_memory(), "--device ", p.device.name,
              ": context parallelism (train.context_parallel ", cp,

@@ -22,7 +22,6 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/blas_report.h"
-#include "backend/cuda/plugin_api.h"
 #include "ckpt/async_saver.h"
 #include "ckpt/hf_interop.h"
 #include "core/error.h"
@@ -170,11 +169,10 @@ void TrainingRun::build() {
   // run (on a GPU: resident there, and nothing crosses per micro-batch but the tokens and the
   // experts' row counts; the host copies are refreshed for checkpoints and the end of the run;
   // on the CPU the pulls and pushes do nothing). With several ranks ZeRO-1's buckets and the
-  // Muon pieces move in that memory too: over NCCL on a GPU (sums in rank order,
-  // backend/cuda/nccl_communicator.h), while the loss, the loads and the norm go over the host
-  // communicator.
-  if (p_.device.name == "cuda" && world_ > 1)
-    nccl_ = cuda_plugin().make_nccl_communicator(comm_, /*rank_order_sums=*/true);
+  // Muon pieces move in that memory too: over the device's own collectives where it has them
+  // (NCCL on a GPU, sums in rank order, backend/cuda/nccl_communicator.h), while the loss, the
+  // loads and the norm go over the host communicator.
+  if (world_ > 1) nccl_ = p_.device.make_collective(comm_, /*rank_order_sums=*/true);
   update_ = std::make_unique<ParameterUpdate>(
       placement, p_.optim, &comm_, nccl_ ? nccl_.get() : &comm_, tc_.zero1_bucket_floats);
   balancer_ = std::make_unique<RouterBalancer>(model_.params().registry(), p_.optim);
@@ -244,7 +242,7 @@ void TrainingRun::print_header() const {
                threads_->active() ? " (fewer while other work holds the CPU)" : "");
   std::fprintf(stderr, "%s\n", blas_summary_line().c_str());
   const ParameterPlacement& placement = model_.placement();
-  if (p_.device.name != "cpu")
+  if (p_.device.caps().own_memory)
     std::fprintf(
         stderr, "device: %s; weights, gradients and optimizer state stay there%s%s\n",
         p_.device.description.c_str(),

@@ -46,7 +46,7 @@ expect_error sizes-do-not-divide "must be divisible by 'model.num_kv_heads'" -- 
 expect_error missing-file "--config: must be an existing file, got '$WORK/nope.json' (nothing is there)" -- "$ZAYA" info --config "$WORK/nope.json"
 expect_error bad-flag "--batch" -- "$ZAYA" bench step --config "$SRC/configs/tiny.json" --batch x
 expect_error no-subcommand "subcommand" -- "$ZAYA"
-expect_error gemm-device "--device: 'tpu' is not a device (cpu, cuda or cuda-emu)" -- "$ZAYA" bench gemm --device tpu
+expect_error gemm-device "--device: 'tpu' is not a device (expected cpu, cuda, auto, cpu-as-device or cuda-emu)" -- "$ZAYA" bench gemm --device tpu
 if [[ ! -e /dev/nvidiactl && ! -e /dev/nvidia0 ]]; then
   # No GPU here: refused with the reason (no usable GPU, or a build without the CUDA backend).
   expect_error gemm-cuda-no-gpu "--device cuda: " -- "$ZAYA" bench gemm --device cuda --shapes 8x8x8

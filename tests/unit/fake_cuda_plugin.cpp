@@ -1,11 +1,11 @@
-// Stand-ins for libzaya_cuda_backend.so that the loader must refuse (test_device_select.cpp):
-// built with ZAYA_FAKE_PLUGIN_WRONG_ABI, a plugin whose table comes from "another build";
-// without it, a shared library with no zaya_cuda_plugin entry at all.
-#include "backend/cuda/plugin_api.h"
+// Stand-ins for a backend plugin that the loader must refuse (test_device_select.cpp): built with
+// ZAYA_FAKE_PLUGIN_WRONG_ABI, a plugin whose table comes from "another build"; without it, a
+// shared library with no zaya_backend_plugin entry at all.
+#include "backend/plugin_api.h"
 
 #ifdef ZAYA_FAKE_PLUGIN_WRONG_ABI
-extern "C" __attribute__((visibility("default"))) const zaya::cuda::PluginApi* zaya_cuda_plugin() {
-  static const zaya::cuda::PluginApi api{
+extern "C" __attribute__((visibility("default"))) const zaya::BackendPlugin* zaya_backend_plugin() {
+  static const zaya::BackendPlugin api{
       "0123456789abcdef", nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
   return &api;
 }

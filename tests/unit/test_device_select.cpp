@@ -1,4 +1,4 @@
-// --device (backend/device_select.h): the names it takes, the CUDA plugin loaded with dlopen and
+// --device (backend/device_select.h): the names it takes, a backend plugin loaded with dlopen and
 // checked against this build, and the refusals a user sees when it cannot be.
 #include <gtest/gtest.h>
 
@@ -6,8 +6,8 @@
 
 #include "backend/backend_abi.h"
 #include "backend/cpu/cpu_backend.h"
-#include "backend/cuda/plugin_api.h"
 #include "backend/device_select.h"
+#include "backend/plugin_api.h"
 #include "core/error.h"
 
 namespace zaya {
@@ -76,21 +76,21 @@ TEST(DeviceSelect, Bf16IsRefusedOnTheCpuAndAutoIsFp32OffTheGpu) {
 
 TEST(DeviceSelect, MissingAndForeignPluginsAreRefusedWithTheReason) {
   std::string error;
-  EXPECT_EQ(load_cuda_plugin("/nonexistent/libzaya_cuda_backend.so", &error), nullptr);
+  EXPECT_EQ(load_backend_plugin("/nonexistent/libzaya_cuda_backend.so", &error), nullptr);
   EXPECT_NE(error.find("/nonexistent/libzaya_cuda_backend.so is missing"), std::string::npos)
       << error;
-  EXPECT_EQ(load_cuda_plugin(ZAYA_TEST_NOT_A_PLUGIN, &error), nullptr);
-  EXPECT_NE(error.find("has no zaya_cuda_plugin entry: not a zaya plugin"), std::string::npos)
+  EXPECT_EQ(load_backend_plugin(ZAYA_TEST_NOT_A_PLUGIN, &error), nullptr);
+  EXPECT_NE(error.find("has no zaya_backend_plugin entry: not a zaya plugin"), std::string::npos)
       << error;
-  EXPECT_EQ(load_cuda_plugin(ZAYA_TEST_WRONG_ABI_PLUGIN, &error), nullptr);
+  EXPECT_EQ(load_backend_plugin(ZAYA_TEST_WRONG_ABI_PLUGIN, &error), nullptr);
   EXPECT_NE(error.find("comes from another zaya build (its interface 0123456789abcdef, this "
                        "zaya's " +
                        std::string(kBackendAbi)),
             std::string::npos)
       << error;
   // Not a shared object at all: dlopen's own message is passed on.
-  EXPECT_EQ(load_cuda_plugin(ZAYA_SOURCE_DIR "/CMakeLists.txt", &error), nullptr);
-  EXPECT_NE(error.find("cannot load the CUDA backend"), std::string::npos) << error;
+  EXPECT_EQ(load_backend_plugin(ZAYA_SOURCE_DIR "/CMakeLists.txt", &error), nullptr);
+  EXPECT_NE(error.find("cannot load the backend plugin"), std::string::npos) << error;
 }
 
 #ifdef ZAYA_TEST_CUDA_PLUGIN
@@ -98,7 +98,7 @@ TEST(DeviceSelect, MissingAndForeignPluginsAreRefusedWithTheReason) {
 // a GPU, --device cuda opens it; without one, the refusal carries the runtime's reason.
 TEST(DeviceSelect, TheBuildsCudaPluginLoadsAndAnswers) {
   std::string error;
-  const cuda::PluginApi* api = load_cuda_plugin(ZAYA_TEST_CUDA_PLUGIN, &error);
+  const BackendPlugin* api = load_backend_plugin(ZAYA_TEST_CUDA_PLUGIN, &error);
   ASSERT_NE(api, nullptr) << error;
   EXPECT_STREQ(api->abi, kBackendAbi);
   const std::string why = api->unavailable_reason();

@@ -116,4 +116,19 @@ void lm_head_loss_backward(float* dy, float* dw, const float* y, const float* w,
   }
 }
 
+// The Backend's signatures (backend_ops.inc): the blocks as the CPU op takes them.
+double lm_head_loss_forward(float* lse, const float* y, const float* w, const int32_t* targets,
+                            int n, int e, int v, const LmHeadChunks& chunks, float* scratch,
+                            int64_t* count) {
+  return lm_head_loss_forward(lse, y, w, targets, n, e, v, chunks.tokens, chunks.vocab, scratch,
+                              count);
+}
+
+void lm_head_loss_backward(float* dy, float* dw, const float* y, const float* w, const float* lse,
+                           const int32_t* targets, int n, int e, int v, float loss_scale,
+                           const LmHeadChunks& chunks, float* scratch) {
+  lm_head_loss_backward(dy, dw, y, w, lse, targets, n, e, v, loss_scale, chunks.tokens,
+                        chunks.vocab, scratch);
+}
+
 }  // namespace zaya::cuda

@@ -61,10 +61,11 @@ double time_stream_kernel(int kernel, size_t n, int runs) {
   return best;
 }
 
-size_t device_memory_used() {
+void device_memory(size_t* used, size_t* total) {
   size_t free_bytes = 0, total_bytes = 0;
   ZAYA_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  return total_bytes - free_bytes;
+  *used = total_bytes - free_bytes;
+  *total = total_bytes;
 }
 
 }  // namespace zaya::cuda

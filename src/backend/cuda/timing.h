@@ -17,7 +17,7 @@ double time_gemm(int m, int n, int k, bool trans_a, bool trans_b, bool bf16, int
 // after a warm-up, the fastest of `runs` launches, each between its own events (STREAM's rule).
 double time_stream_kernel(int kernel, size_t n, int runs);
 
-// Device memory in use now (total minus free), in bytes.
-size_t device_memory_used();
+// Device memory in use now (total minus free) and in all, in bytes.
+void device_memory(size_t* used, size_t* total);
 
 }  // namespace zaya::cuda
