@@ -31,7 +31,7 @@ zstd -q --rm in/part-3.jsonl -o in/part-3.jsonl.zst
 
 prep() {  # prep NAME [ARGS...]: prepares into out/NAME; returns zaya's exit status
   local name=$1; shift
-  "$ZAYA" data prepare --input in --out "out/$name" --name src --val-fraction 0.1 --shard-tokens 20000 \
+  ${EXEC:-} "$ZAYA" data prepare --input in --out "out/$name" --name src --val-fraction 0.1 --shard-tokens 20000 \
     --dedup exact --id-key id --threads 2 --no-progress "$@" > /dev/null 2> "err-$name.txt"
 }
 prep ref
@@ -97,7 +97,7 @@ killed=0
 for ((k = 0; k < RANDOM_KILLS; ++k)); do
   name=rand$k
   delay=$(python3 -c "import random; random.seed($SEED * 1000 + $k); print(round(random.uniform(0.02, 1.1) * $full_ms, 3))")
-  prep "$name" & pid=$!
+  (EXEC=exec prep "$name") & pid=$!  # exec: $pid is zaya itself
   sleep "$delay"
   if kill -9 $pid 2> /dev/null; then killed=$((killed + 1)); fi
   wait $pid || true
