@@ -7,6 +7,7 @@
 # and --resume under mpirun -np 2 after a kill -9 at -np 3 gives the same outputs again.
 # Usage: prepare_mpi.sh ZAYA MPIRUN WORK
 set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ZAYA=$1; MPIRUN=$2; WORK=$3
 rm -rf "$WORK"; mkdir -p "$WORK/in"
 cd "$WORK"
@@ -38,23 +39,7 @@ prep plain "$ZAYA"
 for np in 1 2 3; do prep "np$np" mpi -np $np "$ZAYA"; done
 ls out/plain/src/train-00003.bin > /dev/null
 
-same() {  # same NAME: out/NAME equals out/plain
-  python3 - "$1" <<'PY'
-import json, os, sys
-name = sys.argv[1]
-def files(d):
-    return sorted(os.path.relpath(os.path.join(r, f), d) for r, _, fs in os.walk(d) for f in fs)
-a, b = files("out/plain"), files(f"out/{name}")
-assert a == b, f"{name}: files differ: {sorted(set(a) ^ set(b))}"
-for f in a:
-    x, y = open(f"out/plain/{f}", "rb").read(), open(f"out/{name}/{f}", "rb").read()
-    if f.endswith("index.json"):
-        x, y = json.loads(x), json.loads(y)
-        for i in (x, y):
-            del i["made_by"]["created_utc"], i["made_by"]["elapsed_s"]
-    assert x == y, f"{name}: {f} differs from the run without mpirun"
-PY
-}
+same() { python3 "$HERE/same_outputs.py" out/plain "out/$1"; }  # same NAME: out/NAME equals out/plain
 for np in 1 2 3; do same "np$np"; done
 grep -q "prepared src: " log-np3.txt
 [[ $(grep -c "prepared src: " log-np3.txt) == 1 ]] || { echo "FAIL: more than one rank reported"; exit 1; }

@@ -8,6 +8,7 @@
 # apart from made_by.created_utc and made_by.elapsed_s, which differ between any two runs), and no
 # leftover .prepare directory. Usage: prepare_resume.sh ZAYA WORK [RANDOM_KILLS] [SEED]
 set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ZAYA=$1; WORK=$2; RANDOM_KILLS=${3:-2}; SEED=${4:-1}
 rm -rf "$WORK"; mkdir -p "$WORK/in"
 cd "$WORK"
@@ -37,23 +38,7 @@ prep() {  # prep NAME [ARGS...]: prepares into out/NAME; returns zaya's exit sta
 prep ref
 ls out/ref/src/train-00004.bin > /dev/null  # several shards
 
-same() {  # same NAME: out/NAME equals out/ref
-  python3 - "$1" <<'PY'
-import json, os, sys
-name = sys.argv[1]
-def files(d):
-    return sorted(os.path.relpath(os.path.join(r, f), d) for r, _, fs in os.walk(d) for f in fs)
-a, b = files("out/ref"), files(f"out/{name}")  # src/: the same source name
-assert a == b, f"{name}: files differ: {sorted(set(a) ^ set(b))}"
-for f in a:
-    x, y = open(f"out/ref/{f}", "rb").read(), open(f"out/{name}/{f}", "rb").read()
-    if f.endswith("index.json"):
-        x, y = json.loads(x), json.loads(y)
-        for i in (x, y):
-            del i["made_by"]["created_utc"], i["made_by"]["elapsed_s"]
-    assert x == y, f"{name}: {f} differs from the uninterrupted run's"
-PY
-}
+same() { python3 "$HERE/same_outputs.py" out/ref "out/$1"; }  # same NAME: out/NAME equals out/ref
 
 drill() {  # drill NAME POINT:N [POINT:N for the resume]: killed at POINT:N, resumed, compared
   local name=$1 first=$2 second=${3:-} rc=0
