@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "data/prepare.h"
 #include "data/text_encoder.h"
+#include "dist/communicator.h"
 
 namespace zaya::cli {
 
@@ -110,6 +111,11 @@ void add_output_options(CLI::App* prepare, PrepareArgs& args) {
                    "count")
       ->capture_default_str()
       ->check(IntIn(0, 4096));
+  prepare->add_flag("--resume", o.resume,
+                    "continue an interrupted run: input files already tokenized (their parts in "
+                    "DIR/NAME/.prepare) are kept, the rest redone; the output is byte-identical "
+                    "to an uninterrupted run's. Needs the same inputs, reading options and "
+                    "tokenizer");
   prepare->add_flag("!--no-progress", o.progress,
                     "no progress on stderr (on a terminal: MB/s, documents/s, tokens/s, ETA)");
 }
@@ -126,7 +132,9 @@ int run_prepare(PrepareArgs& args) {
   o.threads =
       args.threads > 0 ? args.threads : int(std::max(1u, std::thread::hardware_concurrency()));
   const auto encoder = make_text_encoder(args.tokenizer);
-  const PrepareSummary s = prepare_source(o, *encoder);
+  const std::unique_ptr<dist::Communicator> comm = dist::make_communicator();
+  const PrepareSummary s = prepare_source(o, *encoder, comm.get());
+  if (comm->rank() != 0) return 0;  // rank 0 reports for all
   std::printf(
       "prepared %s: %lld documents (%lld train, %lld val) from %lld bytes\n"
       "  train: %lld tokens in %lld shard(s)\n"
@@ -151,8 +159,8 @@ Runner add_data_commands(CLI::App& app) {
       "Read text or JSON Lines files (plain, gzip or zstd), tokenize the documents on every core, "
       "hold out whole documents for validation and write DIR/NAME/{train,val}-NNNNN.bin + "
       "index.json (format: docs/data-format.md). Streams in bounded memory; the output depends "
-      "only on the inputs and options. Not built yet: resuming an interrupted run (start it "
-      "again: an unfinished source has no index.json) and dividing inputs among mpirun ranks");
+      "only on the inputs and options, not on the thread or rank count. Under mpirun the "
+      "input files are divided among the ranks. --resume continues an interrupted run");
   auto args = std::make_shared<PrepareArgs>();
   add_input_options(prepare, *args);
   add_cleaning_options(prepare, *args);

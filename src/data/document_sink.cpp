@@ -22,39 +22,17 @@ DocumentSink::DocumentSink(const PrepareOptions& options, const std::string& dir
   ZAYA_CHECK(ids_->good(), ids_path_, ".tmp: cannot create file");
 }
 
-void DocumentSink::take(Batch& batch) {
-  if (!batch.fatal.empty()) ZAYA_FAIL(batch.fatal);
-  FileReport& file = report_.file(batch.file);
-  file.format = batch.format;
-  file.compression = batch.compression;
-  for (TokenizedDocument& d : batch.documents) take_document(d, file);
-  if (!batch.stream_problem.ok()) refuse(batch.stream_problem, file);
-  if (batch.stream_problem.ok() || options_.skip_bad) {
-    file.content_bytes = batch.content_bytes;
-    file.file_bytes = batch.file_bytes;
-  }
-  if (batch.file_done) {
-    file_bytes_done_ += file.file_bytes;
-    content_bytes_done_ += file.content_bytes;
-  }
+void DocumentSink::take(int index, PartReader& part) {
+  FileReport& file = report_.file(index);
+  const std::string path = file.path;
+  file = part.report();
+  file.path = path;
+  file.documents = file.tokens = 0;  // counted again: --dedup may drop some
+  PartDocument d;
+  while (part.next(d)) take_document(d, file);
 }
 
-void DocumentSink::refuse(const RecordVerdict& verdict, FileReport& file) const {
-  if (!options_.skip_bad)
-    ZAYA_FAIL(verdict.message, " (--skip-bad skips such input and counts it in index.json)");
-  ++file.skipped[size_t(verdict.reason)];
-}
-
-void DocumentSink::take_document(TokenizedDocument& d, FileReport& file) {
-  if (!d.verdict.ok()) return refuse(d.verdict, file);
-  if (d.drop == DropReason::kEmpty) {
-    ++file.empty;
-    return;
-  }
-  if (d.drop == DropReason::kTooShort) {
-    ++file.too_short;
-    return;
-  }
+void DocumentSink::take_document(PartDocument& d, FileReport& file) {
   if (options_.dedup_exact && !seen_.insert({d.text_hash[0], d.text_hash[1]}).second) {
     ++file.duplicates;
     return;

@@ -12,11 +12,15 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "core/tensor.h"
 #include "data/checksum.h"
 #include "data/document_sink.h"
+#include "data/kill_point.h"
 #include "data/prepare_pipeline.h"
+#include "data/prepare_plan.h"
 #include "data/progress_meter.h"
 #include "data/shard.h"
+#include "dist/communicator.h"
 #include "io/input_files.h"
 
 namespace zaya {
@@ -52,7 +56,7 @@ std::string utc_now() {
   return buf;
 }
 
-void write_json_atomic(const fs::path& path, const json& j) {
+void write_json_atomic(const fs::path& path, const json& j, const char* point = "") {
   const fs::path tmp = path.string() + ".tmp";
   {
     std::ofstream out(tmp);
@@ -60,6 +64,7 @@ void write_json_atomic(const fs::path& path, const json& j) {
     out << j.dump(2) << "\n";
     ZAYA_CHECK(out.good(), tmp.string(), ": write failed");
   }
+  kill_point(point);
   fs::rename(tmp, path);
 }
 
@@ -111,8 +116,7 @@ int64_t total_file_bytes(const std::vector<std::string>& files) {
   return total;
 }
 
-void print_file_line(const PrepareOptions& o, const DocumentSink& sink, int file) {
-  const FileReport& f = sink.report().files()[size_t(file)];
+void print_file_line(const PrepareOptions& o, const FileReport& f) {
   std::fprintf(stderr, "prepare %s: %s: %lld bytes, %lld documents, %lld tokens\n", o.name.c_str(),
                f.path.c_str(), static_cast<long long>(f.content_bytes),
                static_cast<long long>(f.documents), static_cast<long long>(f.tokens));
@@ -182,35 +186,101 @@ bool is_validation_document(uint64_t seed, int64_t doc_index, double val_fractio
   return u < val_fraction;
 }
 
-PrepareSummary prepare_source(const PrepareOptions& o, const TextEncoder& encoder) {
-  const auto t0 = std::chrono::steady_clock::now();
-  check_options(o, encoder);
-  const std::vector<std::string> files = expand_input_paths(o.inputs);
-  PrepareSummary sum;
-  const fs::path dir = fs::path(o.out_dir) / o.name;
-  sum.source_dir = dir.string();
+namespace {
+
+// Runs `work` where `mine` holds, then tells every rank whether any rank failed: the failing
+// rank rethrows its own error, the others a pointer to it. No rank is left waiting.
+template <typename Work>
+void on_every_rank(dist::Communicator* comm, bool mine, Work&& work) {
+  if (comm == nullptr || comm->world_size() == 1) {
+    if (mine) work();
+    return;
+  }
+  std::exception_ptr error;
+  try {
+    if (mine) work();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  int32_t failed = error ? 1 : 0;
+  comm->all_reduce(&failed, &failed, 1, DType::I32, dist::ReduceOp::Max);
+  if (error) std::rethrow_exception(error);
+  ZAYA_CHECK(failed == 0, "data prepare: another rank failed (its message names the cause)");
+}
+
+// Rank 0, before any part is written: a fresh run starts from an empty work directory; --resume
+// keeps the parts of the same plan. True when --resume finds the source already complete.
+bool set_up_work_dir(const PrepareOptions& o, const fs::path& dir, const fs::path& work,
+                     const json& plan) {
   fs::create_directories(dir);
+  if (o.resume && fs::exists(dir / "index.json")) {
+    fs::remove_all(work);
+    return true;
+  }
+  const fs::path plan_path = work / "plan.json";
+  if (o.resume && fs::exists(plan_path)) {
+    std::ifstream in(plan_path);
+    const std::string diff = plan_difference(json::parse(in, nullptr, false), plan);
+    ZAYA_CHECK(diff.empty(), "--resume: ", work.string(), " was made for other inputs or options (",
+               diff, "); run without --resume to start over");
+    for (const auto& e : fs::directory_iterator(work))
+      if (e.path().extension() == ".tmp") fs::remove(e.path());
+    return false;
+  }
+  if (o.resume && o.progress)
+    std::fprintf(stderr, "prepare %s: nothing to resume in %s; starting from the beginning\n",
+                 o.name.c_str(), work.c_str());
   // A stale index.json would describe shards we are about to overwrite: remove it first, write
   // the new one last.
   fs::remove(dir / "index.json");
-  fs::remove(dir / "documents.jsonl");
+  fs::remove_all(work);
+  fs::create_directories(work);
+  write_json_atomic(plan_path, plan);
+  return false;
+}
 
-  ProgressMeter meter("prepare " + o.name, total_file_bytes(files), o.progress);
-  DocumentSink sink(o, dir.string(), files, encoder.vocab_size(), encoder.eos_id(),
-                    o.progress && !meter.active());
-  {
-    OrderedPipeline pipeline(pipeline_config(o, files), encoder);
-    Batch batch;
-    for (int64_t taken = 1; pipeline.next(batch); ++taken) {
-      sink.take(batch);
-      if (taken % 64 == 0) release_free_memory();
-      meter.update(sink.file_bytes_done() + (batch.file_done ? 0 : batch.file_bytes),
-                   sink.content_bytes_done() + (batch.file_done ? 0 : batch.content_bytes),
-                   sink.documents(), sink.train().tokens_added() + sink.val().tokens_added());
-      if (batch.file_done && o.progress && !meter.active()) print_file_line(o, sink, batch.file);
-    }
+// Tokenizes input files `mine` (global indices into `files`) into their parts.
+void tokenize_files(const PrepareOptions& o, const TextEncoder& encoder,
+                    const std::vector<std::string>& files, const std::vector<int>& mine,
+                    const std::string& work) {
+  if (mine.empty()) return;
+  std::vector<std::string> paths;
+  for (int i : mine) paths.push_back(files[size_t(i)]);
+  ProgressMeter meter("prepare " + o.name, total_file_bytes(paths), o.progress);
+  PartSink sink(o, work, paths, mine);
+  OrderedPipeline pipeline(pipeline_config(o, paths), encoder);
+  Batch batch;
+  for (int64_t taken = 1; pipeline.next(batch); ++taken) {
+    sink.take(batch);
+    if (taken % 64 == 0) release_free_memory();
+    meter.update(sink.file_bytes_done() + (batch.file_done ? 0 : batch.file_bytes),
+                 sink.content_bytes_done() + (batch.file_done ? 0 : batch.content_bytes),
+                 sink.documents(), sink.tokens());
+    if (batch.file_done && o.progress && !meter.active()) print_file_line(o, sink.last_file());
   }
   meter.finish();
+}
+
+// Shards and documents.jsonl of an earlier, interrupted assembly (they are all written again).
+void remove_old_outputs(const fs::path& dir) {
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    const bool shard = (name.starts_with("train-") || name.starts_with("val-")) &&
+                       (name.ends_with(".bin") || name.ends_with(".bin.tmp"));
+    if (shard || name.starts_with("documents.jsonl")) fs::remove(e.path());
+  }
+}
+
+// Rank 0, once every part exists: the parts in input order into shards, then index.json.
+PrepareSummary assemble(const PrepareOptions& o, const TextEncoder& encoder,
+                        const std::vector<std::string>& files, const fs::path& dir,
+                        const fs::path& work, std::chrono::steady_clock::time_point t0) {
+  remove_old_outputs(dir);
+  DocumentSink sink(o, dir.string(), files, encoder.vocab_size(), encoder.eos_id(), o.progress);
+  for (int i = 0; i < int(files.size()); ++i) {
+    PartReader part(part_path(work.string(), i));
+    sink.take(i, part);
+  }
   ZAYA_CHECK(sink.train_documents() > 0, "--input: no training documents (", sink.documents(),
              " documents found with separator ", json(o.doc_separator).dump(),
              "); expected non-empty text");
@@ -218,7 +288,8 @@ PrepareSummary prepare_source(const PrepareOptions& o, const TextEncoder& encode
   if (o.progress && o.val_fraction > 0 && sink.val_documents() == 0)
     std::fprintf(stderr, "warning: no document was held out for validation (%lld documents)\n",
                  static_cast<long long>(sink.documents()));
-
+  PrepareSummary sum;
+  sum.source_dir = dir.string();
   sum.documents = sink.documents();
   sum.train_documents = sink.train_documents();
   sum.val_documents = sink.val_documents();
@@ -229,7 +300,63 @@ PrepareSummary prepare_source(const PrepareOptions& o, const TextEncoder& encode
   sum.val_shards = int64_t(sink.val().shards().size());
   sum.dropped = sink.report().dropped_summary();
   sum.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  write_json_atomic(dir / "index.json", index_json(o, files, sink, sum, encoder));
+  write_json_atomic(dir / "index.json", index_json(o, files, sink, sum, encoder), "index-commit");
+  kill_point("cleanup");
+  fs::remove_all(work);
+  return sum;
+}
+
+// The summary of a source that is already complete, from its index.json.
+PrepareSummary summary_of(const fs::path& dir) {
+  std::ifstream in(dir / "index.json");
+  const json index = json::parse(in);
+  PrepareSummary sum;
+  sum.source_dir = dir.string();
+  sum.documents = index.at("documents").get<int64_t>();
+  sum.train_documents = index.at("train").at("documents").get<int64_t>();
+  sum.val_documents = index.at("val").at("documents").get<int64_t>();
+  sum.train_tokens = index.at("train").at("tokens").get<int64_t>();
+  sum.val_tokens = index.at("val").at("tokens").get<int64_t>();
+  sum.train_shards = int64_t(index.at("train").at("shards").size());
+  sum.val_shards = int64_t(index.at("val").at("shards").size());
+  sum.input_bytes = index.at("report").at("content_bytes").get<int64_t>();
+  sum.dropped = "  already complete: nothing to resume\n";
+  return sum;
+}
+
+}  // namespace
+
+PrepareSummary prepare_source(const PrepareOptions& options, const TextEncoder& encoder,
+                              dist::Communicator* comm) {
+  const auto t0 = std::chrono::steady_clock::now();
+  check_options(options, encoder);
+  const int rank = comm ? comm->rank() : 0, world = comm ? comm->world_size() : 1;
+  PrepareOptions o = options;
+  o.progress = options.progress && rank == 0;
+  const std::vector<std::string> files = expand_input_paths(o.inputs);
+  const fs::path dir = fs::path(o.out_dir) / o.name, work = dir / ".prepare";
+
+  int32_t complete = 0;
+  on_every_rank(comm, rank == 0, [&] {
+    complete = set_up_work_dir(o, dir, work, parts_plan(o, files, encoder)) ? 1 : 0;
+  });
+  if (world > 1) comm->broadcast(&complete, &complete, 1, DType::I32, 0);
+  if (complete != 0) return summary_of(dir);
+
+  std::vector<int64_t> sizes;
+  std::error_code ec;
+  for (const auto& f : files) sizes.push_back(int64_t(fs::file_size(f, ec)));
+  std::vector<int> pending;
+  for (int i : files_of_rank(sizes, rank, world))
+    if (!part_is_complete(part_path(work.string(), i))) pending.push_back(i);
+  if (o.resume && o.progress && world == 1)
+    std::fprintf(stderr, "prepare %s: resuming: %zu of %zu input files already tokenized\n",
+                 o.name.c_str(), files.size() - pending.size(), files.size());
+  on_every_rank(comm, true, [&] { tokenize_files(o, encoder, files, pending, work.string()); });
+
+  PrepareSummary sum;
+  on_every_rank(comm, rank == 0, [&] { sum = assemble(o, encoder, files, dir, work, t0); });
+  sum.source_dir = dir.string();
   return sum;
 }
 

@@ -13,6 +13,10 @@
 
 namespace zaya {
 
+namespace dist {
+class Communicator;
+}
+
 struct PrepareOptions {
   std::vector<std::string> inputs;  // files, directories or glob patterns, read in order
   std::string out_dir;              // shards go to out_dir/name/
@@ -30,6 +34,7 @@ struct PrepareOptions {
   int64_t min_chars = 0;          // drop documents with fewer characters (code points)
   bool skip_bad = false;          // skip and count bad records instead of stopping
   bool progress = true;           // progress on stderr
+  bool resume = false;            // keep the finished parts of an interrupted run (prepare_parts.h)
 };
 
 struct PrepareSummary {
@@ -50,8 +55,14 @@ std::vector<std::string_view> split_documents(std::string_view text, std::string
 bool is_validation_document(uint64_t seed, int64_t doc_index, double val_fraction);
 
 // Writes out_dir/name/{train-NNNNN.bin, val-NNNNN.bin, index.json}. Each document's tokens are
-// followed by encoder.eos_id(); documents may span shard boundaries. index.json is written last,
-// so its presence marks a complete source.
-PrepareSummary prepare_source(const PrepareOptions& options, const TextEncoder& encoder);
+// followed by encoder.eos_id(); documents may span shard boundaries. Every input file is first
+// tokenized into a part (out_dir/name/.prepare/, prepare_parts.h), then the parts are read in
+// input order into the shards; index.json is written last, so its presence marks a complete
+// source, and the parts are removed after it. With a communicator of several ranks, each rank
+// tokenizes its share of the files (files_of_rank) and rank 0 writes the shards; the output is
+// the same at any rank count. Collective: every rank calls it, and every rank throws when one
+// fails.
+PrepareSummary prepare_source(const PrepareOptions& options, const TextEncoder& encoder,
+                              dist::Communicator* comm = nullptr);
 
 }  // namespace zaya

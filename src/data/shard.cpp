@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "data/checksum.h"
+#include "data/kill_point.h"
 
 namespace zaya {
 
@@ -89,6 +90,7 @@ void ShardFileWriter::write_or_discard(const void* data, size_t bytes) {
 }
 
 void ShardFileWriter::append(std::span<const int32_t> tokens) {
+  kill_point("shard-write");
   const size_t width = size_t(info_.dtype);
   body_.resize(tokens.size() * width);
   for (size_t i = 0; i < tokens.size(); ++i) {
@@ -118,6 +120,7 @@ ShardInfo ShardFileWriter::finish() {
   ZAYA_CHECK(::fsync(fd_) == 0, tmp_, ": fsync failed: ", std::strerror(errno));
   ::close(fd_);
   fd_ = -1;
+  kill_point("shard-commit");
   // Renamed only now: readers never see a half-written shard.
   ZAYA_CHECK(::rename(tmp_.c_str(), info_.path.c_str()) == 0, info_.path,
              ": cannot rename the temporary shard into place: ", std::strerror(errno));

@@ -67,6 +67,11 @@ expect_fail() {  # expect_fail SUBSTRING -- command...: fails, says SUBSTRING, l
   if out=$("$@" --out out --name bad --no-progress 2>&1); then echo "FAIL: exit 0 for $*"; exit 1; fi
   [[ "$out" == *"$want"* ]] || { echo "FAIL: message lacks '$want': $out"; exit 1; }
   [[ ! -e out/bad/index.json ]] || { echo "FAIL: index.json left after an error: $*"; exit 1; }
+  # Nothing partial taken as done: a file refused while read has no part (a finished file's
+  # work); an empty file is read to its end, so its (empty) part is kept for --resume.
+  if [[ -z ${PART_KEPT:-} ]] && compgen -G "out/bad/.prepare/*.part*" > /dev/null; then
+    echo "FAIL: a part left after an error: $(ls out/bad/.prepare)"; exit 1
+  fi
   echo "ok: $want"
 }
 head -c 3000 in/docs.jsonl.gz > in/cut.jsonl.gz
@@ -79,6 +84,9 @@ open("in/nokey.jsonl", "w").write("\n".join(good[:6] + ['{"body": "x"}'] + good[
 open("in/nul.txt", "wb").write(b"fine text\n\nbinary\x00junk\n")
 open("in/latin1.txt", "wb").write("ok\n\ncaf\u00e9\n".encode("latin-1"))
 open("in/empty.txt", "w").write("")
+# a 100 MB single line (an unclosed string) between two good ones
+with open("in/long.jsonl", "w") as f:
+    f.write(good[0] + '\n{"text": "' + "x" * (100 << 20) + '\n' + good[1] + '\n')
 PY
 mkdir -p in/nothing
 expect_fail "cut.jsonl.gz: truncated gzip stream" -- "$ZAYA" data prepare --input in/cut.jsonl.gz
@@ -88,7 +96,9 @@ expect_fail "wrongtype.jsonl:5: field 'text' is an array, expected a string" -- 
 expect_fail "nokey.jsonl:7: no field 'text'" -- "$ZAYA" data prepare --input in/nokey.jsonl
 expect_fail "nul.txt:3: not a text file (a NUL byte at offset 17)" -- "$ZAYA" data prepare --input in/nul.txt
 expect_fail "latin1.txt:3: invalid UTF-8 at byte offset 7" -- "$ZAYA" data prepare --input in/latin1.txt
-expect_fail "--input: no training documents" -- "$ZAYA" data prepare --input in/empty.txt
+PART_KEPT=1 expect_fail "--input: no training documents" -- "$ZAYA" data prepare --input in/empty.txt
+expect_fail "long.jsonl:2: not a JSON line" -- "$ZAYA" data prepare --input in/long.jsonl
+rm in/long.jsonl
 expect_fail "in/nothing: the directory holds no input file" -- "$ZAYA" data prepare --input in/nothing
 expect_fail "the pattern matches no file" -- "$ZAYA" data prepare --input 'in/*.parquet'
 expect_fail "docs.jsonl:1: no field 'body'" -- "$ZAYA" data prepare --input in/docs.jsonl --text-key body
