@@ -29,6 +29,20 @@ text = " ".join(open(sys.argv[1], encoding="utf-8").read().split())
 sents = [s for s in re.split(r"(?<=[.!?])\s+", text) if 6 <= len(s.split()) <= 20][:9]
 open(sys.argv[2], "w").write("".join(json.dumps({"text": s}) + "\n" for s in sents))
 PY
+# The main job's word-order task: four distinct orders of the same last words, the gold one real.
+$PY "$SRC/scripts/word_order_task.py" "$WORK/val.txt" "$WORK/word_order.jsonl" --items 30 > /dev/null || exit 1
+check "word_order_task.py: 30 items of four distinct orders of the same words, gold the real one" \
+  $PY - "$WORK/val.txt" "$WORK/word_order.jsonl" <<'PY'
+import json, sys
+text = " ".join(open(sys.argv[1], encoding="utf-8").read().split())
+items = [json.loads(l) for l in open(sys.argv[2])]
+ok = len(items) == 30 and len({i["gold"] for i in items}) > 1
+for i in items:
+    c = i["choices"]
+    ok &= len(set(c)) == 4 and all(sorted(x.split()) == sorted(c[0].split()) for x in c)
+    ok &= (i["context"] + " " + c[i["gold"]]) in text
+sys.exit(0 if ok else 1)
+PY
 config() {  # config OUT EVAL_SECTION
   cat <<JSON
 {
