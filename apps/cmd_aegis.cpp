@@ -28,60 +28,63 @@ Runner add_aegis_commands(CLI::App& app) {
       "[options] -- mpirun -np 2 zaya train --config C --out OUT");
   cmd->add_option("--run-dir", o.run_dir,
                   "the run directory: must equal the trainer's --out (heartbeats, checkpoints, "
-                  "OUT/aegis/events.jsonl and state.json live there)");
+                  "OUT/aegis/events.jsonl and state.json live there)")
+      ->check(OutputDir());
   cmd->add_option("--max-restarts", o.max_restarts, "restart budget; then stop with exit 3")
       ->capture_default_str()
-      ->check(zaya::cli::NonNegative());
+      ->check(NonNegativeInt());
   cmd->add_option("--backoff", o.backoff_s,
                   "seconds before the first restart, doubling per restart (at most 300 s)")
       ->capture_default_str()
-      ->check(zaya::cli::NonNegative());
+      ->check(NonNegative());
   cmd->add_option("--hang-factor", o.hang_factor,
                   "hang timeout = max(--hang-floor, this x the longest recent step interval)")
       ->capture_default_str()
-      ->check(zaya::cli::Positive());
+      ->check(Positive());
   cmd->add_option("--hang-floor", o.hang_floor_s,
                   "seconds; the least hang timeout once steps run (covers evaluations and "
                   "checkpoint saves)")
       ->capture_default_str()
-      ->check(zaya::cli::Positive());
+      ->check(Positive());
   cmd->add_option("--startup-timeout", o.startup_timeout_s,
                   "seconds from a launch to the job's first step")
       ->capture_default_str()
-      ->check(zaya::cli::Positive());
+      ->check(Positive());
   cmd->add_option("--grace", o.grace_s, "seconds from SIGTERM to SIGKILL when stopping the job")
       ->capture_default_str()
-      ->check(zaya::cli::NonNegative());
+      ->check(NonNegative());
   cmd->add_option("--spike-z", o.spike_z,
                   "a loss more than this many standard deviations above the window's mean is a "
                   "spike (roll back and skip its data)")
       ->capture_default_str()
-      ->check(zaya::cli::Positive());
+      ->check(Positive());
   cmd->add_option("--spike-window", o.spike_window, "steps of loss history behind the z-score")
       ->capture_default_str()
-      ->check(CLI::Range(2, 1000000));
+      ->check(IntIn(2, 1000000));
   cmd->add_option("--straggler-factor", o.straggler_factor,
                   "report a rank slower than the other ranks' median step time by this factor "
                   "for several steps in a row")
       ->capture_default_str()
-      ->check(CLI::Range(1.0, 1e9));
+      ->check(RealIn(1.0, 1e9));
   cmd->add_option("--rules", o.rules_file,
                   "JSON list of {\"regex\": ..., \"action\": restart|stop|mark_bad_host} "
                   "matched against the job's output lines")
-      ->check(CLI::ExistingFile);
+      ->check(ExistingFile());
   cmd->add_option("--restart-ranks", o.restart_ranks,
                   "restarts launch this many ranks (the -np / -n / --ntasks of the command): "
                   "after a lost node the run continues on fewer ranks, resharded from its "
                   "checkpoint; the global batch must divide by the new data-parallel ranks")
-      ->check(CLI::PositiveNumber);
+      ->check(PositiveInt());
   cmd->add_option("--poll", o.poll_s, "seconds between checks of heartbeats and processes")
       ->capture_default_str()
-      ->check(CLI::Range(0.01, 60.0));
+      ->check(RealIn(0.01, 60.0));
   cmd->add_option("command", o.command, "the launch command, after --");
 
   auto* status = cmd->add_subcommand(
       "status", "Summarise a supervised run: restarts, faults, recovery, downtime, goodput");
-  status->add_option("run_dir", args->status_dir, "the run directory")->required();
+  status->add_option("run_dir", args->status_dir, "the run directory")
+      ->required()
+      ->check(ExistingDir());
 
   return [=]() -> int {
     if (*status) {

@@ -63,15 +63,32 @@ struct HfArgs {
   std::string from, to, dtype = "fp32", max_shard_size = "5GB";
 };
 
+// export-hf's source: a checkpoint, or a run's ckpt/ root, whose newest complete checkpoint is
+// taken (and named).
+std::string export_source(const std::string& dir) {
+  if (fs::exists(fs::path(dir) / "manifest.json")) return dir;
+  const std::string latest = find_latest_checkpoint(
+      dir, [](const std::string& why) { std::fprintf(stderr, "%s\n", why.c_str()); });
+  ZAYA_CHECK(!latest.empty(), "ckpt export-hf: '", dir,
+             "' is neither a checkpoint (no manifest.json) nor a checkpoint root holding a "
+             "complete step-N checkpoint");
+  std::fprintf(stderr,
+               "ckpt export-hf: '%s' is a checkpoint root; exporting its newest complete "
+               "checkpoint, %s\n",
+               dir.c_str(), latest.c_str());
+  return latest;
+}
+
 int export_hf(const HfArgs& a) {
   HfWriteOptions opt;
   ZAYA_CHECK(a.dtype == "fp32" || a.dtype == "bf16", "--dtype: '", a.dtype,
              "' is not one of fp32, bf16");
   opt.dtype = a.dtype == "fp32" ? DType::F32 : DType::BF16;
   opt.max_shard_bytes = parse_hf_size(a.max_shard_size, "--max-shard-size");
-  export_checkpoint_to_hf(a.from, a.to, opt);
+  const std::string from = export_source(a.from);
+  export_checkpoint_to_hf(from, a.to, opt);
   const bool sharded = fs::exists(fs::path(a.to) / "model.safetensors.index.json");
-  std::printf("exported %s to %s (%s, %s)\n", a.from.c_str(), a.to.c_str(), a.dtype.c_str(),
+  std::printf("exported %s to %s (%s, %s)\n", from.c_str(), a.to.c_str(), a.dtype.c_str(),
               sharded ? "sharded, model.safetensors.index.json" : "model.safetensors");
   return 0;
 }
@@ -94,15 +111,19 @@ Runner add_ckpt_commands(CLI::App& app) {
   auto* inspect = ckpt->add_subcommand(
       "inspect", "Show a checkpoint (or every checkpoint in a directory) and verify it");
   inspect->add_option("dir", *dir, "step-N checkpoint directory, or a run's ckpt/ directory")
-      ->required();
+      ->required()
+      ->check(ExistingDir());
 
   auto hf = std::make_shared<HfArgs>();
   auto* exp = ckpt->add_subcommand(
       "export-hf",
       "Write a checkpoint's weights (any world size) as a Hugging Face ZAYA1 model "
       "directory: config.json + model.safetensors, or shards + index");
-  exp->add_option("ckpt_dir", hf->from, "step-N checkpoint directory")->required();
-  exp->add_option("out_dir", hf->to, "output model directory")->required();
+  exp->add_option("ckpt_dir", hf->from,
+                  "step-N checkpoint directory, or a run's ckpt/ root (its newest complete one)")
+      ->required()
+      ->check(ExistingDir());
+  exp->add_option("out_dir", hf->to, "output model directory")->required()->check(OutputDir());
   exp->add_option("--dtype", hf->dtype,
                   "fp32 (bitwise round trip) or bf16 (half the size, rounded: lossy; the "
                   "routers' balancing_biases stay fp32)")
@@ -114,8 +135,10 @@ Runner add_ckpt_commands(CLI::App& app) {
       "import-hf",
       "Turn a Hugging Face ZAYA1 model directory into a zaya checkpoint (step 0, "
       "zero optimizer state) under OUT_ROOT/step-00000000");
-  imp->add_option("hf_dir", hf->from, "Hugging Face model directory")->required();
-  imp->add_option("out_root", hf->to, "checkpoint root directory")->required();
+  imp->add_option("hf_dir", hf->from, "Hugging Face model directory")
+      ->required()
+      ->check(ExistingDir());
+  imp->add_option("out_root", hf->to, "checkpoint root directory")->required()->check(OutputDir());
 
   return [=]() -> int {
     if (*exp) return export_hf(*hf);

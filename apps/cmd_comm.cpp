@@ -41,13 +41,17 @@ Runner add_comm_commands(CLI::App& bench) {
   comm->add_option("-e,--maxbytes", args->max_bytes, "largest message (bytes; K, M, G suffixes)")
       ->capture_default_str();
   comm->add_option("-f,--stepfactor", args->opt.factor, "message size factor")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(AtLeast(1.0, true));
   comm->add_option("-n,--iters", args->opt.iters, "timed iterations per size")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(PositiveInt());
   comm->add_option("-w,--warmup_iters", args->opt.warmup, "untimed warm-up iterations")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(NonNegativeInt());
   comm->add_option("-c,--check", args->opt.check, "1: verify the results of every size")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(IntIn(0, 1));
   comm->add_option("-d,--datatype", args->dtype, "float, bfloat16 or int32")->capture_default_str();
   comm->add_option("--ops", args->opt.ops, "comma-separated collectives")
       ->delimiter(',')
@@ -69,11 +73,14 @@ Runner add_comm_commands(CLI::App& bench) {
       "Checkpoint save time: every rank writing its own file at once against rank 0 gathering "
       "and writing everything (run under mpirun for several ranks)");
   ckpt->add_option("--config", args->ckpt.config_path, "zaya JSON config (its model section)")
-      ->required();
+      ->required()
+      ->check(ExistingFile());
   ckpt->add_option("--dir", args->ckpt.dir, "scratch directory for the checkpoints (removed)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(OutputDir());
   ckpt->add_option("--repeats", args->ckpt.repeats, "saves per scheme; the median is reported")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(PositiveInt());
 
   return [=]() -> int {
     if (*ckpt) {

@@ -76,7 +76,8 @@ void add_cleaning_options(CLI::App* prepare, PrepareArgs& args) {
   prepare
       ->add_option("--min-chars", o.min_chars,
                    "drop documents with fewer characters (Unicode code points)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(NonNegativeInt<int64_t>());
   prepare->add_flag("--skip-bad", o.skip_bad,
                     "skip bad input (a line that is not JSON, a missing key, a non-string text, "
                     "invalid UTF-8, a NUL byte, the rest of a truncated or damaged .gz/.zst) and "
@@ -87,22 +88,28 @@ void add_cleaning_options(CLI::App* prepare, PrepareArgs& args) {
 void add_output_options(CLI::App* prepare, PrepareArgs& args) {
   PrepareOptions& o = args.options;
   prepare->add_option("--out", o.out_dir, "output directory (the source goes to DIR/NAME)")
-      ->required();
+      ->required()
+      ->check(OutputDir());
   prepare->add_option("--name", o.name, "source name, e.g. brown")->required();
   prepare->add_option("--val-fraction", o.val_fraction, "share of documents held out")
       ->capture_default_str();
-  prepare->add_option("--shard-tokens", o.shard_tokens, "tokens per shard")->capture_default_str();
+  prepare->add_option("--shard-tokens", o.shard_tokens, "tokens per shard")
+      ->capture_default_str()
+      ->check(PositiveInt<int64_t>());
   prepare
       ->add_option("--tokenizer", args.tokenizer,
                    "a tokenizer.json (zaya tokenizer train, GPT-2, Gemma-3), a directory with "
                    "GPT-2's encoder.json + vocab.bpe, or 'bytes' (byte-level, vocab 257)")
       ->capture_default_str();
-  prepare->add_option("--seed", o.seed, "seed of the train/val split")->capture_default_str();
+  prepare->add_option("--seed", o.seed, "seed of the train/val split")
+      ->capture_default_str()
+      ->check(Seed());
   prepare
       ->add_option("--threads", args.threads,
                    "tokenizer threads (0: one per core); the output is byte-identical at any "
                    "count")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(IntIn(0, 4096));
   prepare->add_flag("!--no-progress", o.progress,
                     "no progress on stderr (on a terminal: MB/s, documents/s, tokens/s, ETA)");
 }

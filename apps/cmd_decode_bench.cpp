@@ -28,21 +28,27 @@ Runner add_decode_bench_command(CLI::App& bench) {
       "Decode tokens/s with the CCA cache at each batch size (random model of a config, greedy), "
       "time to first token, and the bound the bytes a step reads set at this machine's measured "
       "memory bandwidth");
-  dec->add_option("--config", a->config, "zaya JSON config (e.g. configs/small.json)")->required();
+  dec->add_option("--config", a->config, "zaya JSON config (e.g. configs/small.json)")
+      ->required()
+      ->check(ExistingFile());
   dec->add_option("--batch-list", a->batches, "batch sizes (sequences decoded together)")
       ->delimiter(',')
-      ->check(CLI::Range(1, 4096))
+      ->check(IntIn(1, 4096))
       ->capture_default_str();
   dec->add_option("--prompt", a->opt.prompt, "prompt tokens per sequence")
-      ->check(CLI::Range(1, 1 << 24))
+      ->check(IntIn(1, 1 << 24))
       ->capture_default_str();
   dec->add_option("--new-tokens", a->opt.new_tokens, "tokens decoded per sequence")
-      ->check(CLI::Range(2, 1 << 24))
+      ->check(IntIn(2, 1 << 24))
       ->capture_default_str();
-  dec->add_option("--seed", a->opt.seed, "weights and prompts")->capture_default_str();
+  dec->add_option("--seed", a->opt.seed, "weights and prompts")
+      ->capture_default_str()
+      ->check(Seed());
   dec->add_option("--save-model", a->opt.save_model_dir,
-                  "also write the random model here (HF layout), for the PyTorch peer");
-  dec->add_option("--json", a->json_out, "also write the results to this JSON file");
+                  "also write the random model here (HF layout), for the PyTorch peer")
+      ->check(OutputDir());
+  dec->add_option("--json", a->json_out, "also write the results to this JSON file")
+      ->check(OutputFile());
   return [=]() -> int {
     if (!*dec) return kNotMine;
     const ModelConfig c = load_model_config(a->config);

@@ -49,22 +49,24 @@ void add_task_options(CLI::App& eval, TaskEvalOptions& t) {
   eval.add_option("--tokenizer", t.tokenizer,
                   "with --tasks: tokenizer.json (default: the model directory's)");
   eval.add_option("--limit", t.limit, "with --tasks: the first N items of each task (0: all)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(NonNegativeInt())
       ->capture_default_str();
   eval.add_option("--shots", t.shots,
                   "with --tasks: few-shot examples before each item, drawn from the same file "
                   "without the item (answered, separated by blank lines)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(NonNegativeInt())
       ->capture_default_str();
   eval.add_option("--seed", t.seed, "with --shots: which examples each item gets")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(Seed());
   eval.add_option("--log-samples", t.log_samples,
                   "with --tasks: write one JSON line per item: task, doc_id, line, target, "
-                  "loglikelihoods (one per choice), is_greedy, acc, acc_norm");
+                  "loglikelihoods (one per choice), is_greedy, acc, acc_norm")
+      ->check(OutputFile());
   eval.add_option("--batch", t.batch,
                   "with --tasks: sequences (choices) decoded together; the choices of one context "
                   "share its prefill")
-      ->check(CLI::PositiveNumber)
+      ->check(PositiveInt())
       ->capture_default_str();
 }
 
@@ -82,25 +84,27 @@ Runner add_eval_commands(CLI::App& app) {
   eval->add_option("--model", a->model,
                    "Hugging Face model directory, zaya checkpoint step-N/ or a run's checkpoint "
                    "root (newest complete checkpoint)")
-      ->required();
+      ->required()
+      ->check(ExistingDir());
   eval->add_option("--config", a->config,
                    "zaya config whose 'data' section names the data (the validation loss; needed "
-                   "unless --tasks)");
+                   "unless --tasks)")
+      ->check(ExistingFile());
   eval->add_option("--phase", a->phase,
                    "data phase whose seq_len and rope_theta to use (default: the last phase)");
   eval->add_option("--seq", a->seq, "window length instead of the phase's seq_len")
-      ->check(CLI::PositiveNumber);
+      ->check(PositiveInt());
   eval->add_option("--rope-theta", a->rope_theta, "RoPE base instead of the phase's")
       ->check(Positive());
   eval->add_option("--windows", a->windows, "validation windows per data source (at most)")
-      ->check(CLI::PositiveNumber)
+      ->check(PositiveInt())
       ->capture_default_str();
   eval->add_option("--micro-batch", a->micro_batch, "windows per forward")
-      ->check(CLI::PositiveNumber)
+      ->check(PositiveInt())
       ->capture_default_str();
   eval->add_option("--context-parallel", a->context_parallel,
                    "spread each window over this many ranks (must divide the ranks)")
-      ->check(CLI::PositiveNumber)
+      ->check(PositiveInt())
       ->capture_default_str();
   add_task_options(*eval, a->tasks);
 

@@ -222,17 +222,17 @@ Runner add_generate_commands(CLI::App& app) {
                   "temperature, top_k, top_p, repetition_penalty, seed, stop}; prints one JSON "
                   "line per request");
   gen->add_option("--max-tokens", a->opt.max_new_tokens, "tokens to generate at most")
-      ->check(CLI::Range(1, 1 << 20))
+      ->check(IntIn(1, 1 << 20))
       ->capture_default_str();
   gen->add_option("--temperature", a->opt.sampling.temperature, "0: greedy")
       ->check(NonNegative())
       ->capture_default_str();
   gen->add_option("--top-k", a->opt.sampling.top_k, "sample among the k likeliest (0: all)")
-      ->check(CLI::Range(0, INT32_MAX))
+      ->check(IntIn(0, INT32_MAX))
       ->capture_default_str();
   gen->add_option("--top-p", a->opt.sampling.top_p,
                   "sample among the likeliest tokens whose probability reaches p")
-      ->check(CLI::Range(0.0, 1.0))
+      ->check(RealIn(0.0, 1.0))
       ->capture_default_str();
   gen->add_option("--repetition-penalty", a->opt.sampling.repetition_penalty,
                   "> 1 discourages tokens already in the context (1: off)")
@@ -240,14 +240,15 @@ Runner add_generate_commands(CLI::App& app) {
       ->capture_default_str();
   gen->add_option("--seed", a->opt.sampling.seed,
                   "sampling seed: the same prompt, settings and seed give the same text")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(Seed());
   gen->add_option("--stop", a->stop, "stop when the text contains this string (repeatable)");
   gen->add_flag("--no-eos", a->no_eos, "do not stop at the tokenizer's end-of-text token");
   gen->add_flag("--json", a->json_out, "with --prompt: print one JSON line instead of streaming");
   gen->add_option("--batch", a->batch,
                   "with --prompts: requests decoded together (continuous batching: a finished "
                   "request's slot goes to the next); each request's text is the same at any batch")
-      ->check(CLI::Range(1, 1024))
+      ->check(IntIn(1, 1024))
       ->capture_default_str();
 
   return [=]() -> int {

@@ -210,13 +210,16 @@ void add_gemm_options(CLI::App& gemm, HwBenchArgs& a) {
                   "or MxNxK,MxNxK,...")
       ->capture_default_str();
   gemm.add_option("--batch", a.batch,
-                  "with model:CONFIG, sequences per micro-batch (default: train.micro_batch)");
+                  "with model:CONFIG, sequences per micro-batch (default: train.micro_batch)")
+      ->check(IntIn(1, 1 << 16));
   gemm.add_option("--seq", a.seq,
-                  "with model:CONFIG, tokens per sequence (default: the first phase's seq_len)");
+                  "with model:CONFIG, tokens per sequence (default: the first phase's seq_len)")
+      ->check(IntIn(1, 1 << 24));
   gemm.add_option("--min-time", a.min_time, "seconds of timed calls per shape")
       ->check(Positive())
       ->capture_default_str();
-  gemm.add_option("--json", a.json_out, "also write the results to this JSON file");
+  gemm.add_option("--json", a.json_out, "also write the results to this JSON file")
+      ->check(OutputFile());
 }
 
 void add_membw_options(CLI::App& membw, HwBenchArgs& a) {
@@ -227,15 +230,17 @@ void add_membw_options(CLI::App& membw, HwBenchArgs& a) {
   membw
       .add_option("--elements", a.membw.elements,
                   "doubles per array (default: 4 x the last-level cache, within 2^22 and 2^27)")
-      ->check(CLI::Range(int64_t(1) << 10, int64_t(1) << 32));
+      ->check(IntIn(int64_t(1) << 10, int64_t(1) << 32));
   membw.add_option("--times", a.membw.times, "runs of each kernel (the first is dropped)")
-      ->check(CLI::Range(2, 1000))
+      ->check(IntIn(2, 1000))
       ->capture_default_str();
   membw
       .add_option("--threads-list", a.membw.threads,
                   "thread counts to measure (default: 1, 2, 4, ... and all)")
-      ->delimiter(',');
-  membw.add_option("--json", a.membw_json, "also write the results to this JSON file");
+      ->delimiter(',')
+      ->check(IntIn(1, 4096));
+  membw.add_option("--json", a.membw_json, "also write the results to this JSON file")
+      ->check(OutputFile());
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "backend/blas_report.h"
+#include "core/error.h"
 #include "model/config.h"
 #include "model/model_info.h"
 #include "sizing/gpu_plan.h"
@@ -28,18 +29,22 @@ Runner add_info_command(CLI::App& app) {
   auto* info = app.add_subcommand(
       "info", "Parameter counts, FLOPs per token, KV-cache size and the memory plan per GPU");
   info->add_option("--config", args->config, "zaya JSON config (e.g. configs/zaya1-base.json)")
-      ->required();
+      ->required()
+      ->check(ExistingFile());
   info->add_option("--seq", args->seq,
                    "sequence length for the attention FLOPs and the GPU memory plan (default: the "
-                   "config's max_seq_len)");
+                   "config's max_seq_len, which it may not pass)")
+      ->check(PositiveInt<int64_t>());
   info->add_option("--world", args->world,
                    "ranks of the ZeRO-1 job for the GPU memory plan (each holds 1/world of the "
                    "optimizer state and fp32 master weights)")
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(IntIn(1, 1 << 20));
   return [=]() -> int {
     if (!*info) return kNotMine;
     const ModelConfig c = load_model_config(args->config);
     const int64_t seq = args->seq > 0 ? args->seq : c.max_seq_len;
+    ZAYA_CHECK(seq <= c.max_seq_len, "--seq: ", seq, " is past the model's max_seq_len ",
+               c.max_seq_len, " ('model.max_seq_len' of ", args->config, ")");
     std::printf("%s", format_model_info(c, seq).c_str());
     std::printf("%s", format_gpu_memory_plan(c, seq, args->world).c_str());
     std::printf("%s", blas_info_section().c_str());

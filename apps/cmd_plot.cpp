@@ -21,8 +21,10 @@ struct PlotArgs {
 Runner add_plot_command(CLI::App& app) {
   auto args = std::make_shared<PlotArgs>();
   auto* plot = app.add_subcommand("plot", "Draw a run's loss curve (metrics.jsonl) as SVG");
-  plot->add_option("--metrics", args->metrics, "metrics JSON lines of a run")->required();
-  plot->add_option("--out", args->out, "output .svg")->required();
+  plot->add_option("--metrics", args->metrics, "metrics JSON lines of a run")
+      ->required()
+      ->check(ExistingFile());
+  plot->add_option("--out", args->out, "output .svg")->required()->check(OutputFile());
   plot->add_option("--baseline", args->baseline, "draw a horizontal baseline at this loss");
   return [=]() -> int {
     if (!*plot) return kNotMine;

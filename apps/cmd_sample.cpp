@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "core/error.h"
 #include "inference_model.h"
 #include "train/sampler.h"
 
@@ -33,18 +34,26 @@ Runner add_sample_command(CLI::App& app) {
   sample->add_option("--prompt", args->prompt, "text to continue")->capture_default_str();
   sample->add_option("--tokens", args->sample.max_new_tokens, "tokens to generate")
       ->capture_default_str()
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(IntIn(1, 1 << 20));
   sample->add_option("--temperature", args->sample.temperature, "0 = greedy")
       ->capture_default_str()
       ->check(NonNegative());
   sample->add_option("--top-k", args->sample.top_k, "sample among the k likeliest (0 = all)")
       ->capture_default_str()
-      ->check(CLI::Range(0, INT32_MAX));
-  sample->add_option("--seed", args->sample.seed, "sampling seed")->capture_default_str();
+      ->check(IntIn(0, INT32_MAX));
+  sample->add_option("--seed", args->sample.seed, "sampling seed")
+      ->capture_default_str()
+      ->check(Seed());
   return [=]() -> int {
     if (!*sample) return kNotMine;
     const InferenceModel m = load_inference_model(args->model_dir, args->tokenizer);
     const Tokenizer& tok = *m.tokenizer;
+    // A smaller tokenizer cannot decode every id the model may draw: the text would end in an
+    // error at the first one, or read in a vocabulary the model was not trained on.
+    const int64_t model_vocab = m.loaded.model->config().vocab_size;
+    ZAYA_CHECK(tok.vocab_size() == model_vocab, "--tokenizer ", m.tokenizer_path, " has ",
+               tok.vocab_size(), " tokens but the model has ", model_vocab,
+               ": not this model's tokenizer (the model could draw ids it cannot decode)");
     const auto ids = generate(*m.loaded.model, tok.encode(args->prompt), args->sample);
     std::printf("%s\n", tok.decode(ids).c_str());
     return 0;

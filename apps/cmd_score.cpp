@@ -65,7 +65,8 @@ Runner add_score_commands(CLI::App& app) {
       "--tokens", a->tokens,
       "JSON token ids: a list of ints (one sequence) or a list of equal-length lists (a batch); "
       "at least 2 tokens per sequence");
-  auto* text = score->add_option("--text", a->text, "text file, scored as one sequence");
+  auto* text = score->add_option("--text", a->text, "text file, scored as one sequence")
+                   ->check(ExistingFile());
   tokens->excludes(text);
   score->add_option("--tokenizer", a->tokenizer,
                     "tokenizer for --text (default: tokenizer.json in the model directory)");
@@ -74,7 +75,8 @@ Runner add_score_commands(CLI::App& app) {
       ->add_option("--out", a->out,
                    "output safetensors: logits [B,S,V], log_probs [B,S-1], loss [], and with "
                    "--grads grad.<parameter name> for every parameter")
-      ->required();
+      ->required()
+      ->check(OutputFile());
   score->add_flag("--grads", a->grads, "also write the gradient of the mean loss");
   score->add_option("--device", a->device, kDeviceFlagHelp)->capture_default_str();
   score->add_option("--precision", a->precision, kPrecisionFlagHelp)->capture_default_str();

@@ -42,26 +42,26 @@ Runner add_serve_commands(CLI::App& app) {
                  "tokenizer.json (default: the model directory's tokenizer.json)");
   sv->add_option("--host", a->opt.host, "address to listen on")->capture_default_str();
   sv->add_option("--port", a->opt.port, "port to listen on (0: any free port, printed)")
-      ->check(CLI::Range(0, 65535))
+      ->check(IntIn(0, 65535))
       ->capture_default_str();
   sv->add_option("--model-name", a->opt.model_name,
                  "the model id clients send as \"model\" (default: the model directory's name)");
   sv->add_option("--max-batch", a->opt.max_batch,
                  "requests decoded together; more wait in the queue (each needs cache for "
                  "--context positions)")
-      ->check(CLI::Range(1, 1024))
+      ->check(IntIn(1, 1024))
       ->capture_default_str();
   sv->add_option("--max-queue", a->opt.max_queue,
                  "requests that may wait beyond --max-batch; more get 429")
-      ->check(CLI::Range(0, 100000))
+      ->check(IntIn(0, 100000))
       ->capture_default_str();
   sv->add_option("--context", a->opt.context,
                  "positions per request, prompt + max_tokens (default: the model's max_seq_len); "
                  "a longer request gets 400 context_length_exceeded")
-      ->check(CLI::Range(int64_t(1), int64_t(1) << 30));
+      ->check(IntIn(1, int64_t(1) << 30));
   sv->add_option("--max-tokens-limit", a->opt.max_tokens_limit,
                  "the largest max_tokens a request may ask for (default: the context)")
-      ->check(CLI::Range(1, 1 << 30));
+      ->check(IntIn(1, 1 << 30));
 
   return [=]() -> int {
     if (!*sv) return kNotMine;

@@ -204,7 +204,8 @@ void add_size_options(CLI::App& size, SizeArgs& a) {
                   "hardware profile: a file from `zaya size profile` or built-in h100 / mi300x");
   size.add_option("--config", a.config,
                   "evaluate this zaya config's model instead of proposing shapes (its "
-                  "train.micro_batch and global_batch are used unless given)");
+                  "train.micro_batch and global_batch are used unless given)")
+      ->check(ExistingFile());
   size.add_option("--active-params", a.active,
                   "goal: active non-embedding parameters (one expert per MoE stage), e.g. 760M");
   size.add_option("--total-params", a.total,
@@ -218,36 +219,38 @@ void add_size_options(CLI::App& size, SizeArgs& a) {
   size.add_option("--vocab", a.goal.vocab,
                   "tokenizer vocabulary (padded to a multiple of 64; default 262144 on a GPU "
                   "profile, 4096 on a CPU one)")
-      ->check(CLI::Range(int64_t(2), int64_t(1) << 24));
+      ->check(IntIn(2, int64_t(1) << 24));
   size.add_option("--experts", a.goal.experts, "routed experts per MoE stage (+ skip)")
-      ->check(CLI::Range(int64_t(1), int64_t(256)))
+      ->check(IntIn(1, 256))
       ->capture_default_str();
   size.add_option("--world", a.goal.world, "ranks (GPUs, or CPU processes)")
-      ->check(CLI::Range(1, 1 << 20))
+      ->check(IntIn(1, 1 << 20))
       ->capture_default_str();
   size.add_option("--ranks-per-machine", a.goal.ranks_per_machine,
                   "CPU: ranks sharing one machine's cores and RAM (default: all of --world)")
-      ->check(CLI::Range(1, 4096));
+      ->check(IntIn(1, 4096));
   size.add_option("--seq", a.goal.seq,
                   "sequence length (default 4096 on a GPU profile, 256 on a CPU one; with "
                   "--config, its first phase's seq_len)")
-      ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
+      ->check(IntIn(1, int64_t(1) << 20));
   size.add_option("--global-batch", a.goal.global_batch,
                   "sequences per optimizer step over all ranks (default: one micro-batch per rank)")
-      ->check(CLI::Range(int64_t(1), int64_t(1) << 30));
+      ->check(IntIn(1, int64_t(1) << 30));
   size.add_option("--micro-batch", a.goal.micro_batch,
                   "sequences per micro-batch (default: the largest power of two that fits, at "
                   "most 64)")
-      ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
+      ->check(IntIn(1, int64_t(1) << 20));
   size.add_option("--candidates", a.candidates, "shapes to list")
-      ->check(CLI::Range(1, 100))
+      ->check(IntIn(1, 100))
       ->capture_default_str();
   size.add_option("--pick", a.pick, "which listed shape --write writes (1 = the first)")
-      ->check(CLI::Range(1, 100))
+      ->check(IntIn(1, 100))
       ->capture_default_str();
-  size.add_option("--write", a.write, "write the picked shape as a zaya config to this file");
+  size.add_option("--write", a.write, "write the picked shape as a zaya config to this file")
+      ->check(OutputFile());
   size.add_option("--base", a.base,
-                  "with --write: copy this config's data and train sections into the new one");
+                  "with --write: copy this config's data and train sections into the new one")
+      ->check(ExistingFile());
   size.add_flag("--force", a.force, "with --write: replace an existing file");
   size.add_flag("--json", a.json_out, "print the results as JSON instead of tables");
   size.add_flag("--explain", a.explain, "print the sizing rules and their sources");
@@ -255,27 +258,30 @@ void add_size_options(CLI::App& size, SizeArgs& a) {
 
 // zaya size profile's options (what to measure, and how long).
 void add_profile_options(CLI::App& prof, SizeArgs& a) {
-  prof.add_option("--out", a.out, "profile file to write (under mpirun: to update)")->required();
+  prof.add_option("--out", a.out, "profile file to write (under mpirun: to update)")
+      ->required()
+      ->check(OutputFile());
   prof.add_option("--threads-list", a.popt.threads,
                   "thread counts to measure, e.g. 1,2 (default: 1, powers of two, and all "
                   "cores)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(IntIn(1, 4096));
   prof.add_option("--gemm-min-time", a.popt.gemm_min_time,
                   "seconds of timed calls per GEMM grid point")
       ->check(Positive())
       ->capture_default_str();
   prof.add_option("--probe-steps", a.popt.probe_steps, "timed steps per probe model")
-      ->check(CLI::Range(1, 100))
+      ->check(IntIn(1, 100))
       ->capture_default_str();
   prof.add_option("--grid-max", a.popt.grid_max,
                   "largest M, N and K of the GEMM grid {16, 64, 256, 1024, 4096}; products "
                   "beyond it are priced at its rates (smaller: a quicker, rougher profile)")
-      ->check(CLI::Range(16, 4096))
+      ->check(IntIn(16, 4096))
       ->capture_default_str();
   prof.add_option("--membw-elements", a.popt.membw_elements,
                   "doubles per STREAM array (default: STREAM's rule, 4 x the last-level cache; "
                   "smaller arrays measure the cache, not memory)")
-      ->check(CLI::Range(int64_t(1) << 10, int64_t(1) << 32));
+      ->check(IntIn(int64_t(1) << 10, int64_t(1) << 32));
   prof.add_flag("--force", a.force, "replace an existing profile (single process)");
 }
 

@@ -1,6 +1,7 @@
 // zaya bench step --config C [--batch N] [--seq N] [--steps N] [--optimizer] [--json]
 #include "cmd_step_bench.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -25,15 +26,26 @@ struct StepArgs {
 };
 
 void add_step_options(CLI::App& step, StepArgs& a) {
-  step.add_option("--config", a.config, "zaya JSON config")->required();
-  step.add_option("--batch", a.opt.batch, "sequences per step")->capture_default_str();
-  step.add_option("--seq", a.opt.seq, "tokens per sequence")->capture_default_str();
-  step.add_option("--steps", a.opt.steps, "timed steps")->capture_default_str();
-  step.add_option("--warmup", a.opt.warmup, "untimed warm-up steps")->capture_default_str();
-  step.add_option("--seed", a.opt.seed, "init and token seed")->capture_default_str();
+  step.add_option("--config", a.config, "zaya JSON config")->required()->check(ExistingFile());
+  step.add_option("--batch", a.opt.batch, "sequences per step")
+      ->capture_default_str()
+      ->check(IntIn(1, 1 << 16));
+  step.add_option("--seq", a.opt.seq, "tokens per sequence")
+      ->capture_default_str()
+      ->check(PositiveInt());
+  step.add_option("--steps", a.opt.steps, "timed steps")
+      ->capture_default_str()
+      ->check(PositiveInt());
+  step.add_option("--warmup", a.opt.warmup, "untimed warm-up steps")
+      ->capture_default_str()
+      ->check(NonNegativeInt());
+  step.add_option("--seed", a.opt.seed, "init and token seed")
+      ->capture_default_str()
+      ->check(Seed());
   step.add_option("--save-model", a.opt.save_model_dir,
                   "write the benchmarked model (config.json + model.safetensors) to this "
-                  "directory, e.g. for the PyTorch peer");
+                  "directory, e.g. for the PyTorch peer")
+      ->check(OutputDir());
   step.add_option("--device", a.opt.device, kDeviceFlagHelp)->capture_default_str();
   step.add_option("--precision", a.opt.precision, kPrecisionFlagHelp)->capture_default_str();
   step.add_flag("--optimizer", a.opt.optimizer,
@@ -80,8 +92,10 @@ void print_step_result(const StepBenchResult& r, const StepBenchOptions& opt, in
 int run_step(StepArgs& a) {
   StepBenchOptions& sopt = a.opt;
   const ModelConfig c = load_model_config(a.config);
-  ZAYA_CHECK(sopt.batch > 0 && sopt.seq > 0 && sopt.steps > 0 && sopt.warmup >= 0,
-             "--batch, --seq and --steps must be positive, --warmup non-negative");
+  ZAYA_CHECK(sopt.seq <= c.max_seq_len, "--seq: ", sopt.seq, " is past the model's max_seq_len ",
+             c.max_seq_len, " ('model.max_seq_len' of ", a.config, ")");
+  ZAYA_CHECK(int64_t(sopt.batch) * sopt.seq <= INT32_MAX, "--batch ", sopt.batch, " x --seq ",
+             sopt.seq, ": more than 2^31 - 1 tokens in one step");
   if (!a.chunks.empty()) {
     int t = 0, v = 0;
     char rest = 0;

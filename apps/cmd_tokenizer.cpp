@@ -94,6 +94,9 @@ int run_train(const TrainArgs& a) {
       for_each_text(files, a.text_key, [&](std::string_view text) { count_words(text, counts); });
   std::fprintf(stderr, "tokenizer train: %zu file(s), %.2f MB, %zu distinct words (%.1f s)\n",
                files.size(), bytes / 1e6, counts.size(), seconds_since(t0));
+  // A tokenizer of the 256 bytes alone, from no text, would be written without a word.
+  ZAYA_CHECK(!counts.empty(), "--input: no text to train on (", bytes, " bytes in ", files.size(),
+             " file(s)); a tokenizer learns its merges from text");
   BpeTrainOptions options = a.options;
   options.progress = [&](int32_t done, int32_t wanted) {
     std::fprintf(stderr, "\r  merges %d/%d (%.1f s)", done, wanted, seconds_since(t0));
@@ -179,18 +182,23 @@ Runner add_tokenizer_commands(CLI::App& app) {
   train
       ->add_option("--vocab-size", train_args->options.vocab_size,
                    "tokens in all: 256 bytes + merges + <|endoftext|>")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(IntIn(257, 1 << 24));
   train
       ->add_option("--min-pair-count", train_args->options.min_pair_count,
                    "never merge a pair seen fewer times")
-      ->capture_default_str();
-  train->add_option("--out", train_args->out, "output tokenizer.json")->required();
+      ->capture_default_str()
+      ->check(PositiveInt<int64_t>());
+  train->add_option("--out", train_args->out, "output tokenizer.json")
+      ->required()
+      ->check(OutputFile());
 
   auto enc = std::make_shared<EncodeArgs>();
   auto* encode = tok->add_subcommand("encode", "Print the token ids of a text");
   encode->add_option("--tokenizer", enc->tokenizer, tok_help)->required();
   auto* text_opt = encode->add_option("--text", enc->text, "text to encode");
-  auto* input_opt = encode->add_option("--input", enc->input, "file to encode (any bytes)");
+  auto* input_opt = encode->add_option("--input", enc->input, "file to encode (any bytes)")
+                        ->check(ExistingFile());
   text_opt->excludes(input_opt);
   encode->add_flag("--json", enc->json, "print a JSON array instead of comma-separated ids");
   encode->add_flag(

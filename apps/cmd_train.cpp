@@ -20,17 +20,22 @@ struct TrainArgs {
 };
 
 void add_train_options(CLI::App& train, TrainArgs& a) {
-  train.add_option("--config", a.train.config_path, "zaya JSON config")->required();
-  train.add_option("--out", a.train.out_dir, "run directory (default: train.out_dir)");
-  train.add_option("--max-steps", a.train.max_steps,
-                   "stop after this many optimizer steps (default: train.max_steps, or until "
-                   "the data phases' token budgets are spent)");
+  train.add_option("--config", a.train.config_path, "zaya JSON config")
+      ->required()
+      ->check(ExistingFile());
+  train.add_option("--out", a.train.out_dir, "run directory (default: train.out_dir)")
+      ->check(OutputDir());
+  train
+      .add_option("--max-steps", a.train.max_steps,
+                  "stop after this many optimizer steps (default: train.max_steps, or until "
+                  "the data phases' token budgets are spent; 0: the same)")
+      ->check(NonNegativeInt<int64_t>());
   train
       .add_option("--context-parallel", a.train.context_parallel,
                   "spread each sequence over this many ranks (ring attention; default: "
                   "train.context_parallel, 1); the job's ranks form a grid of data x context, "
                   "so it must divide them")
-      ->check(CLI::PositiveNumber);
+      ->check(PositiveInt());
   train.add_option("--resume", a.train.resume,
                    "continue from a checkpoint: 'auto' (the newest complete one under OUT/ckpt) "
                    "or a checkpoint directory");

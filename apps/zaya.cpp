@@ -2,8 +2,10 @@
 // command registers itself from its apps/cmd_*.cpp (apps/commands.h), and main wires them.
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <new>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -100,6 +102,21 @@ int run(const std::vector<zaya::cli::Runner>& runners, zaya::dist::DistContext& 
                  zaya::dist::rank_tag().c_str());
     dist.abort_job(1);
     return 1;
+  } catch (const std::length_error&) {
+    std::fprintf(stderr,
+                 "%szaya: error: a buffer larger than this machine can address was asked for; a "
+                 "size given on the command line or in a file is far too large\n",
+                 zaya::dist::rank_tag().c_str());
+    dist.abort_job(1);
+    return 1;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A path the checks before did not foresee (a disk that filled, permissions that changed):
+    // the operation, the reason and the path, without the library's "filesystem error:" prefix.
+    std::string what = e.what();
+    if (what.rfind("filesystem error: ", 0) == 0) what.erase(0, 18);
+    std::fprintf(stderr, "%szaya: error: %s\n", zaya::dist::rank_tag().c_str(), what.c_str());
+    dist.abort_job(1);
+    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%szaya: unexpected error: %s\n", zaya::dist::rank_tag().c_str(),
                  e.what());
@@ -129,7 +146,7 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads,
                  "CPU threads (default: all cores, split between the ranks of one machine; zaya "
                  "train lowers it while other work holds the CPU, see --fixed-threads)")
-      ->check(CLI::Range(0, 4096, "an integer thread count in [0, 4096]"));
+      ->check(zaya::cli::IntIn(0, 4096));
   std::string blas_kernels = "auto";  // read by prepare_blas before parsing; here for --help
   app.add_option("--blas-kernels", blas_kernels, zaya::blas_kernels_flag_help())
       ->capture_default_str();

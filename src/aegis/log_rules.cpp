@@ -32,6 +32,12 @@ std::vector<LogRule> parse_log_rules(const json& list, const std::string& where)
                " needs a string 'regex'");
     ZAYA_CHECK(r.contains("action") && r["action"].is_string(), where, ": rule ", i,
                " needs a string 'action' (restart, stop or mark_bad_host)");
+    for (const auto& [key, value] : r.items())
+      ZAYA_CHECK(key == "regex" || key == "action", where, ": rule ", i, " has unknown key '", key,
+                 "' (a rule has 'regex' and 'action' only)");
+    // An empty pattern matches every line: the first line of output would fire the rule.
+    ZAYA_CHECK(!r["regex"].get<std::string>().empty(), where, ": rule ", i,
+               " has an empty 'regex', which would match every line of the job's output");
     LogRule rule;
     rule.regex = r["regex"].get<std::string>();
     const std::string action = r["action"].get<std::string>();

@@ -114,6 +114,7 @@ json verify_here(const std::string& dir, bool checksums, int my_rank, int ranks)
                  " has a bad 'shape'");
       shape.push_back(s.get<int64_t>());
     }
+    shape_numel(shape, mw + ": " + what);
     // The chunks must tile [0, numel) exactly: sorted, contiguous, no overlap, no gap.
     std::vector<std::pair<int64_t, int64_t>> ranges;
     for (const json& c : field(t, "chunks", VT::array, mw, what)) {

@@ -47,12 +47,27 @@ float bf16_to_f32(uint16_t x) {
   return f;
 }
 
+namespace {
+// False on a negative dimension or a product past int64.
+bool numel_fits(const Shape& s, int64_t& n) {
+  n = 1;
+  for (int64_t d : s)
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return false;
+  return true;
+}
+}  // namespace
+
 int64_t shape_numel(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) {
-    ZAYA_CHECK(d >= 0 && !__builtin_mul_overflow(n, d, &n), "tensor shape ", shape_str(s),
-               ": negative dimension or more than 2^63 elements");
-  }
+  int64_t n = 0;
+  ZAYA_CHECK(numel_fits(s, n), "tensor shape ", shape_str(s),
+             ": negative dimension or more than 2^63 elements");
+  return n;
+}
+
+int64_t shape_numel(const Shape& s, const std::string& where) {
+  int64_t n = 0;
+  ZAYA_CHECK(numel_fits(s, n), where, ": shape ", shape_str(s),
+             " has a negative dimension or more than 2^63 elements");
   return n;
 }
 

@@ -24,6 +24,8 @@ float bf16_to_f32(uint16_t x);
 
 using Shape = std::vector<int64_t>;
 int64_t shape_numel(const Shape& s);
+// The same for a shape read from a file: `where` (FILE: tensor 'NAME') begins the message.
+int64_t shape_numel(const Shape& s, const std::string& where);
 std::string shape_str(const Shape& s);  // "[2, 3]"
 
 // 64-byte aligned, zero-initialised host memory.

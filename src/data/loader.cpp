@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_number.h"
 #include "core/rng.h"
 #include "data/checksum.h"
 #include "data/permutation.h"
@@ -91,8 +92,13 @@ DataLoader::DataLoader(DataConfig config, uint64_t seed, bool verify_checksums)
     ZAYA_CHECK(index.contains("tokenizer") && index.at("tokenizer").contains("vocab_size") &&
                    index.at("tokenizer").contains("eos_id"),
                index_path.string(), ": field 'tokenizer.vocab_size' or 'tokenizer.eos_id' missing");
-    const int64_t vocab = index.at("tokenizer").at("vocab_size").get<int64_t>();
-    const int32_t eos = index.at("tokenizer").at("eos_id").get<int32_t>();
+    const std::string field = index_path.string() + ": field 'tokenizer.";
+    const int64_t vocab =
+        json_integer_as<int32_t>(index.at("tokenizer").at("vocab_size"), 1, field + "vocab_size'");
+    const int32_t eos =
+        json_integer_as<int32_t>(index.at("tokenizer").at("eos_id"), 0, field + "eos_id'");
+    ZAYA_CHECK(eos < vocab, field, "eos_id' ", eos, " is outside the vocabulary [0, ", vocab,
+               ") of 'tokenizer.vocab_size'");
     if (train_.empty()) {
       vocab_size_ = vocab;
       eos_id_ = eos;

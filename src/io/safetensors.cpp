@@ -108,7 +108,7 @@ SafetensorsIndex read_safetensors_index(const std::string& path) {
                 " (supported: F32, BF16, F16, F64, I32)");
     // numel is compared before it is multiplied: numel * elem can wrap around 2^64 (shape
     // [2^61] of F64 "needs" 0 bytes) and then a tensor of 2^61 elements would be allocated.
-    const uint64_t numel = uint64_t(shape_numel(shape));
+    const uint64_t numel = uint64_t(shape_numel(shape, path + ": tensor '" + name + "'"));
     ZAYA_CHECK(numel <= (end - begin) / elem && end - begin == numel * elem, path, ": tensor '",
                name, "' has ", end - begin, " bytes but shape ", shape_str(shape), " of ", dt,
                " needs ", numel, " x ", elem, " bytes");

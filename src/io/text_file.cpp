@@ -33,15 +33,21 @@ void write_file_atomically(const std::string& path, const std::string& text, boo
     if (n <= 0) {
       const int err = errno;
       ::close(fd);
+      ::unlink(tmp.c_str());  // a failed write leaves nothing behind
       ZAYA_FAIL("writing '", tmp, "' failed: ", std::strerror(err));
     }
     done += size_t(n);
   }
   const bool synced = !durable || ::fsync(fd) == 0;
+  const int sync_err = errno;
   ::close(fd);
-  ZAYA_CHECK(synced, "fsync of '", tmp, "' failed: ", std::strerror(errno));
-  ZAYA_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "renaming '", tmp, "' to '", path,
-             "' failed: ", std::strerror(errno));
+  if (!synced) ::unlink(tmp.c_str());
+  ZAYA_CHECK(synced, "fsync of '", tmp, "' failed: ", std::strerror(sync_err));
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    ZAYA_FAIL("renaming '", tmp, "' to '", path, "' failed: ", std::strerror(err));
+  }
 }
 
 }  // namespace zaya

@@ -1,8 +1,10 @@
 #include "model/config.h"
 
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <set>
+#include <system_error>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -147,6 +149,9 @@ json model_config_to_json(const ModelConfig& c) {
 }
 
 json read_config_file(const std::string& path) {
+  std::error_code ec;
+  ZAYA_CHECK(!std::filesystem::is_directory(path, ec), "config file '", path,
+             "' is a directory; name the JSON file in it");
   std::ifstream in(path);
   ZAYA_CHECK(in.good(), "cannot open config file '", path, "'");
   json j;

@@ -48,6 +48,7 @@ const std::set<std::string> kMetadataFields = {
     "forced_eos_token_id", "remove_invalid_values", "exponential_decay_length_penalty",
     "suppress_tokens", "begin_suppress_tokens",
     // Zyphra's kernel switches, and num_hidden_layers, which the code replaces by len(zaya_layers)
+    // (a disagreeing one is named in a warning)
     "num_hidden_layers", "zaya_high_prec", "fused_add_norm", "apply_rope_fusion",
     "bias_activation_fusion", "activation_func_fp8_input_store"};
 
@@ -288,6 +289,11 @@ ModelConfig model_config_from_hf(const json& j, const std::string& where,
   c.bos_token_id = f.token_id("bos_token_id", c.bos_token_id, notes);
   c.eos_token_id = f.token_id("eos_token_id", c.eos_token_id, notes);
   c.pad_token_id = f.token_id("pad_token_id", c.pad_token_id, notes);
+  if (f.has("num_hidden_layers") && f.integer("num_hidden_layers") != c.num_stages)
+    notes.push_back(
+        where + ": field 'num_hidden_layers' = " + std::to_string(f.integer("num_hidden_layers")) +
+        " disagrees with " + "'zaya_layers', which lists " + std::to_string(c.num_stages) +
+        " stages; zaya builds those " + std::to_string(c.num_stages) + ", as Zyphra's code does");
   if (f.number_or("attention_dropout", 0.0) != 0.0)
     notes.push_back(where + ": field 'attention_dropout' = " + j["attention_dropout"].dump() +
                     " is ignored: zaya trains and scores without dropout");

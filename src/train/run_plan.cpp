@@ -3,10 +3,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <system_error>
 
 #include "core/error.h"
 #include "dist/communicator.h"
 #include "model/context_shard.h"
+#include "model/hf_config.h"
 #include "optim/schedule.h"
 #include "tokenizer/tokenizer_files.h"
 #include "train/metrics.h"
@@ -64,6 +66,14 @@ void check_batches(RunPlan& p) {
     ZAYA_CHECK(ph.global_batch % p.granule == 0, path, ": data phase '", ph.name,
                "': 'global_batch' (", ph.global_batch, ") must be a multiple of ", p.granule,
                " ('train.micro_batch' x data-parallel ranks)");
+  // A ramp that starts above the batch would be clamped to it: no ramp at all, without a word.
+  if (p.optim.batch_ramp && p.optim.batch_ramp->ramp_steps > 0)
+    for (const DataPhase& ph : p.data.phases)
+      ZAYA_CHECK(
+          p.optim.batch_ramp->start_sequences <= phase_batch(ph, tc), path,
+          ": 'train.optim.batch_ramp.start_sequences' (", p.optim.batch_ramp->start_sequences,
+          ") is larger than the global batch (", phase_batch(ph, tc), ") of data phase '", ph.name,
+          "'; a ramp grows the batch up to the global batch, so it must start at or below it");
 }
 
 // A validation window for every phase's length, and sequences long enough for the context
@@ -127,6 +137,56 @@ std::string find_resume_checkpoint(const RunPlan& p, dist::Communicator& comm, b
   return dir;
 }
 
+// The samples of the end of the run, tried now: the tokenizer must be the data's (or the model
+// learns one vocabulary and the samples are read in another) and every prompt must encode.
+void check_samples(const RunPlan& p) {
+  const std::string& path = p.config_path;
+  const Tokenizer& tok = *p.sample_tokenizer;
+  const std::string samples_by =
+      "the samples would be decoded by another tokenizer than the "
+      "one the data was encoded with";
+  ZAYA_CHECK(tok.vocab_size() == p.loader->vocab_size(), path, ": 'train.tokenizer' ",
+             p.train.tokenizer, " has ", tok.vocab_size(),
+             " tokens but the data was prepared with a tokenizer of ", p.loader->vocab_size(),
+             " (the sources' index.json); ", samples_by,
+             ": name the data's tokenizer, or prepare the data with this one");
+  for (size_t i = 0; i < p.train.sample_prompts.size(); ++i)
+    ZAYA_CHECK(!tok.encode(p.train.sample_prompts[i]).empty(), path, ": 'train.sample_prompts'[", i,
+               "] encodes to no tokens; a sample continues a prompt of at least one token");
+}
+
+// Everything the end of the run does that can fail is tried before step 1, so that a run of days
+// never ends in an error it could have named at the start: the exported model's config
+// (OUT/model/config.json), the files the end writes, and the samples (the final evaluation's
+// windows are check_phases'). The plot only ever costs a warning.
+void check_run_end(const RunPlan& p, bool lead) {
+  const std::string& path = p.config_path;
+  (void)hf_config_from_model(p.model, "float32");  // throws naming the field it cannot write
+  const fs::path out = p.train.out_dir;
+  std::error_code ec;
+  ZAYA_CHECK(!fs::exists(out, ec) || fs::is_directory(out, ec), path,
+             ": the run directory ('train.out_dir' or --out) '", out.string(),
+             "' is a file; it must be a directory (or not exist yet)");
+  ZAYA_CHECK(!fs::exists(out / "model", ec) || fs::is_directory(out / "model", ec), "'",
+             (out / "model").string(), "' is a file; the end of the run writes the model there");
+  for (const char* name : {"metrics.jsonl", "summary.json", "samples.txt", "loss.svg"})
+    ZAYA_CHECK(!fs::is_directory(out / name, ec), "'", (out / name).string(),
+               "' is a directory; the run writes its file ", name, " there");
+  if (lead && p.sample_tokenizer) check_samples(p);
+}
+
+// The run's config against the checkpoint it continues (p.resumed).
+void check_against_checkpoint(const RunPlan& p, const TrainOptions& opt, bool lead) {
+  const std::string& dir = p.resume_dir;
+  ZAYA_CHECK(p.resumed.state.seed == p.train.seed, "checkpoint ", dir, ": saved with seed ",
+             p.resumed.state.seed, " but 'train.seed' is ", p.train.seed,
+             "; the data order would differ, so the run could not continue exactly");
+  check_resume_config(p.resumed.state.config, p.root, dir, opt.allow_changes,
+                      [&](const std::string& msg) {
+                        if (lead) std::fprintf(stderr, "%s\n", msg.c_str());
+                      });
+}
+
 // Resume: every rank reads the checkpoint (of any world size) and keeps its own range of the
 // optimizer state. The checkpoint is read before the metrics file is opened, so the metrics of
 // steps past the checkpoint (from the interrupted run) can be dropped and the rest continued.
@@ -138,15 +198,9 @@ void resolve_resume(RunPlan& p, const TrainOptions& opt, dist::Communicator& com
   // checksums shared by the ranks); then only the manifest is read again.
   const bool verified = opt.resume == "auto";
   p.resumed = checkpoint_header(dir, verify_checkpoint(dir, &comm, !verified));
-  ZAYA_CHECK(p.resumed.state.seed == p.train.seed, "checkpoint ", dir, ": saved with seed ",
-             p.resumed.state.seed, " but 'train.seed' is ", p.train.seed,
-             "; the data order would differ, so the run could not continue exactly");
   ZAYA_CHECK(p.resumed.state.step <= p.total_steps, "checkpoint ", dir, " is at step ",
              p.resumed.state.step, ", past this run's last step ", p.total_steps);
-  check_resume_config(p.resumed.state.config, p.root, dir, opt.allow_changes,
-                      [&](const std::string& msg) {
-                        if (lead) std::fprintf(stderr, "%s\n", msg.c_str());
-                      });
+  check_against_checkpoint(p, opt, lead);
   if (lead) truncate_metrics(p.metrics_path, p.resumed.state.step);
 }
 
@@ -168,6 +222,18 @@ void plan_eval_tasks(RunPlan& p) {
              p.train.tokenizer, " has ", tokenizer->vocab_size(),
              " tokens but 'model.vocab_size' is ", p.model.vocab_size);
   p.tasks = std::make_unique<TrainTasks>(config, path, *tokenizer, p.train.eval_every);
+}
+
+// A finished run resumed with --resume auto: nothing to do, unless the config changed in a way a
+// resume refuses (a changed global batch, say), which is named rather than "nothing changed".
+void check_finished_run(RunPlan& p, const TrainOptions& opt, dist::Communicator& comm, bool lead) {
+  const std::string dir = find_latest_checkpoint(
+      p.ckpt_root, [](const std::string&) {}, &comm);
+  if (dir.empty()) return;
+  p.resumed = checkpoint_header(dir, verify_checkpoint(dir, &comm, false));
+  p.resume_dir = dir;
+  check_against_checkpoint(p, opt, lead);
+  p.resume_dir.clear();
 }
 
 }  // namespace
@@ -207,12 +273,14 @@ RunPlan plan_run(const TrainOptions& opt, dist::Communicator& comm) {
   }
   plan_eval_tasks(p);
 
+  check_run_end(p, lead);
   const std::string& out = p.train.out_dir;
   p.ckpt_root = (fs::path(out) / "ckpt").string();
   if (opt.resume.empty()) refuse_existing_run(out);  // every rank, before any rank writes
   if (opt.resume == "auto") {
     const auto finished = finished_run_steps(out);
     if (finished && *finished >= p.total_steps) {
+      check_finished_run(p, opt, comm, lead);
       p.finished_at = *finished;
       return p;
     }

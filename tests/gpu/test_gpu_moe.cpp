@@ -74,7 +74,7 @@ Routing make_routing(int n, int routes) {
 }
 
 TEST(GpuOps, TopOneRoutesAndTheStableSortByRoute) {
-  for (const int n : {1, 2, 3, 257}) {
+  for (const int n : {1, 2, 3, 257, 1000}) {  // 257 and 1000: more than one sorting chunk
     const int routes = 5;
     const Routing r = make_routing(n, routes);
     DeviceBuffer<float> dprobs(r.probs), dbiases(r.biases);

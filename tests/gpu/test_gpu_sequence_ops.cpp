@@ -120,7 +120,7 @@ TEST(GpuOps, CausalConvolutions) {
 
 TEST(GpuOps, CausalGroupedQueryAttention) {
   for (const int seq : kSeqs)
-    for (const int d : {8, 64, 128}) {
+    for (const int d : {8, 64, 128, 160}) {  // 1, 2, 4 and 8 elements per lane (160: some unused)
       const int batch = 2, nq = 4, nk = 2;
       const float scale = 1.0f / float(d);
       const size_t qn = size_t(batch) * seq * nq * d, kn = size_t(batch) * seq * nk * d;

@@ -63,6 +63,24 @@ expect_refused "mixture weight 1e308 twice" "mixture.brown' must be a finite num
 expect_refused "hidden_size 2^40" "'model.hidden_size' must be ≤ 1048576" 'c["model"]["hidden_size"] = 2**40'
 expect_refused "no validation window of the phase's length" "no source's validation split has a window of 200001 tokens" 'c["data"]["phases"][0]["seq_len"] = 200000; c["model"]["max_seq_len"] = 200000'
 expect_refused "missing tokenizer" "nope/tokenizer.json" 'c["train"]["tokenizer"] = "'"$WORK"'/nope/tokenizer.json"; c["train"]["sample_tokens"] = 5'
+# Issue 31: silent acceptances, and what the end of a run does, tried before step 1.
+expect_refused "a batch ramp that starts above the batch" "'train.optim.batch_ramp.start_sequences' (64) is larger than the global batch (16) of data phase 'a'" 'c["train"]["optim"]["batch_ramp"] = {"start_sequences": 64, "ramp_steps": 10}'
+"$ZAYA" tokenizer train --input "$WORK/brown.txt" --vocab-size 280 --out "$WORK/tok280.json" > /dev/null 2>&1
+expect_refused "samples decoded by another tokenizer than the data's" "'train.tokenizer' $WORK/tok280.json has 280 tokens but the data was prepared with a tokenizer of 300" 'c["train"].update(tokenizer="'"$WORK"'/tok280.json", sample_tokens=5)'
+expect_refused "a sample prompt of no tokens (the end of the run)" "'train.sample_prompts'[1] encodes to no tokens" 'c["train"].update(tokenizer="'"$WORK"'/tokenizer.json", sample_tokens=5, sample_prompts=["The", ""])'
+cp -r "$WORK/data" "$WORK/data_eos"
+py "import json; p='$WORK/data_eos/brown/index.json'; j=json.load(open(p)); j['tokenizer']['eos_id']=300; json.dump(j, open(p, 'w'))"
+expect_refused "eos_id outside the vocabulary in index.json" "index.json: field 'tokenizer.eos_id' 300 is outside the vocabulary [0, 300)" 'c["data"]["dir"] = "'"$WORK"'/data_eos"'
+config outfile 20 'c["train"]["out_dir"] = "'"$WORK"'/brown.txt"'
+out=$(train --config "$WORK/outfile.json" 2>&1); rc=$?
+check "a train.out_dir that is a file is refused, named (exit $rc)" \
+  bash -c "[[ $rc -ge 1 && $rc -lt 128 ]] && grep -q 'brown.txt. is a file; it must be a directory' <<< \"\$1\"" _ "$out"
+config endfails 20
+mkdir -p "$WORK/end_out" && : > "$WORK/end_out/model"
+out=$(train --config "$WORK/endfails.json" --out "$WORK/end_out" --resume auto 2>&1); rc=$?
+check "a run whose end could not write its model is refused before step 1 (exit $rc)" \
+  bash -c "[[ $rc -ge 1 && $rc -lt 128 ]] && grep -q 'end_out/model. is a file; the end of the run writes the model there' <<< \"\$1\"" _ "$out"
+check "... and nothing written" test ! -e "$WORK/end_out/metrics.jsonl"
 config huge 20 'c["model"].update(hidden_size=2**20, vocab_size=2**31 - 1, num_stages=4096, expert_hidden=2**20)'
 out=$("$ZAYA" info --config "$WORK/huge.json" 2>&1); rc=$?
 check "zaya info on the largest accepted sizes prints sane counts (exit $rc)" \
@@ -118,6 +136,12 @@ check "--resume auto on a finished run: exit 0, says so" \
 check "... and nothing changed" test "$(digest "$WORK/A")" = "$before"
 
 train --config "$WORK/run.json" --out "$WORK/P" --max-steps 12 > "$WORK/P.log" 2>&1
+# Issue 31: a finished run resumed with a changed global batch names the change instead of
+# "already finished, nothing changed".
+config changed $RUN_STEPS 'c["train"]["global_batch"] = 32'
+out=$(train --config "$WORK/changed.json" --out "$WORK/P" --resume auto --max-steps 12 2>&1); rc=$?
+check "a finished run resumed with a changed global batch is refused, naming it (exit $rc)" \
+  bash -c "[[ $rc -ne 0 ]] && grep -q 'train.global_batch' <<< \"\$1\" && ! grep -q 'nothing changed' <<< \"\$1\"" _ "$out"
 rm -f "$WORK/P/summary.json"  # as if killed after its last checkpoint
 for what in 'c["train"]["global_batch"] = 32:train.global_batch' \
             'c["data"]["phases"][0]["seq_len"] = 64:data.phases' \

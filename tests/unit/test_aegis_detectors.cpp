@@ -182,6 +182,16 @@ TEST(LogRules, ErrorsNameTheRule) {
             std::string::npos);
   EXPECT_NE(test::error_of([] { parse_log_rules(json::object(), "r.json"); }).find("JSON list"),
             std::string::npos);
+  // Issue 31: a misspelt key was ignored, and an empty regex matched every line.
+  EXPECT_NE(test::error_of([] {
+              parse_log_rules(json::parse(R"js([{"regex": "x", "action": "stop", "acton": 1}])js"),
+                              "r.json");
+            }).find("r.json: rule 0 has unknown key 'acton'"),
+            std::string::npos);
+  EXPECT_NE(test::error_of([] {
+              parse_log_rules(json::parse(R"js([{"regex": "", "action": "stop"}])js"), "r.json");
+            }).find("r.json: rule 0 has an empty 'regex'"),
+            std::string::npos);
 }
 
 TEST(Recovery, ResumeAutoIsAppendedOrReplacesAFixedCheckpoint) {

@@ -25,7 +25,7 @@ json zyphra_config() {
     "ffn_hidden_size_list": [0, 32, 0, 32, 0, 32], "gated_linear_unit": true,
     "hidden_size": 64, "kv_channels": 8, "lm_head_bias": false,
     "max_position_embeddings": 32768, "model_type": "zaya", "moe_router_topk": 1,
-    "norm_epsilon": 1e-05, "num_attention_heads": 8, "num_hidden_layers": 2,
+    "norm_epsilon": 1e-05, "num_attention_heads": 8, "num_hidden_layers": 6,
     "num_key_value_heads": 2, "num_query_groups_list": [2, 0, 2, 0, 2, 0], "pad_token_id": 0,
     "partial_rotary_factor": 0.5, "residual_in_fp32": false, "rope_scaling": false,
     "rope_theta": 1000000, "scale_residual_merge": true, "sliding_window": null,
@@ -139,8 +139,12 @@ TEST(HfConfig, MetadataPassesAndDropoutWarns) {
   j["residual_in_fp32"] = true;
   std::vector<std::string> warnings;
   EXPECT_NO_THROW(model_config_from_hf(j, "m/config.json", &warnings));
-  ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_NE(warnings[0].find("'attention_dropout'"), std::string::npos) << warnings[0];
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_NE(warnings[0].find("field 'num_hidden_layers' = 120 disagrees with 'zaya_layers', "
+                             "which lists 6 stages"),
+            std::string::npos)
+      << warnings[0];
+  EXPECT_NE(warnings[1].find("'attention_dropout'"), std::string::npos) << warnings[1];
 }
 
 }  // namespace

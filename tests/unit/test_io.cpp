@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "io/safetensors.h"
+#include "io/text_file.h"
 #include "model/config.h"
 #include "model/hf_config.h"
 #include "model/weights_io.h"
@@ -121,6 +122,30 @@ TEST(Safetensors, RoundTripAndDamage) {
             std::string::npos);
   write_file(p, std::string("\xff\xff\xff\xff\x00\x00\x00\x00", 8) + "{}");
   EXPECT_NE(error_of([&] { read_safetensors(p); }).find("runs past the end"), std::string::npos);
+  // A shape whose element count overflows names the file and the tensor (issue 31).
+  const std::string header =
+      R"({"w": {"dtype": "F32", "shape": [4611686018427387904, 4], "data_offsets": [0, 0]}})";
+  std::string bytes(8, '\0');
+  for (int i = 0; i < 8; ++i) bytes[size_t(i)] = char((header.size() >> (8 * i)) & 0xff);
+  write_file(p, bytes + header);
+  const std::string overflow = error_of([&] { read_safetensors(p); });
+  EXPECT_NE(overflow.find(p.string() + ": tensor 'w': shape [4611686018427387904, 4] has a "
+                                       "negative dimension or more than 2^63 elements"),
+            std::string::npos)
+      << overflow;
+  fs::remove_all(dir);
+}
+
+// Issue 31: a failed atomic write (here the rename onto a directory) leaves no .tmp behind, and a
+// config path that is a directory is named as one.
+TEST(TextFile, FailedAtomicWriteLeavesNoTmpAndADirectoryIsNoConfig) {
+  const fs::path dir = temp_dir("atomic");
+  fs::create_directories(dir / "taken" / "inside");
+  const std::string e = error_of([&] { write_file_atomically((dir / "taken").string(), "x"); });
+  EXPECT_NE(e.find("renaming '"), std::string::npos) << e;
+  EXPECT_FALSE(fs::exists(dir / "taken.tmp"));
+  const std::string c = error_of([&] { read_config_file(dir.string()); });
+  EXPECT_NE(c.find("config file '" + dir.string() + "' is a directory"), std::string::npos) << c;
   fs::remove_all(dir);
 }
 

@@ -1,6 +1,6 @@
 // CCA's two causal convolutions (cpu::depthwise_conv_*, cpu::grouped_conv_*): direct kernels, one
-// thread per output element; the weight gradients loop their rows in order (fp64), so every sum
-// has one order.
+// thread per output element; the weight gradients sum over their rows by column_sums
+// (reduce.cuh: fp64, a fixed tree), so every sum has one order.
 #include "backend/cuda/ops.h"
 #include "backend/cuda/reduce.cuh"
 
@@ -35,16 +35,19 @@ __global__ void depthwise_backward_input_kernel(float* du, const float* da, cons
 
 __global__ void depthwise_backward_weight_kernel(float* dw, float* dbias, const float* da,
                                                  const float* u, int batch, int seq, int C) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= C) return;
-  double s0 = 0.0, s1 = 0.0, sb = 0.0;
-  for (int b = 0; b < batch; ++b)
-    for (int j = 0; j <= seq; ++j) {
-      const double g = da[(size_t(b) * (seq + 1) + j) * C + c];
-      sb += g;
-      if (j >= 2) s0 += g * u[(size_t(b) * seq + j - 2) * C + c];
-      if (j >= 1) s1 += g * u[(size_t(b) * seq + j - 1) * C + c];
-    }
+  const long c = tile_column();
+  double sums[3];  // tap 0, tap 1, bias
+  const long rows = long(batch) * (seq + 1);
+  if (!column_sums(sums, rows, c < C, [&](long row, auto& acc) {
+        const long b = row / (seq + 1);
+        const int j = int(row % (seq + 1));
+        const double g = da[size_t(row) * C + c];
+        acc[2] += g;
+        if (j >= 2) acc[0] += g * u[(size_t(b) * seq + j - 2) * C + c];
+        if (j >= 1) acc[1] += g * u[(size_t(b) * seq + j - 1) * C + c];
+      }))
+    return;
+  const double s0 = sums[0], s1 = sums[1], sb = sums[2];
   if (dw) {
     dw[2 * c] += float(s0);
     dw[2 * c + 1] += float(s1);
@@ -86,19 +89,19 @@ __global__ void grouped_backward_input_kernel(float* da, const float* dz, const 
   da[i] += v;
 }
 
-// dw[c, c', tap] += Σ_{b, t} dz[b, t, c]·a[b, t + tap, g0 + c']: one thread per weight.
+// dw[c, c', tap] += Σ_{b, t} dz[b, t, c]·a[b, t + tap, g0 + c']: the weights [C, G, 2] are the
+// columns of column_sums (reduce.cuh), the (b, t) its rows.
 __global__ void grouped_backward_weight_kernel(float* dw, const float* dz, const float* a,
                                                int batch, int seq, int C, int G) {
-  const long i = long(blockIdx.x) * blockDim.x + threadIdx.x;  // over [C, G, 2]
-  if (i >= long(C) * G * 2) return;
+  const long i = tile_column();  // over [C, G, 2]
   const int tap = int(i % 2), k = int((i / 2) % G), c = int(i / (2 * G));
   const int cp = (c / G) * G + k;
-  double s = 0.0;
-  for (int b = 0; b < batch; ++b)
-    for (int t = 0; t < seq; ++t)
-      s +=
-          double(dz[(size_t(b) * seq + t) * C + c]) * a[(size_t(b) * (seq + 1) + t + tap) * C + cp];
-  dw[i] += float(s);
+  double s[1];
+  if (column_sums(s, long(batch) * seq, i < long(C) * G * 2, [&](long row, auto& acc) {
+        const long b = row / seq, t = row % seq;
+        acc[0] += double(dz[size_t(row) * C + c]) * a[(size_t(b) * (seq + 1) + t + tap) * C + cp];
+      }))
+    dw[i] += float(s[0]);
 }
 
 }  // namespace
@@ -121,7 +124,8 @@ void depthwise_conv_backward(float* du, float* dw, float* dbias, const float* da
     ZAYA_CUDA_LAUNCHED("depthwise_conv_backward (input)");
   }
   if ((dw || dbias) && channels > 0) {
-    ZAYA_LAUNCH(depthwise_backward_weight_kernel, blocks_for(channels, 128), 128, 0, 0)
+    ZAYA_LAUNCH(depthwise_backward_weight_kernel, blocks_for(channels, kColumnTile), kColumnThreads,
+                0, 0)
     (dw, dbias, da, u, batch, seq, channels);
     ZAYA_CUDA_LAUNCHED("depthwise_conv_backward (weight)");
   }
@@ -147,7 +151,8 @@ void grouped_conv_backward(float* da, float* dw, float* dbias, const float* dz, 
   }
   if (dw) {
     const long weights = long(channels) * group_size * 2;
-    ZAYA_LAUNCH(grouped_backward_weight_kernel, blocks_for(weights, 128), 128, 0, 0)
+    ZAYA_LAUNCH(grouped_backward_weight_kernel, blocks_for(weights, kColumnTile), kColumnThreads, 0,
+                0)
     (dw, dz, a, batch, seq, channels, group_size);
     ZAYA_CUDA_LAUNCHED("grouped_conv_backward (weight)");
   }

@@ -3,6 +3,7 @@
 // the top-1 choice, a stable counting sort of tokens by route (token order kept inside a route:
 // deterministic, dropless), the gather into expert order, the gated combine and its backward,
 // the scatter back, and the grouped (per-expert) products through cuBLASLt.
+#include <algorithm>
 #include <vector>
 
 #include "backend/cuda/device.h"
@@ -45,28 +46,64 @@ __global__ void top1_kernel(int32_t* route, const float* probs, const float* bia
   route[t] = best;
 }
 
-// One block: thread e counts route e's tokens, the offsets are their prefix sums, then thread e
-// writes its tokens in token order. O(tokens × routes) work with no atomics: the same order on
-// every run (a two-level sort is the faster form, with the same result).
-__global__ void sort_by_route_kernel(int32_t* order, int32_t* offsets, const int32_t* route, int n,
-                                     int routes) {
-  ZAYA_DYNAMIC_SHARED(int32_t, counts);  // routes + 1
-  for (int e = threadIdx.x; e < routes; e += blockDim.x) {
+// The stable counting sort of tokens by route in three launches, parallel over chunks of
+// kSortChunk tokens and with no atomics, so the order is the same on every run: (1) each chunk
+// counts its tokens per route; (2) one block turns the counts into each (chunk, route)'s first
+// slot: the routes' offsets (prefix sums of their totals) plus the same route's tokens in
+// earlier chunks; (3) each token goes to its (chunk, route) slot plus the number of earlier
+// tokens of its chunk on its route.
+constexpr int kSortChunk = 256;  // tokens per chunk: the block of (1) and (3)
+
+// Block c: counts[c · routes + e] = the tokens of chunk c on route e.
+__global__ void route_chunk_counts_kernel(int32_t* counts, const int32_t* route, int n,
+                                          int routes) {
+  __shared__ int32_t chunk[kSortChunk];
+  const int t0 = int(blockIdx.x) * kSortChunk, m = min(kSortChunk, n - t0);
+  for (int i = int(threadIdx.x); i < m; i += int(blockDim.x)) chunk[i] = route[t0 + i];
+  __syncthreads();
+  for (int e = int(threadIdx.x); e < routes; e += int(blockDim.x)) {
     int32_t c = 0;
-    for (int t = 0; t < n; ++t) c += route[t] == e;
-    counts[e + 1] = c;
+    for (int i = 0; i < m; ++i) c += chunk[i] == e;
+    counts[size_t(blockIdx.x) * routes + e] = c;
+  }
+}
+
+// One block: thread e walks the chunks in order, turning counts[c, e] into the slot of chunk c's
+// first token on route e; offsets (routes + 1) are the routes' prefix sums.
+__global__ void route_slots_kernel(int32_t* counts, int32_t* offsets, int chunks, int routes) {
+  ZAYA_DYNAMIC_SHARED(int32_t, totals);  // routes + 1
+  for (int e = int(threadIdx.x); e < routes; e += int(blockDim.x)) {
+    int32_t total = 0;
+    for (int c = 0; c < chunks; ++c) {
+      const int32_t k = counts[size_t(c) * routes + e];
+      counts[size_t(c) * routes + e] = total;
+      total += k;
+    }
+    totals[e + 1] = total;
   }
   __syncthreads();
   if (threadIdx.x == 0) {
-    counts[0] = 0;
-    for (int e = 0; e < routes; ++e) counts[e + 1] += counts[e];
-    for (int e = 0; e <= routes; ++e) offsets[e] = counts[e];
+    totals[0] = 0;
+    for (int e = 0; e < routes; ++e) totals[e + 1] += totals[e];
   }
   __syncthreads();
-  for (int e = threadIdx.x; e < routes; e += blockDim.x) {
-    int32_t at = counts[e];
-    for (int t = 0; t < n; ++t)
-      if (route[t] == e) order[at++] = t;
+  for (int e = int(threadIdx.x); e <= routes; e += int(blockDim.x)) offsets[e] = totals[e];
+  for (int e = int(threadIdx.x); e < routes; e += int(blockDim.x))
+    for (int c = 0; c < chunks; ++c) counts[size_t(c) * routes + e] += totals[e];
+}
+
+// Block c: token t0 + i goes to slot[c, route] + (its chunk's earlier tokens on that route).
+__global__ void route_scatter_kernel(int32_t* order, const int32_t* slots, const int32_t* route,
+                                     int n, int routes) {
+  __shared__ int32_t chunk[kSortChunk];
+  const int t0 = int(blockIdx.x) * kSortChunk, m = min(kSortChunk, n - t0);
+  for (int i = int(threadIdx.x); i < m; i += int(blockDim.x)) chunk[i] = route[t0 + i];
+  __syncthreads();
+  for (int i = int(threadIdx.x); i < m; i += int(blockDim.x)) {
+    const int32_t e = chunk[i];
+    int32_t rank = 0;
+    for (int k = 0; k < i; ++k) rank += chunk[k] == e;
+    order[slots[size_t(blockIdx.x) * routes + e] + rank] = t0 + i;
   }
 }
 
@@ -132,14 +169,16 @@ __global__ void eda_forward_kernel(float* state, const float* scale, const float
   if (i < total) state[i] += scale[i % R] * state_in[i];
 }
 
-// dscale[j] += Σ_t dstate·state_in (rows in order, fp64); dstate_in += scale ⊙ dstate.
+// dscale[j] += Σ_t dstate·state_in (fp64, by column_sums: reduce.cuh); dstate_in += scale ⊙
+// dstate.
 __global__ void eda_backward_scale_kernel(float* dscale, const float* dstate, const float* state_in,
                                           int n, int R) {
-  const int j = blockIdx.x * blockDim.x + threadIdx.x;
-  if (j >= R) return;
-  double s = 0.0;
-  for (int t = 0; t < n; ++t) s += double(dstate[size_t(t) * R + j]) * state_in[size_t(t) * R + j];
-  dscale[j] += float(s);
+  const long j = tile_column();
+  double s[1];
+  if (column_sums(s, n, j < R, [&](long t, auto& acc) {
+        acc[0] += double(dstate[size_t(t) * R + j]) * state_in[size_t(t) * R + j];
+      }))
+    dscale[j] += float(s[0]);
 }
 
 __global__ void eda_backward_input_kernel(float* dstate_in, const float* scale, const float* dstate,
@@ -162,7 +201,7 @@ void eda_backward(float* dscale, float* dstate_in, const float* dstate, const fl
                   const float* scale, int n, int R) {
   const long total = long(n) * R;
   if (dscale && R > 0) {
-    ZAYA_LAUNCH(eda_backward_scale_kernel, blocks_for(R, 128), 128, 0, 0)
+    ZAYA_LAUNCH(eda_backward_scale_kernel, blocks_for(R, kColumnTile), kColumnThreads, 0, 0)
     (dscale, dstate, state_in, n, R);
     ZAYA_CUDA_LAUNCHED("eda_backward (scale)");
   }
@@ -192,9 +231,20 @@ void top1_routes(int32_t* route, const float* probs, const float* biases, int n,
 }
 
 void sort_by_route(int32_t* order, int32_t* offsets, const int32_t* route, int n, int routes) {
-  ZAYA_LAUNCH(sort_by_route_kernel, 1, 128, sizeof(int32_t) * size_t(routes + 1), 0)
-  (order, offsets, route, n, routes);
-  ZAYA_CUDA_LAUNCHED("sort_by_route");
+  const int chunks = int(blocks_for(n, kSortChunk));
+  ScratchBuffer<int32_t> slots{std::max<size_t>(1, size_t(chunks) * size_t(routes))};
+  if (chunks > 0) {
+    ZAYA_LAUNCH(route_chunk_counts_kernel, chunks, kSortChunk, 0, 0)(slots.get(), route, n, routes);
+    ZAYA_CUDA_LAUNCHED("sort_by_route (counts)");
+  }
+  ZAYA_LAUNCH(route_slots_kernel, 1, 128, sizeof(int32_t) * size_t(routes + 1), 0)
+  (slots.get(), offsets, chunks, routes);
+  ZAYA_CUDA_LAUNCHED("sort_by_route (slots)");
+  if (chunks > 0) {
+    ZAYA_LAUNCH(route_scatter_kernel, chunks, kSortChunk, 0, 0)
+    (order, slots.get(), route, n, routes);
+    ZAYA_CUDA_LAUNCHED("sort_by_route (scatter)");
+  }
 }
 
 void gather_rows(float* out, const float* in, const int32_t* order, int rows, int width) {

@@ -33,16 +33,15 @@ __global__ void rmsnorm_backward_input_kernel(float* din, const float* dout, con
     din[row + j] += float(r * dout[row + j] * w[j] - coef * in[row + j]);
 }
 
-// One thread per column, rows in order: dw[j] += Σ_i dy·x·rstd (adjacent threads read adjacent
-// columns, so every row's read is coalesced).
+// dw[j] += Σ_i dy·x·rstd over the rows by column_sums (reduce.cuh).
 __global__ void rmsnorm_backward_weight_kernel(float* dw, const float* dout, const float* in,
                                                const float* rstd, int n, int c) {
-  const int j = blockIdx.x * blockDim.x + threadIdx.x;
-  if (j >= c) return;
-  double sum = 0.0;
-  for (int i = 0; i < n; ++i)
-    sum += double(dout[size_t(i) * c + j]) * in[size_t(i) * c + j] * rstd[i];
-  dw[j] += float(sum);
+  const long j = tile_column();
+  double sum[1];
+  if (column_sums(sum, n, j < c, [&](long i, auto& acc) {
+        acc[0] += double(dout[size_t(i) * c + j]) * in[size_t(i) * c + j] * rstd[i];
+      }))
+    dw[j] += float(sum[0]);
 }
 
 }  // namespace
@@ -62,7 +61,7 @@ void rmsnorm_backward(float* din, float* dw, const float* dout, const float* in,
     ZAYA_CUDA_LAUNCHED("rmsnorm_backward (input)");
   }
   if (dw) {
-    ZAYA_LAUNCH(rmsnorm_backward_weight_kernel, blocks_for(c, 128), 128, 0, 0)
+    ZAYA_LAUNCH(rmsnorm_backward_weight_kernel, blocks_for(c, kColumnTile), kColumnThreads, 0, 0)
     (dw, dout, in, rstd, n, c);
     ZAYA_CUDA_LAUNCHED("rmsnorm_backward (weight)");
   }
@@ -109,13 +108,13 @@ __global__ void l2norm_backward_kernel(float* din, double* tsum, const float* do
   }
 }
 
-// dtemp[h] += Σ over rows, in row order, of the per-row terms.
+// dtemp[h] += Σ over rows of the per-row terms, by column_sums (reduce.cuh).
 __global__ void l2norm_temp_kernel(float* dtemp, const double* tsum, int n, int heads) {
-  const int h = blockIdx.x * blockDim.x + threadIdx.x;
-  if (h >= heads) return;
-  double s = 0.0;
-  for (int r = 0; r < n; ++r) s += tsum[size_t(r) * heads + h];
-  dtemp[h] += float(s);
+  const long h = tile_column();
+  double s[1];
+  if (column_sums(s, n, h < heads,
+                  [&](long r, auto& acc) { acc[0] += tsum[size_t(r) * heads + h]; }))
+    dtemp[h] += float(s[0]);
 }
 
 }  // namespace
@@ -138,7 +137,8 @@ void l2norm_backward(float* din, float* dtemp, const float* dout, const float* i
   (din, tsum.get(), dout, in, temp, inv_norm, rows, heads, d);
   ZAYA_CUDA_LAUNCHED("l2norm_backward");
   if (dtemp) {
-    ZAYA_LAUNCH(l2norm_temp_kernel, blocks_for(heads, 32), 32, 0, 0)(dtemp, tsum.get(), n, heads);
+    ZAYA_LAUNCH(l2norm_temp_kernel, blocks_for(heads, kColumnTile), kColumnThreads, 0, 0)
+    (dtemp, tsum.get(), n, heads);
     ZAYA_CUDA_LAUNCHED("l2norm_backward (temp)");
   }
 }

@@ -26,24 +26,25 @@ __global__ void residual_merge_backward_rows_kernel(float* dh, float* dr, const 
   if (dr) dr[i] += dout[i] * rs[j];
 }
 
-// One thread per channel, rows in order (fp64, as cpu::column_dot): the four per-channel
-// gradients dhb = hs ⊙ Σ dout, dhs = Σ dout ⊙ (h + hb), and the same for r.
+// The four per-channel gradients dhb = hs ⊙ Σ dout, dhs = Σ dout ⊙ (h + hb), and the same for r:
+// fp64 sums over the rows by column_sums (reduce.cuh).
 __global__ void residual_merge_backward_channels_kernel(float* dhb, float* dhs, float* drb,
                                                         float* drs, const float* dout,
                                                         const float* h, const float* hb,
                                                         const float* hs, const float* r,
                                                         const float* rb, const float* rs, int n,
                                                         int c) {
-  const int j = blockIdx.x * blockDim.x + threadIdx.x;
-  if (j >= c) return;
-  double sum = 0.0, hdot = 0.0, rdot = 0.0;
-  for (int i = 0; i < n; ++i) {
-    const size_t o = size_t(i) * c + j;
-    const double d = dout[o];
-    sum += d;
-    hdot += d * (h[o] + hb[j]);
-    if (r) rdot += d * (r[o] + rb[j]);
-  }
+  const long j = tile_column();
+  double sums[3];  // Σ dout, Σ dout·(h + hb), Σ dout·(r + rb)
+  if (!column_sums(sums, n, j < c, [&](long i, auto& acc) {
+        const size_t o = size_t(i) * c + j;
+        const double d = dout[o];
+        acc[0] += d;
+        acc[1] += d * (h[o] + hb[j]);
+        if (r) acc[2] += d * (r[o] + rb[j]);
+      }))
+    return;
+  const double sum = sums[0], hdot = sums[1], rdot = sums[2];
   if (dhs) dhs[j] += float(hdot);
   if (dhb) dhb[j] += float(sum * hs[j]);
   if (r && drs) drs[j] += float(rdot);
@@ -101,7 +102,8 @@ void residual_merge_backward(float* dh, float* dhb, float* dhs, float* dr, float
   ZAYA_LAUNCH(residual_merge_backward_rows_kernel, blocks_for(total, 256), 256, 0, 0)
   (dh, r ? dr : nullptr, dout, hs, rs, total, c);
   ZAYA_CUDA_LAUNCHED("residual_merge_backward (rows)");
-  ZAYA_LAUNCH(residual_merge_backward_channels_kernel, blocks_for(c, 128), 128, 0, 0)
+  ZAYA_LAUNCH(residual_merge_backward_channels_kernel, blocks_for(c, kColumnTile), kColumnThreads,
+              0, 0)
   (dhb, dhs, drb, drs, dout, h, hb, hs, r, rb, rs, n, c);
   ZAYA_CUDA_LAUNCHED("residual_merge_backward (channels)");
 }
