@@ -84,7 +84,8 @@ Runner add_eval_commands(CLI::App& app) {
       "Validation loss of a model on the held-out windows of a config's data, at any sequence "
       "length; under mpirun the windows are shared by the ranks (and with --context-parallel each "
       "window is spread over several). With --tasks: benchmark accuracy (HellaSwag, ARC, MMLU, "
-      "PIQA, Winogrande, LAMBADA...) by log-likelihood, as lm-evaluation-harness scores it");
+      "PIQA, Winogrande, LAMBADA...) by log-likelihood, as lm-evaluation-harness scores it, "
+      "the items split over the ranks under mpirun");
   eval->add_option("--model", a->model,
                    "Hugging Face model directory, zaya checkpoint step-N/ or a run's checkpoint "
                    "root (newest complete checkpoint)")

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "backend/device_select.h"
+#include "train/train_tasks.h"
 #include "train/trainer.h"
 
 namespace zaya::cli {
@@ -80,8 +81,10 @@ void print_summary(const TrainSummary& s) {
       "final train loss %.4f, validation loss %.4f, unigram baseline %.4f "
       "(nats/token)\n",
       s.final_loss, s.final_val_loss, s.unigram_val_loss);
+  if (!s.tasks.is_null()) std::printf("tasks: %s", task_results_lines(s.tasks).c_str());
   std::printf("metrics %s\nloss plot %s\nmodel %s\n", s.metrics_path.c_str(), s.plot_path.c_str(),
               s.model_dir.c_str());
+  if (!s.tasks_plot_path.empty()) std::printf("tasks plot %s\n", s.tasks_plot_path.c_str());
   for (const auto& text : s.samples) std::printf("--- sample\n%s\n", text.c_str());
 }
 

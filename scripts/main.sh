@@ -17,16 +17,27 @@ fi
 ./build/zaya info --config configs/small.json
 # A new run directory each time: zaya train never writes into another run's directory.
 RUN="runs/small-$(date +%Y%m%d-%H%M%S)"
-./build/zaya train --config configs/small.json --out "$RUN"
-# The model judged on a held-out task, scored as lm-evaluation-harness scores HellaSwag: which of
-# four sentences follows two given ones, built from the validation documents (never trained on).
+mkdir -p "$RUN"
+# The model judged on two held-out tasks built from the validation documents (never trained on),
+# scored as lm-evaluation-harness scores HellaSwag: which of four sentences follows two given ones,
+# and which of four orders of a sentence's last four words is the real one. Training scores them
+# every 100 steps and at the end (the config's "eval" section: metrics.jsonl, the progress lines,
+# summary.json, tasks.svg).
 /usr/bin/python3 scripts/val_documents.py ./build/zaya data/tokenizer.json data/brown "$RUN/val_documents.txt"
 /usr/bin/python3 scripts/next_sentence_task.py "$RUN/val_documents.txt" "$RUN/next_sentence.jsonl" --items 200
-./build/zaya eval --model "$RUN/model" --tokenizer data/tokenizer.json \
-  --tasks "$RUN/next_sentence.jsonl" --log-samples "$RUN/next_sentence_samples.jsonl" | tee "$RUN/next_sentence.json"
-/usr/bin/python3 -c '
+/usr/bin/python3 scripts/word_order_task.py "$RUN/val_documents.txt" "$RUN/word_order.jsonl" --items 200
+/usr/bin/python3 - "$RUN" <<'PY'
 import json, sys
-r = json.load(open(sys.argv[1]))["results"]["next_sentence"]
-acc, se, norm, norm_se = (100 * r[k] for k in ("acc,none", "acc_stderr,none", "acc_norm,none", "acc_norm_stderr,none"))
-print(f"next-sentence task (held out, 4 choices): acc {acc:.1f} % ± {se:.1f}, acc_norm {norm:.1f} % ± {norm_se:.1f}; chance 25.0 %")
-' "$RUN/next_sentence.json"
+run = sys.argv[1]
+config = json.load(open("configs/small.json"))
+config["eval"] = {"tasks": [f"{run}/next_sentence.jsonl", f"{run}/word_order.jsonl"], "every": 100}
+json.dump(config, open(f"{run}/config.json", "w"), indent=2)
+PY
+./build/zaya train --config "$RUN/config.json" --out "$RUN"
+/usr/bin/python3 - "$RUN/summary.json" <<'PY'
+import json, sys
+for name, r in json.load(open(sys.argv[1]))["tasks"].items():
+    acc, se, norm, norm_se, chance = (100 * r[k] for k in ("acc", "acc_stderr", "acc_norm", "acc_norm_stderr", "chance"))
+    print(f"{name} (held out, {r['items']} items of 4 choices): acc {acc:.1f} % ± {se:.1f}, "
+          f"acc_norm {norm:.1f} % ± {norm_se:.1f}; chance {chance:.1f} %")
+PY

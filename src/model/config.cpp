@@ -162,8 +162,10 @@ json read_config_file(const std::string& path) {
   }
   ZAYA_CHECK(j.is_object(), path, ": a zaya config must be a JSON object with a 'model' section");
   for (const auto& [key, value] : j.items()) {
-    ZAYA_CHECK(key == "model" || key == "description" || key == "data" || key == "train", path,
-               ": unknown top-level field '", key, "' (known: model, data, train, description)");
+    ZAYA_CHECK(
+        key == "model" || key == "description" || key == "data" || key == "train" || key == "eval",
+        path, ": unknown top-level field '", key,
+        "' (known: model, data, train, eval, description)");
   }
   return j;
 }

@@ -1,5 +1,5 @@
 // `zaya plot`: the loss curve of a run as an SVG picture (train loss, validation loss and, when
-// given, a horizontal baseline), drawn from the metrics JSON lines.
+// given, a horizontal baseline), drawn from the metrics JSON lines; and the tasks' accuracy.
 #pragma once
 
 #include <string>
@@ -15,5 +15,11 @@ struct PlotOptions {
 // Writes an SVG to out_path. Throws if the metrics hold no loss values.
 void plot_loss_svg(const std::string& metrics_path, const std::string& out_path,
                    const PlotOptions& opt);
+
+// The companion picture of a run with benchmark tasks (train/train_tasks.h): each task's accuracy
+// (%) over tokens, with its chance level dashed. False (nothing written) when the metrics hold no
+// task results.
+bool plot_tasks_svg(const std::string& metrics_path, const std::string& out_path,
+                    const std::string& title);
 
 }  // namespace zaya

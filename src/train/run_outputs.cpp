@@ -28,6 +28,11 @@ void write_run_outputs(TrainSummary& sum, ZayaModel& model, const TrainConfig& t
     po.title = "zaya: " + fs::path(config_path).filename().string();
     po.baseline = sum.unigram_val_loss;
     plot_loss_svg(sum.metrics_path, sum.plot_path, po);
+    if (!sum.tasks.is_null()) {
+      const std::string tasks_plot = (fs::path(sum.out_dir) / "tasks.svg").string();
+      if (plot_tasks_svg(sum.metrics_path, tasks_plot, po.title + ", benchmark tasks"))
+        sum.tasks_plot_path = tasks_plot;
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "warning: the loss plot was not drawn: %s\n", e.what());
   }
@@ -52,7 +57,7 @@ void write_run_outputs(TrainSummary& sum, ZayaModel& model, const TrainConfig& t
 }
 
 void write_run_summary(const TrainSummary& sum) {
-  const nlohmann::json summary = {
+  nlohmann::json summary = {
       {"steps", sum.steps},
       {"tokens", sum.tokens},
       {"final_loss", sum.final_loss},
@@ -69,6 +74,7 @@ void write_run_summary(const TrainSummary& sum) {
       {"device_weight_bytes", sum.device_weight_bytes},
       {"device_grad_bytes", sum.device_grad_bytes},
       {"blas", blas_json()}};  // the BLAS kernels and why: their runs differ in last bits
+  if (!sum.tasks.is_null()) summary["tasks"] = sum.tasks;  // the last evaluation of each task
   // Written beside and renamed over: a kill mid-write leaves the previous summary, never half.
   const fs::path path = fs::path(sum.out_dir) / "summary.json", tmp = path.string() + ".tmp";
   {

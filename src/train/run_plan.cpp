@@ -204,6 +204,26 @@ void resolve_resume(RunPlan& p, const TrainOptions& opt, dist::Communicator& com
   if (lead) truncate_metrics(p.metrics_path, p.resumed.state.step);
 }
 
+// The "eval" section's benchmark tasks (train/train_tasks.h): every file read and tokenized with
+// 'train.tokenizer' on every rank (each scores its share of the items), so a bad file refuses the
+// run here, naming the file and the line.
+void plan_eval_tasks(RunPlan& p) {
+  const std::string& path = p.config_path;
+  if (!p.root.contains("eval")) return;
+  const TrainTasksConfig config = train_tasks_config_from_json(p.root["eval"], path);
+  ZAYA_CHECK(!p.train.tokenizer.empty(), path,
+             ": 'eval.tasks' needs 'train.tokenizer' (the data's tokenizer.json) to tokenize the "
+             "task files");
+  ZAYA_CHECK(p.train.context_parallel == 1 && p.device.backend->host_memory(), path,
+             ": 'eval.tasks' runs on the CPU backend without context parallelism so far (--device ",
+             p.device.name, ", context parallel ", p.train.context_parallel, ")");
+  const std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(p.train.tokenizer);
+  ZAYA_CHECK(tokenizer->vocab_size() <= p.model.vocab_size, path, ": 'train.tokenizer' ",
+             p.train.tokenizer, " has ", tokenizer->vocab_size(),
+             " tokens but 'model.vocab_size' is ", p.model.vocab_size);
+  p.tasks = std::make_unique<TrainTasks>(config, path, *tokenizer, p.train.eval_every);
+}
+
 // A finished run resumed with --resume auto: nothing to do, unless the config changed in a way a
 // resume refuses (a changed global batch, say), which is named rather than "nothing changed".
 void check_finished_run(RunPlan& p, const TrainOptions& opt, dist::Communicator& comm, bool lead) {
@@ -252,6 +272,7 @@ RunPlan plan_run(const TrainOptions& opt, dist::Communicator& comm) {
                p.train.tokenizer, " has ", p.sample_tokenizer->vocab_size(),
                " tokens but 'model.vocab_size' is ", p.model.vocab_size);
   }
+  plan_eval_tasks(p);
 
   check_run_end(p, lead);
   const std::string& out = p.train.out_dir;

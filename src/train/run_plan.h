@@ -21,6 +21,7 @@
 #include "optim/optim_config.h"
 #include "tokenizer/tokenizer.h"
 #include "train/train_config.h"
+#include "train/train_tasks.h"
 #include "train/trainer.h"
 
 namespace zaya {
@@ -39,6 +40,7 @@ struct RunPlan {
   int64_t total_steps = 0;     // this run's steps (max_steps may stop it earlier)
   ComputeDevice device;
   std::unique_ptr<Tokenizer> sample_tokenizer;  // the lead rank's, for the end-of-run samples
+  std::unique_ptr<TrainTasks> tasks;  // the config's "eval" section, read and tokenized; or none
   std::string ckpt_root, metrics_path, plot_path, model_dir;
   // The run already finished at this step (--resume auto on a finished run): nothing to do.
   int64_t finished_at = -1;

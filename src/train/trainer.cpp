@@ -5,7 +5,7 @@
 //   forward/backward over its micro-batches, accumulating gradients
 //   update    reduce-scatter, AdamW + Muon, all-gather (optim/parameter_update.h); router biases
 //   log       metrics.jsonl, the progress line, the heartbeat
-//   evaluate  every eval_every steps and at the end
+//   evaluate  every eval_every steps and at the end; the "eval" section's tasks on their cadence
 //   checkpoint every checkpoint_every steps, at the end and on a stop signal
 #include "train/trainer.h"
 
@@ -112,7 +112,7 @@ class TrainingRun {
   double forward_backward(const StepBatch& b, std::vector<int64_t>& route_counts, bool nan_drill);
   StepOutcome update(const StepBatch& b, double loss_sum, std::vector<int64_t>& route_counts);
   bool agree_on_stop();
-  void log(const StepBatch& b, const StepOutcome& o, int threads, bool eval, bool last);
+  void log(const StepBatch& b, const StepOutcome& o, int threads, bool eval, bool tasks, bool last);
   void checkpoint(bool last, bool stop);
   void finish(int64_t first_step, Clock::time_point t_start);
   void announce_checkpoint();
@@ -360,7 +360,8 @@ bool TrainingRun::agree_on_stop() {
 }
 
 // metrics.jsonl (lead rank), the progress line, the heartbeat.
-void TrainingRun::log(const StepBatch& b, const StepOutcome& o, int threads, bool eval, bool last) {
+void TrainingRun::log(const StepBatch& b, const StepOutcome& o, int threads, bool eval, bool tasks,
+                      bool last) {
   if (lead_) {
     const int64_t step_tokens = b.seqs * b.S;
     json rec = {{"step", step_ + 1},
@@ -378,6 +379,7 @@ void TrainingRun::log(const StepBatch& b, const StepOutcome& o, int threads, boo
     for (const RouteCounts& counts : o.stage_counts) load.push_back(expert_load(counts).fractions);
     rec["expert_load"] = load;
     if (eval) rec["val_loss"] = last_eval_.loss;
+    if (tasks) rec["tasks"] = p_.tasks->last();
     metrics_->write(rec);
     const double eta =
         train_s_ / double(step_ + 1 - sum_.resumed_step) * double(p_.total_steps - step_ - 1);
@@ -388,10 +390,11 @@ void TrainingRun::log(const StepBatch& b, const StepOutcome& o, int threads, boo
                   "step %lld/%lld | loss %.4f%s | %.0f tok/s | lr %.2e | gnorm %.2f | ETA %s",
                   (long long)(step_ + 1), (long long)p_.total_steps, o.loss, val,
                   step_tokens / o.dt, o.lr, o.grad_norm, format_duration(eta).c_str());
-    if (tty_)
-      std::fprintf(stderr, "\r\033[K%s", line);
-    else if ((step_ + 1) % tc_.log_every == 0 || last || eval)
-      std::fprintf(stderr, "%s\n", line);
+    const std::string text = line + (tasks ? p_.tasks->log_text() : std::string());
+    if (tty_ && !tasks)
+      std::fprintf(stderr, "\r\033[K%s", text.c_str());
+    else if ((step_ + 1) % tc_.log_every == 0 || last || eval || tasks)
+      std::fprintf(stderr, "%s%s\n", erase_line(), text.c_str());
   }
   heartbeat_.beat_step(step_ + 1, o.loss, o.grad_norm, o.own_s, b.g_begin, g_);
 }
@@ -458,19 +461,22 @@ void TrainingRun::run(Clock::time_point t_start) {
     // A stop by signal skips the end-of-run evaluation: the time before the scheduler's SIGKILL
     // goes to the checkpoint.
     const bool eval = (step_ + 1) % tc_.eval_every == 0 || (last && !o.stop);
+    const bool tasks = p_.tasks && !o.stop && p_.tasks->due(step_ + 1, last);
     o.dt = seconds_since(t0);
     train_s_ += o.dt;
-    if (eval) {
+    if (eval || tasks) {
       try {
-        last_eval_ = evaluate(model_, *p_.loader, b.S, tc_.eval_windows, tc_.micro_batch,
-                              tc_.context_parallel > 1 ? p_.grid.data_comm.get() : &comm_);
+        if (eval)
+          last_eval_ = evaluate(model_, *p_.loader, b.S, tc_.eval_windows, tc_.micro_batch,
+                                tc_.context_parallel > 1 ? p_.grid.data_comm.get() : &comm_);
+        if (tasks) p_.tasks->evaluate(model_, &comm_);  // reads the weights, nothing else
       } catch (const Error& e) {
         if (!last) throw;  // the last step's evaluation may not cost the run its final save
         if (lead_) std::fprintf(stderr, "warning: the final evaluation failed: %s\n", e.what());
       }
     }
     sum_.final_loss = o.loss;
-    log(b, o, step_threads, eval, last);
+    log(b, o, step_threads, eval, tasks, last);
     checkpoint(last, o.stop);
     if (o.stop) {
       sum_.interrupted = true;
@@ -491,8 +497,10 @@ void TrainingRun::finish(int64_t first_step, Clock::time_point t_start) {
     for (const json& r : read_metrics(p_.metrics_path)) {
       sum_.final_loss = r.value("loss", sum_.final_loss);
       if (r.contains("val_loss")) last_eval_.loss = r["val_loss"].get<double>();
+      if (r.contains("tasks")) sum_.tasks = r["tasks"];
     }
   }
+  if (p_.tasks && !p_.tasks->last().is_null()) sum_.tasks = p_.tasks->last();
   heartbeat_.beat_phase("checkpoint", step_, g_);
   checkpoints_->wait();  // the final save must be on disk before the run reports success
   announce_checkpoint();

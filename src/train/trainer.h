@@ -4,12 +4,14 @@
 // AdamW + Muon, then updates the routers' balancing biases from the step's expert loads.
 // Checkpoints go to OUT/ckpt (see ckpt/checkpoint.h); a resumed run continues bitwise as if
 // uninterrupted. Metrics go to OUT/metrics.jsonl, the final model to OUT/model, the loss plot to
-// OUT/loss.svg.
+// OUT/loss.svg (and the tasks' accuracy to OUT/tasks.svg).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace zaya {
 
@@ -67,6 +69,8 @@ struct TrainSummary {
   std::string last_checkpoint;  // newest checkpoint this run wrote
   int64_t resumed_step = 0;
   std::vector<std::string> samples;
+  std::string tasks_plot_path;  // OUT/tasks.svg when there are tasks
+  nlohmann::json tasks;  // the last evaluation of the "eval" section's tasks (train/train_tasks.h)
   // Peak resident memory of each rank's process (getrusage), gathered at the end of the run.
   std::vector<int64_t> peak_rss_bytes;
   // Rank 0's memory of the model on its device: the activations' high water (the step's arena),

@@ -2,10 +2,13 @@
 
 Usage:
     /usr/bin/python3 tests/reference/eval_vs_torch.py --zaya PATH_TO_ZAYA --src SRC --workdir DIR \
-        [--seeds 1 2]
+        [--seeds 1 2 trained]
 
 A BPE tokenizer trained on a slice of the Brown corpus, and for each seed the tiny model with random
-weights (`zaya debug-dump`, vocabulary 512) with that tokenizer. Task files in every layout are made
+weights (`zaya debug-dump`, vocabulary 512) with that tokenizer; the seed `trained` is the tiny
+model trained for 40 steps on token shards of the same slice (`zaya train`, whose config's "eval"
+section scores the same task files at its last step: those figures must equal lm-eval's metrics
+on the reference's log-likelihoods too). Task files in every layout are made
 from Brown sentences (contexts ending in spaces and newlines, an empty context, choices that start
 mid-word so that they merge with the context's last token), then
     zaya eval --model M --tasks F1,F2,... --log-samples S.jsonl
@@ -26,6 +29,7 @@ import json
 import math
 import os
 import re
+import shutil
 import sys
 
 import numpy as np
@@ -176,7 +180,7 @@ def sample_stderr(xs):
     return math.sqrt(sum((x - mu) ** 2 for x in xs) / (len(xs) - 1)) / math.sqrt(len(xs))
 
 
-def check_task(name, docs, lls_got, samples, model, enc, prefix_token, fails):
+def check_task(name, docs, lls_got, samples, model, enc, prefix_token, fails, in_training=None):
     acc, acc_norm, worst = [], [], 0.0
     cloze = name == "lambada"
     for i, doc in enumerate(docs):
@@ -204,6 +208,11 @@ def check_task(name, docs, lls_got, samples, model, enc, prefix_token, fails):
         if s["acc"] != a:
             fails.append(f"{name} doc {i}: acc {s['acc']}, lm-eval's rule gives {a}")
     res = lls_got["results"][name]
+    if in_training is not None:  # the training run's last evaluation, on the same weights
+        got = in_training.get(name, {})
+        for k, v in (("acc", acc), ("acc_norm", acc_norm)):
+            if v and abs(got.get(k, -1) - sum(v) / len(v)) > 1e-12:
+                fails.append(f"{name}: in training {k} = {got.get(k)!r}, lm-eval's rule gives {sum(v) / len(v)!r}")
     expect = {"acc,none": sum(acc) / len(acc), "acc_stderr,none": sample_stderr(acc)}
     if not cloze:
         expect.update({"acc_norm,none": sum(acc_norm) / len(acc_norm), "acc_norm_stderr,none": sample_stderr(acc_norm)})
@@ -213,11 +222,36 @@ def check_task(name, docs, lls_got, samples, model, enc, prefix_token, fails):
     return worst
 
 
+def train_model(args, work, tokenizer, paths):
+    """The tiny model trained 40 steps on the Brown slice, its tasks scored at the last step."""
+    data = os.path.join(args.workdir, "data")
+    for d in (data, work):  # zaya train never writes into an earlier run's directory
+        shutil.rmtree(d, ignore_errors=True)
+    run([args.zaya, "data", "prepare", "--tokenizer", tokenizer, "--input", os.path.join(args.workdir, "brown.txt"),
+         "--name", "brown", "--out", data, "--val-fraction", "0.1"])
+    cfg = json.load(open(os.path.join(args.workdir, "tiny512.json"), encoding="utf-8"))
+    cfg["data"] = {"dir": data, "sources": ["brown"], "phases": [
+        {"name": "a", "tokens": 40 * 8 * 32, "seq_len": 32, "rope_theta": 10000.0, "mixture": {"brown": 1.0}}]}
+    cfg["train"] = {"seed": 5, "micro_batch": 8, "global_batch": 8, "eval_every": 40, "eval_windows": 2,
+                    "out_dir": work, "tokenizer": tokenizer, "sample_tokens": 0,
+                    "optim": {"lr": 3e-3, "min_lr": 3e-4, "warmup_steps": 4, "schedule": "cosine"}}
+    cfg["eval"] = {"tasks": paths, "every": 1000}
+    config = os.path.join(args.workdir, "trained.json")
+    json.dump(cfg, open(config, "w", encoding="utf-8"))
+    run([args.zaya, "--threads", "1", "train", "--config", config, "--no-progress", "--fixed-threads"])
+    summary = json.load(open(os.path.join(work, "summary.json"), encoding="utf-8"))
+    return os.path.join(work, "model"), summary["tasks"]
+
+
 def check_seed(args, seed, tokenizer, tasks, paths):
     work = os.path.join(args.workdir, f"seed{seed}")
-    run([args.zaya, "debug-dump", "--config", os.path.join(args.workdir, "tiny512.json"), "--seed", str(seed),
-         "--out", work])
-    model_dir = os.path.join(work, "model")
+    in_training = None
+    if seed == "trained":
+        model_dir, in_training = train_model(args, work, tokenizer, paths)
+    else:
+        run([args.zaya, "debug-dump", "--config", os.path.join(args.workdir, "tiny512.json"), "--seed", str(seed),
+             "--out", work])
+        model_dir = os.path.join(work, "model")
     samples_path = os.path.join(work, "samples.jsonl")
     out = run([args.zaya, "eval", "--model", model_dir, "--tokenizer", tokenizer, "--tasks", ",".join(paths),
                "--log-samples", samples_path, "--batch", "3"])
@@ -237,7 +271,8 @@ def check_seed(args, seed, tokenizer, tasks, paths):
         if name not in results or len(samples.get(name, [])) != len(docs):
             fails.append(f"{name}: no results or not one sample line per item")
             continue
-        worst = max(worst, check_task(name, docs, results[name], samples[name], model, enc, prefix_token, fails))
+        worst = max(worst, check_task(name, docs, results[name], samples[name], model, enc, prefix_token, fails,
+                                      in_training))
     return f"seed {seed}: {'PASS' if not fails else 'FAIL'}  worst relative error {worst:.2e}", fails
 
 
@@ -253,7 +288,8 @@ def main():
     ap.add_argument("--zaya", required=True)
     ap.add_argument("--src", required=True)
     ap.add_argument("--workdir", required=True)
-    ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--seeds", nargs="+", default=["1", "2", "trained"],
+                    help="debug-dump seeds of random weights, and `trained`")
     args = ap.parse_args()
     brown = os.environ.get("ZAYA_BROWN_TEXT", os.path.join(args.src, "data/raw/brown.txt"))
     if not os.path.exists(brown):
