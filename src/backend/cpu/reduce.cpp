@@ -9,7 +9,10 @@ void column_dot(double* out, const float* a, const float* b, const float* b_shif
                 const float* row_scale, int n, int c) {
   constexpr int kChunk = 32;
   const int chunks = (n + kChunk - 1) / kChunk;
-  std::vector<double> partial(size_t(chunks) * c, 0.0);
+  // Kept from call to call (per calling thread): a fresh 128 KB vector a call was memory taken
+  // from and given back to the system, page faults every step.
+  thread_local std::vector<double> partial;
+  partial.assign(size_t(chunks) * c, 0.0);
 #pragma omp parallel for schedule(static)
   for (int k = 0; k < chunks; ++k) {
     double* p = partial.data() + size_t(k) * c;
