@@ -77,11 +77,10 @@ void attention_block_forward(float* out, float* lse, const float* q, const float
               float mx = m[i];
               for (int j = 0; j < bk; ++j) mx = std::max(mx, row[j]);
               const float correction = fast_exp(m[i] - mx);  // 0 on the first block (m = -inf)
+              // The exponentials vectorised, then summed in column order.
+              for (int j = 0; j < bk; ++j) row[j] = fast_exp(row[j] - mx);
               float sum = 0.0f;
-              for (int j = 0; j < bk; ++j) {
-                row[j] = fast_exp(row[j] - mx);
-                sum += row[j];
-              }
+              for (int j = 0; j < bk; ++j) sum += row[j];
               l[i] = l[i] * correction + sum;
               m[i] = mx;
               float* a = acc.data() + size_t(i) * d;

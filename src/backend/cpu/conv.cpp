@@ -1,11 +1,17 @@
 #include "backend/cpu/conv.h"
 #include <cstddef>
 
+#include <algorithm>
 #include <vector>
 
 #include "backend/cpu/matmul.h"
 
 namespace zaya::cpu {
+
+namespace {
+// Columns whose float64 sums advance together in the parameter-gradient reductions.
+constexpr int kCols = 16;
+}  // namespace
 
 void depthwise_conv_forward(float* a, const float* u, const float* w, const float* bias, int batch,
                             int seq, int channels) {
@@ -42,22 +48,32 @@ void depthwise_conv_backward(float* du, float* dw, float* dbias, const float* da
     }
   }
   if (dw || dbias) {
+    // Column blocks walked row by row (contiguous loads); each column's sums keep the order
+    // b, then j, whatever the block width or thread count.
+    const int blocks = (C + kCols - 1) / kCols;
 #pragma omp parallel for schedule(static)
-    for (int c = 0; c < C; ++c) {
-      double s0 = 0.0, s1 = 0.0, sb = 0.0;
+    for (int cb = 0; cb < blocks; ++cb) {
+      const int c0 = cb * kCols, width = std::min(kCols, C - c0);
+      double s0[kCols] = {}, s1[kCols] = {}, sb[kCols] = {};
       for (int b = 0; b < batch; ++b) {
         for (int j = 0; j <= seq; ++j) {
-          const double g = da[(size_t(b) * (seq + 1) + j) * C + c];
-          sb += g;
-          if (j >= 2) s0 += g * u[(size_t(b) * seq + j - 2) * C + c];
-          if (j >= 1) s1 += g * u[(size_t(b) * seq + j - 1) * C + c];
+          const float* g = da + (size_t(b) * (seq + 1) + j) * C + c0;
+          const float* u2 = j >= 2 ? u + (size_t(b) * seq + j - 2) * C + c0 : nullptr;
+          const float* u1 = j >= 1 ? u + (size_t(b) * seq + j - 1) * C + c0 : nullptr;
+          for (int c = 0; c < width; ++c) sb[c] += double(g[c]);
+          if (u2)
+            for (int c = 0; c < width; ++c) s0[c] += double(g[c]) * u2[c];
+          if (u1)
+            for (int c = 0; c < width; ++c) s1[c] += double(g[c]) * u1[c];
         }
       }
-      if (dw) {
-        dw[2 * c] += float(s0);
-        dw[2 * c + 1] += float(s1);
+      for (int c = 0; c < width; ++c) {
+        if (dw) {
+          dw[2 * (c0 + c)] += float(s0[c]);
+          dw[2 * (c0 + c) + 1] += float(s1[c]);
+        }
+        if (dbias) dbias[c0 + c] += float(sb[c]);
       }
-      if (dbias) dbias[c] += float(sb);
     }
   }
 }
@@ -78,64 +94,69 @@ void grouped_conv_forward(float* z, const float* a, const float* w, const float*
   const int C = channels, G = group_size, groups = C / G;
   std::vector<float> w0, w1;
   split_taps(w0, w1, w, C, G);
-  for (int b = 0; b < batch; ++b) {
-    const float* a0 = a + size_t(b) * (seq + 1) * C;  // rows a[t], t = 0..seq-1
-    const float* a1 = a0 + C;                         // rows a[t+1]
-    float* zb = z + size_t(b) * seq * C;
-    for (int g = 0; g < groups; ++g) {
-      const size_t off = size_t(g) * G;
-      // z[:, group] = A0[:, group] · W0[group]ᵀ + A1[:, group] · W1[group]ᵀ
-      gemm(false, true, seq, G, G, 1.0f, a0 + off, C, w0.data() + off * G, G, 0.0f, zb + off, C);
-      gemm(false, true, seq, G, G, 1.0f, a1 + off, C, w1.data() + off * G, G, 1.0f, zb + off, C);
-    }
-#pragma omp parallel for schedule(static)
+  // One (sequence, group) product per task; gemm runs each on its calling thread, cut into the
+  // same tiles as alone, so the bits do not depend on the thread count.
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int task = 0; task < batch * groups; ++task) {
+    const int b = task / groups, g = task % groups;
+    const size_t off = size_t(g) * G;
+    const float* a0 = a + size_t(b) * (seq + 1) * C + off;  // rows a[t], t = 0..seq-1
+    const float* a1 = a0 + C;                               // rows a[t+1]
+    float* zb = z + size_t(b) * seq * C + off;
+    // z[:, group] = A0[:, group] · W0[group]ᵀ + A1[:, group] · W1[group]ᵀ, then the bias
+    gemm(false, true, seq, G, G, 1.0f, a0, C, w0.data() + off * G, G, 0.0f, zb, C);
+    gemm(false, true, seq, G, G, 1.0f, a1, C, w1.data() + off * G, G, 1.0f, zb, C);
     for (int t = 0; t < seq; ++t)
-      for (int c = 0; c < C; ++c) zb[size_t(t) * C + c] += bias[c];
+      for (int c = 0; c < G; ++c) zb[size_t(t) * C + c] += bias[off + c];
   }
 }
 
 void grouped_conv_backward(float* da, float* dw, float* dbias, const float* dz, const float* a,
                            const float* w, int batch, int seq, int channels, int group_size) {
   const int C = channels, G = group_size, groups = C / G;
-  std::vector<float> w0, w1, dw0, dw1;
-  if (da) split_taps(w0, w1, w, C, G);
-  if (dw) {
-    dw0.assign(size_t(C) * G, 0.0f);
-    dw1.assign(size_t(C) * G, 0.0f);
-  }
-  for (int b = 0; b < batch; ++b) {
-    const float* a0 = a + size_t(b) * (seq + 1) * C;
-    const float* a1 = a0 + C;
-    float* da0 = da ? da + size_t(b) * (seq + 1) * C : nullptr;
-    const float* dzb = dz + size_t(b) * seq * C;
-    for (int g = 0; g < groups; ++g) {
+  if (da) {
+    std::vector<float> w0, w1;
+    split_taps(w0, w1, w, C, G);
+    // Tasks (sequence, group) write disjoint blocks of da; within one, the two products in order.
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int task = 0; task < batch * groups; ++task) {
+      const int b = task / groups, g = task % groups;
       const size_t off = size_t(g) * G;
-      if (da) {
-        gemm(false, false, seq, G, G, 1.0f, dzb + off, C, w0.data() + off * G, G, 1.0f, da0 + off,
-             C);
-        gemm(false, false, seq, G, G, 1.0f, dzb + off, C, w1.data() + off * G, G, 1.0f,
-             da0 + C + off, C);
-      }
-      if (dw) {
-        gemm(true, false, G, G, seq, 1.0f, dzb + off, C, a0 + off, C, 1.0f, dw0.data() + off * G,
-             G);
-        gemm(true, false, G, G, seq, 1.0f, dzb + off, C, a1 + off, C, 1.0f, dw1.data() + off * G,
-             G);
-      }
+      const float* dzb = dz + size_t(b) * seq * C + off;
+      float* da0 = da + size_t(b) * (seq + 1) * C + off;
+      gemm(false, false, seq, G, G, 1.0f, dzb, C, w0.data() + off * G, G, 1.0f, da0, C);
+      gemm(false, false, seq, G, G, 1.0f, dzb, C, w1.data() + off * G, G, 1.0f, da0 + C, C);
     }
   }
   if (dw) {
+    // One task per group, accumulating its sequences in order.
+    std::vector<float> dw0(size_t(C) * G, 0.0f), dw1(size_t(C) * G, 0.0f);
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int g = 0; g < groups; ++g) {
+      const size_t off = size_t(g) * G;
+      for (int b = 0; b < batch; ++b) {
+        const float* a0 = a + size_t(b) * (seq + 1) * C + off;
+        const float* dzb = dz + size_t(b) * seq * C + off;
+        gemm(true, false, G, G, seq, 1.0f, dzb, C, a0, C, 1.0f, dw0.data() + off * G, G);
+        gemm(true, false, G, G, seq, 1.0f, dzb, C, a0 + C, C, 1.0f, dw1.data() + off * G, G);
+      }
+    }
     for (size_t i = 0; i < size_t(C) * G; ++i) {
       dw[2 * i] += dw0[i];
       dw[2 * i + 1] += dw1[i];
     }
   }
   if (dbias) {
+    // Column blocks walked row by row; each column's sum in row order.
+    const int blocks = (C + kCols - 1) / kCols;
+    const size_t rows = size_t(batch) * seq;
 #pragma omp parallel for schedule(static)
-    for (int c = 0; c < C; ++c) {
-      double s = 0.0;
-      for (size_t r = 0; r < size_t(batch) * seq; ++r) s += dz[r * C + c];
-      dbias[c] += float(s);
+    for (int cb = 0; cb < blocks; ++cb) {
+      const int c0 = cb * kCols, width = std::min(kCols, C - c0);
+      double s[kCols] = {};
+      for (size_t r = 0; r < rows; ++r)
+        for (int c = 0; c < width; ++c) s[c] += double(dz[r * C + c0 + c]);
+      for (int c = 0; c < width; ++c) dbias[c0 + c] += float(s[c]);
     }
   }
 }

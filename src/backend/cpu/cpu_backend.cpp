@@ -1,6 +1,7 @@
 #include "backend/cpu/cpu_backend.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -41,12 +42,45 @@ void CpuBackend::release(void* p) const noexcept {
   std::free(p);
 }
 
+namespace {
+
+// Large fills and copies (a step's gradients, activations) in pieces over the threads; below
+// kParallelBytes one call (a parallel region costs more than it saves).
+constexpr size_t kParallelBytes = size_t(1) << 20;
+constexpr size_t kPiece = size_t(256) << 10;
+
+template <class Fn>
+void in_pieces(size_t bytes, Fn&& fn) {
+  const auto pieces = static_cast<long>((bytes + kPiece - 1) / kPiece);
+#pragma omp parallel for schedule(static)
+  for (long i = 0; i < pieces; ++i) {
+    const size_t at = size_t(i) * kPiece;
+    fn(at, std::min(kPiece, bytes - at));
+  }
+}
+
+}  // namespace
+
 void CpuBackend::copy(void* dst, const void* src, size_t bytes) const {
-  if (bytes) std::memmove(dst, src, bytes);
+  if (bytes == 0) return;
+  auto* d = static_cast<std::byte*>(dst);
+  const auto* s = static_cast<const std::byte*>(src);
+  // Overlapping ranges keep memmove's one call.
+  if (bytes < kParallelBytes || (d < s + bytes && s < d + bytes)) {
+    std::memmove(dst, src, bytes);
+    return;
+  }
+  in_pieces(bytes, [&](size_t at, size_t n) { std::memcpy(d + at, s + at, n); });
 }
 
 void CpuBackend::fill_zero(void* dst, size_t bytes) const {
-  if (bytes) std::memset(dst, 0, bytes);
+  if (bytes == 0) return;
+  if (bytes < kParallelBytes) {
+    std::memset(dst, 0, bytes);
+    return;
+  }
+  auto* d = static_cast<std::byte*>(dst);
+  in_pieces(bytes, [&](size_t at, size_t n) { std::memset(d + at, 0, n); });
 }
 
 void CpuBackend::to_device(void* dst, const void* src, size_t bytes) const {

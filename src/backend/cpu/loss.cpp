@@ -39,6 +39,22 @@ void exp_sums(double* sums, const float* const* rows, const float* row_max, int 
   for (int i = 0; i < count; ++i) sums[i] = s[i];
 }
 
+// max_j x[j], as the scan m = x[j] > m ? x[j] : m from m = x[0] takes it (a NaN counts only in
+// x[0]), in kLanes independent lanes that the compiler vectorises: the maximum is the same value
+// in any order.
+float row_max(const float* x, int vocab) {
+  constexpr int kLanes = 16;
+  float lane[kLanes];
+  for (int l = 0; l < kLanes; ++l) lane[l] = x[0];
+  int j = 1;
+  for (; j + kLanes <= vocab; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) lane[l] = x[j + l] > lane[l] ? x[j + l] : lane[l];
+  float m = lane[0];
+  for (int l = 1; l < kLanes; ++l) m = lane[l] > m ? lane[l] : m;
+  for (; j < vocab; ++j) m = x[j] > m ? x[j] : m;
+  return m;
+}
+
 }  // namespace
 
 double cross_entropy_forward(float* lse, const float* logits, const int32_t* targets, int n,
@@ -53,9 +69,7 @@ double cross_entropy_forward(float* lse, const float* logits, const int32_t* tar
     double sum[kRowBlock];
     for (int i = 0; i < rows; ++i) {
       x[i] = logits + size_t(r0 + i) * vocab;
-      float m = x[i][0];
-      for (int j = 1; j < vocab; ++j) m = x[i][j] > m ? x[i][j] : m;
-      mx[i] = m;
+      mx[i] = row_max(x[i], vocab);
     }
     exp_sums(sum, x, mx, rows, vocab);  // fp32 exp, fp64 sum
     for (int i = 0; i < rows; ++i) {

@@ -153,7 +153,9 @@ void row_tile_gemm(bool trans_w, int r, int rows, int k, int m, const float* in,
     return;
   }
   const int rest = rows - r;
-  std::vector<float> a(size_t(kRowTile) * k, 0.0f), c(size_t(kRowTile) * m, 0.0f);
+  thread_local std::vector<float> a, c;  // kept between calls (no page faults each step)
+  a.assign(size_t(kRowTile) * k, 0.0f);
+  c.assign(size_t(kRowTile) * m, 0.0f);
   std::copy(in + size_t(r) * k, in + size_t(rows) * k, a.begin());
   if (beta != 0.0f) std::copy(out + size_t(r) * m, out + size_t(rows) * m, c.begin());
   gemm(false, trans_w, kRowTile, m, k, 1.0f, a.data(), k, w, ldw, beta, c.data(), m);

@@ -28,11 +28,18 @@ void embedding_forward(float* out, const float* table, const int32_t* tokens, in
 }
 
 void embedding_backward(float* dtable, const float* dout, const int32_t* tokens, int n, int e) {
-  // Rows accumulated in token order (deterministic).
-  for (int t = 0; t < n; ++t) {
-    float* row = dtable + size_t(tokens[t]) * e;
-    const float* d = dout + size_t(t) * e;
-    for (int j = 0; j < e; ++j) row[j] += d[j];
+  // Rows accumulated in token order (deterministic); the threads take column ranges, so every
+  // element sees the same additions in the same order at any thread count.
+  constexpr int kCols = 64;
+  const int blocks = (e + kCols - 1) / kCols;
+#pragma omp parallel for schedule(static)
+  for (int cb = 0; cb < blocks; ++cb) {
+    const int j0 = cb * kCols, j1 = std::min(e, j0 + kCols);
+    for (int t = 0; t < n; ++t) {
+      float* row = dtable + size_t(tokens[t]) * e;
+      const float* d = dout + size_t(t) * e;
+      for (int j = j0; j < j1; ++j) row[j] += d[j];
+    }
   }
 }
 

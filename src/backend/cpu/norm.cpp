@@ -1,6 +1,7 @@
 #include "backend/cpu/norm.h"
 #include <cstddef>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -8,33 +9,72 @@
 
 namespace zaya::cpu {
 
+namespace {
+
+// Rows whose float64 sums of squares (or dot products) advance together: each row's sum is a chain
+// of dependent adds in column order, the same additions as one row at a time, so the same bits;
+// kRows chains side by side hide the adds' latency.
+constexpr int kRows = 8;
+
+// sums[i] = Σ_j f(i, j) in column order, for the `count` ≤ kRows rows of one block.
+template <class F>
+void row_sums(double* sums, int count, int c, F&& f) {
+  double s[kRows] = {};
+  if (count == kRows) {
+    for (int j = 0; j < c; ++j)
+      for (int i = 0; i < kRows; ++i) s[i] += f(i, j);
+  } else {
+    for (int i = 0; i < count; ++i)
+      for (int j = 0; j < c; ++j) s[i] += f(i, j);
+  }
+  for (int i = 0; i < count; ++i) sums[i] = s[i];
+}
+
+}  // namespace
+
 void rmsnorm_forward(float* out, float* rstd, const float* in, const float* w, int n, int c,
                      float eps) {
+  const int blocks = (n + kRows - 1) / kRows;
 #pragma omp parallel for schedule(static)
-  for (int i = 0; i < n; ++i) {
-    const float* x = in + size_t(i) * c;
-    float* y = out + size_t(i) * c;
-    double ss = 0.0;
-    for (int j = 0; j < c; ++j) ss += double(x[j]) * x[j];
-    const float r = float(1.0 / std::sqrt(ss / c + eps));
-    for (int j = 0; j < c; ++j) y[j] = x[j] * r * w[j];
-    if (rstd) rstd[i] = r;
+  for (int b = 0; b < blocks; ++b) {
+    const int i0 = b * kRows, count = std::min(kRows, n - i0);
+    const float* x0 = in + size_t(i0) * c;
+    double ss[kRows];
+    row_sums(ss, count, c, [&](int i, int j) {
+      const float x = x0[size_t(i) * c + j];
+      return double(x) * x;
+    });
+    for (int i = 0; i < count; ++i) {
+      const float* x = x0 + size_t(i) * c;
+      float* y = out + size_t(i0 + i) * c;
+      const float r = float(1.0 / std::sqrt(ss[i] / c + eps));
+      for (int j = 0; j < c; ++j) y[j] = x[j] * r * w[j];
+      if (rstd) rstd[i0 + i] = r;
+    }
   }
 }
 
 void rmsnorm_backward(float* din, float* dw, const float* dout, const float* in, const float* w,
                       const float* rstd, int n, int c) {
   if (din) {
+    const int blocks = (n + kRows - 1) / kRows;
 #pragma omp parallel for schedule(static)
-    for (int i = 0; i < n; ++i) {
-      const float* x = in + size_t(i) * c;
-      const float* dy = dout + size_t(i) * c;
-      const double r = rstd[i];
-      double dot = 0.0;  // Σ dy·w·x
-      for (int j = 0; j < c; ++j) dot += double(dy[j]) * w[j] * x[j];
-      const double coef = r * r * r * dot / c;
-      float* dx = din + size_t(i) * c;
-      for (int j = 0; j < c; ++j) dx[j] += float(r * dy[j] * w[j] - coef * x[j]);
+    for (int b = 0; b < blocks; ++b) {
+      const int i0 = b * kRows, count = std::min(kRows, n - i0);
+      const float* x0 = in + size_t(i0) * c;
+      const float* dy0 = dout + size_t(i0) * c;
+      double dots[kRows];  // Σ dy·w·x
+      row_sums(dots, count, c, [&](int i, int j) {
+        return double(dy0[size_t(i) * c + j]) * w[j] * x0[size_t(i) * c + j];
+      });
+      for (int i = 0; i < count; ++i) {
+        const float* x = x0 + size_t(i) * c;
+        const float* dy = dy0 + size_t(i) * c;
+        const double r = rstd[i0 + i];
+        const double coef = r * r * r * dots[i] / c;
+        float* dx = din + size_t(i0 + i) * c;
+        for (int j = 0; j < c; ++j) dx[j] += float(r * dy[j] * w[j] - coef * x[j]);
+      }
     }
   }
   if (dw) {

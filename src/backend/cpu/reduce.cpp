@@ -9,10 +9,15 @@ void column_dot(double* out, const float* a, const float* b, const float* b_shif
                 const float* row_scale, int n, int c) {
   constexpr int kChunk = 32;
   const int chunks = (n + kChunk - 1) / kChunk;
-  std::vector<double> partial(size_t(chunks) * c, 0.0);
+  // Kept from call to call (per calling thread): a fresh 128 KB vector a call was memory taken
+  // from and given back to the system, page faults every step. The threads of the loop below
+  // reach it through `sums` (the name `scratch` would be each thread's own).
+  thread_local std::vector<double> scratch;
+  scratch.assign(size_t(chunks) * c, 0.0);
+  double* const sums = scratch.data();
 #pragma omp parallel for schedule(static)
   for (int k = 0; k < chunks; ++k) {
-    double* p = partial.data() + size_t(k) * c;
+    double* p = sums + size_t(k) * c;
     const int end = n < (k + 1) * kChunk ? n : (k + 1) * kChunk;
     for (int i = k * kChunk; i < end; ++i) {
       const float* ai = a + size_t(i) * c;
@@ -31,7 +36,7 @@ void column_dot(double* out, const float* a, const float* b, const float* b_shif
   }
   for (int j = 0; j < c; ++j) out[j] = 0.0;
   for (int k = 0; k < chunks; ++k)
-    for (int j = 0; j < c; ++j) out[j] += partial[size_t(k) * c + j];
+    for (int j = 0; j < c; ++j) out[j] += sums[size_t(k) * c + j];
 }
 
 }  // namespace zaya::cpu
