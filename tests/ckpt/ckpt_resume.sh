@@ -73,11 +73,11 @@ a = [json.loads(l) for l in open('$WORK/A/metrics.jsonl')]
 c = json.loads(open('$WORK/C/metrics.jsonl').readline())
 print('  A step 1 %.3f, A step 20 %.3f, C step 1 %.3f' % (a[0]['loss'], a[-1]['loss'], c['loss']))
 sys.exit(not abs(c['loss'] - a[-1]['loss']) < 0.5 * abs(a[0]['loss'] - a[-1]['loss']))"
-sed 's/"hidden_size": 32/"hidden_size": 48/' "$WORK/train.json" > "$WORK/wide.json"
+sed 's/"expert_hidden": 32/"expert_hidden": 48/' "$WORK/train.json" > "$WORK/wide.json"
 "${LAUNCH[@]}" "$ZAYA" --threads 1 train --config "$WORK/wide.json" --out "$WORK/W" --max-steps 1 \
   --no-progress --init-from "$WORK/A/model" > "$WORK/W.log" 2>&1
 check "init-from: a model of another shape is refused, naming the field" \
-  grep -q "init-from $WORK/A/model: the weights' model config differs from the run's 'model' section in hidden_size (run 48, weights 32)" "$WORK/W.log"
+  grep -q "init-from $WORK/A/model: the weights' model config differs from the run's 'model' section in expert_hidden (run 48, weights 32)" "$WORK/W.log"
 
 # Damage the newest checkpoint (step 10) of B's first half three ways.
 damage() {  # damage NAME "what to do in the copy" "expected message"
