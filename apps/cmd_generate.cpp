@@ -301,7 +301,10 @@ Runner add_generate_commands(CLI::App& app) {
             ? std::vector<Request>{make_request(defaults, tokenizer, c.max_seq_len, "--prompt")}
             : read_prompts(a->prompts, defaults, limits, tokenizer, c.max_seq_len);
     const int32_t eos = a->no_eos ? -1 : tokenizer.end_of_text_id().value_or(-1);
-    for (Request& rq : requests) rq.opt.eos = eos;
+    for (Request& rq : requests) {
+      rq.opt.eos = eos;
+      rq.opt.drawable = int32_t(tokenizer.vocab_size());
+    }
     // Under a launcher with several ranks, every cache is sharded over them (tree attention);
     // every rank runs the same requests and rank 0 prints.
     const std::unique_ptr<dist::Communicator> comm = dist::make_communicator();

@@ -8,9 +8,20 @@
 
 #include "backend/device_select.h"
 #include "core/error.h"
+#include "infer/generate.h"
 #include "tokenizer/tokenizer_files.h"
 
 namespace zaya::cli {
+
+void check_vocabularies(int64_t tokenizer, int64_t model, const std::string& tokenizer_path) {
+  // Both ways: a larger tokenizer makes ids the model has no row for; a smaller one leaves ids the
+  // model may draw and the tokenizer cannot turn into text, unless they are the padding of the
+  // model's vocabulary, which the inference commands never draw (GenerateOptions::drawable).
+  ZAYA_CHECK(tokenizer == model || is_vocabulary_padding(tokenizer, model), "--tokenizer ",
+             tokenizer_path, " has ", tokenizer, " tokens but the model has ", model,
+             ": not this model's tokenizer (their vocabularies must be the same size, or the "
+             "model's padded past the tokenizer's to a multiple of 64 by less than 1 %)");
+}
 
 InferenceModel load_inference_model(const std::string& model, const std::string& tokenizer,
                                     const std::string& device, const std::string& precision) {
@@ -30,11 +41,7 @@ InferenceModel load_inference_model(const std::string& model, const std::string&
   }
   m.tokenizer = load_tokenizer(m.tokenizer_path);
   const ModelConfig& c = m.loaded.model->config();
-  // Both ways: a larger tokenizer makes ids the model has no row for; a smaller one leaves ids the
-  // model may draw and the tokenizer cannot turn into text.
-  ZAYA_CHECK(m.tokenizer->vocab_size() == c.vocab_size, "--tokenizer ", m.tokenizer_path, " has ",
-             m.tokenizer->vocab_size(), " tokens but the model has ", c.vocab_size,
-             ": not this model's tokenizer (their vocabularies must be the same size)");
+  check_vocabularies(m.tokenizer->vocab_size(), c.vocab_size, m.tokenizer_path);
   const std::optional<int32_t> eos = m.tokenizer->end_of_text_id();
   ZAYA_CHECK(!eos || (*eos >= 0 && *eos < c.vocab_size), "--tokenizer ", m.tokenizer_path,
              ": its end-of-text token id ", eos.value_or(0),

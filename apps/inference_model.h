@@ -23,6 +23,9 @@ struct InferenceModel {
 inline constexpr const char* kInferencePrecisionHelp =
     "fp32 (auto means fp32: decoding computes in fp32 on every device)";
 
+// Throws naming --tokenizer unless the vocabularies are the same size or the model's is padding.
+void check_vocabularies(int64_t tokenizer, int64_t model, const std::string& tokenizer_path);
+
 // Prints the loader's warnings to stderr; throws naming the flag when the tokenizer is missing or
 // is not the model's, or the device cannot be opened. The model computes on `device`
 // (open_device's names) in `precision` (fp32 or auto).

@@ -44,8 +44,8 @@ void InferenceEngine::wait_for_work(std::chrono::milliseconds timeout) {
 bool InferenceEngine::draw(Running& r) {
   const GenerateOptions& opt = r.rq.opt;
   if (r.rq.on_draw_logits) r.rq.on_draw_logits(decoder_.logits(r.id));
-  const int32_t next =
-      sample_next(decoder_.logits(r.id), r.context, opt.sampling, uint64_t(r.context.size()));
+  const int32_t next = sample_next(drawable_logits(decoder_.logits(r.id), opt), r.context,
+                                   opt.sampling, uint64_t(r.context.size()));
   if (r.result.tokens.empty()) r.first_token = Clock::now();
   r.context.push_back(next);
   r.result.tokens.push_back(next);

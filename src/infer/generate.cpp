@@ -14,6 +14,12 @@ const char* end_of_generation(int32_t token, int drawn, const GenerateOptions& o
   return nullptr;
 }
 
+std::span<const float> drawable_logits(std::span<const float> logits, const GenerateOptions& opt) {
+  ZAYA_CHECK(opt.drawable >= 0, "drawable ids: ", opt.drawable, " is negative");
+  if (opt.drawable == 0 || size_t(opt.drawable) >= logits.size()) return logits;
+  return logits.first(size_t(opt.drawable));
+}
+
 GenerateResult generate_tokens(Decoder& decoder, std::span<const int32_t> prompt,
                                const GenerateOptions& opt,
                                const std::function<bool(int32_t)>& on_token) {
@@ -32,7 +38,8 @@ GenerateResult generate_tokens(Decoder& decoder, std::span<const int32_t> prompt
   };
   std::span<const float> logits = decoder.prefill(window());
   for (int n = 0; n < opt.max_new_tokens; ++n) {
-    const int32_t next = sample_next(logits, context, opt.sampling, uint64_t(context.size()));
+    const int32_t next =
+        sample_next(drawable_logits(logits, opt), context, opt.sampling, uint64_t(context.size()));
     if (n == 0) out.prefill_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     context.push_back(next);
     out.tokens.push_back(next);

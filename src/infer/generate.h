@@ -18,7 +18,20 @@ struct GenerateOptions {
   SamplingParams sampling;
   int max_new_tokens = 64;
   int32_t eos = -1;  // generation ends after this token (-1: none)
+  // Ids [0, drawable) may be drawn (0: every id the model has). The tokenizer's size where the
+  // model's vocabulary is padded past it (ZAYA1: 262,272 rows for Gemma-3's 262,144 tokens), so
+  // that no id without a text is ever drawn.
+  int32_t drawable = 0;
 };
+
+// Whether a model's vocabulary of `model` ids is the padding of a tokenizer's `tokenizer`: larger,
+// a multiple of 64 (as Megatron and Zyphra pad it), by less than 1 % (ZAYA1: 262,272 rows for
+// Gemma-3's 262,144 tokens). Ids past the tokenizer are then never drawn.
+inline bool is_vocabulary_padding(int64_t tokenizer, int64_t model) {
+  return tokenizer > 0 && model > tokenizer && model % 64 == 0 && (model - tokenizer) * 100 < model;
+}
+// The logits a draw may choose from: the first opt.drawable of them when that is set.
+std::span<const float> drawable_logits(std::span<const float> logits, const GenerateOptions& opt);
 
 struct GenerateResult {
   std::vector<int32_t> tokens;  // generated tokens only (eos included when it ended the text)

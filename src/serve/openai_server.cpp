@@ -209,6 +209,7 @@ struct OpenAiServer::Impl {
     er.prompt = prompt;
     er.opt.max_new_tokens = std::max(cr.max_tokens, 1);
     er.opt.eos = eos;
+    er.opt.drawable = int32_t(tok.vocab_size());
     er.opt.sampling = cr.sampling;
     er.opt.sampling.seed = cr.seed ? *cr.seed : std::random_device{}();
     er.on_token = [this, ch](int32_t t) {

@@ -14,6 +14,7 @@ std::vector<int32_t> generate(ZayaModel& model, std::vector<int32_t> tokens,
   g.sampling.seed = opt.seed;
   g.max_new_tokens = opt.max_new_tokens;
   g.eos = opt.stop_token;
+  g.drawable = opt.drawable;
   Decoder decoder(model);
   const GenerateResult r = generate_tokens(decoder, tokens, g);
   tokens.insert(tokens.end(), r.tokens.begin(), r.tokens.end());

@@ -15,6 +15,7 @@ struct SampleOptions {
   int top_k = 40;            // 0 = whole vocabulary
   uint64_t seed = 1;
   int32_t stop_token = -1;  // generation ends after emitting it (e.g. end of text)
+  int32_t drawable = 0;     // ids [0, drawable) may be drawn (0: all; GenerateOptions::drawable)
 };
 
 // Returns prompt + generated tokens. The context the model sees is the last max_seq_len tokens.

@@ -140,6 +140,28 @@ TEST(Sampling, GreedyTopKTopPAndPenalty) {
   EXPECT_EQ(sample_next(neg, ctx0, p, 0), 1);  // -1 → -2 < -1.5
 }
 
+// A model whose vocabulary is padded past its tokenizer's (ZAYA1: 262,272 rows, Gemma-3's 262,144
+// tokens) never draws a padding id, whatever its logit; anything else is not padding.
+TEST(Sampling, PaddingIdsAreNeverDrawn) {
+  EXPECT_TRUE(is_vocabulary_padding(262144, 262272));
+  EXPECT_FALSE(is_vocabulary_padding(262272, 262272));  // the same size: no padding
+  EXPECT_FALSE(is_vocabulary_padding(300, 512));        // 41 % more: another tokenizer
+  EXPECT_FALSE(is_vocabulary_padding(510, 520));        // not a multiple of 64
+  EXPECT_FALSE(is_vocabulary_padding(600, 512));        // a larger tokenizer
+  EXPECT_TRUE(is_vocabulary_padding(4090, 4096));
+  std::vector<float> logits = {0.5f, 1.0f, 0.25f, 9.0f, 8.0f};  // ids 3 and 4: padding
+  GenerateOptions opt;
+  opt.drawable = 3;
+  EXPECT_EQ(drawable_logits(logits, opt).size(), 3u);
+  opt.sampling.temperature = 0;
+  EXPECT_EQ(sample_next(drawable_logits(logits, opt), {}, opt.sampling, 0), 1);
+  opt.sampling.temperature = 1;
+  for (uint64_t i = 0; i < 200; ++i)
+    EXPECT_LT(sample_next(drawable_logits(logits, opt), {}, opt.sampling, i), 3);
+  opt.drawable = 0;  // unset: every id
+  EXPECT_EQ(drawable_logits(logits, opt).size(), 5u);
+}
+
 TEST(Sampling, DrawsFollowTheDistributionAndTheSeed) {
   const std::vector<float> logits = {std::log(0.5f), std::log(0.3f), std::log(0.2f)};
   SamplingParams p;
