@@ -379,7 +379,8 @@ void ZayaModel::backward(float loss_scale) {
   if (gradients_final_ && in_place) gradients_final_(final_from_[size_t(config_.num_stages)]);
   float* demb = stages_backward(top, in_place);
   // Embedding rows, accumulated in token order (deterministic).
-  be().embedding_backward(placement_.grad_address(embedding_offset()), demb, op_tokens_, N, E);
+  be().embedding_backward(placement_.grad_address(embedding_offset()), demb, op_tokens_, N, E,
+                          int(config_.vocab_size));
   if (copy_grads)  // one explicit copy of the gradients back, over the host's
     be().to_host(params().grads(), G, sizeof(float) * params().size());
   if (placement_.bf16_gradients()) be().set_stored_bf16_gradients(nullptr, 0, nullptr);

@@ -201,8 +201,8 @@ TEST(GpuOps, EmbeddingForwardAndBackward) {
       cpu::embedding_forward(out.data(), table.data(), tokens.data(), n, e);
       cuda::embedding_forward(dout.get(), dtab.get(), dtok.get(), n, e);
       EXPECT_EQ(dout.download(), out) << n << " tokens of " << vocab;
-      cpu::embedding_backward(dtable.data(), dy.data(), tokens.data(), n, e);
-      cuda::embedding_backward(ddtable.get(), ddy.get(), dtok.get(), n, e);
+      cpu::embedding_backward(dtable.data(), dy.data(), tokens.data(), n, e, vocab);
+      cuda::embedding_backward(ddtable.get(), ddy.get(), dtok.get(), n, e, vocab);
       EXPECT_EQ(ddtable.download(), dtable) << n << " tokens of " << vocab;
     }
 }

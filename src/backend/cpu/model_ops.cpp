@@ -4,6 +4,8 @@
 #include <cstring>
 #include <vector>
 
+#include "core/error.h"
+
 namespace zaya::cpu {
 
 void copy_rows(float* dst, size_t dst_stride, const float* src, size_t src_stride, int rows,
@@ -27,7 +29,9 @@ void embedding_forward(float* out, const float* table, const int32_t* tokens, in
     std::memcpy(out + size_t(t) * e, table + size_t(tokens[t]) * e, sizeof(float) * e);
 }
 
-void embedding_backward(float* dtable, const float* dout, const int32_t* tokens, int n, int e) {
+void embedding_backward(float* dtable, const float* dout, const int32_t* tokens, int n, int e,
+                        int vocab) {
+  ZAYA_CHECK(vocab > 0, "embedding_backward: a table of ", vocab, " rows");
   // Rows accumulated in token order (deterministic); the threads take column ranges, so every
   // element sees the same additions in the same order at any thread count.
   constexpr int kCols = 64;

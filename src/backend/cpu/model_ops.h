@@ -17,9 +17,11 @@ void fill(float* dst, size_t n, float value);
 void add_into(float* dst, const float* src, size_t n);
 
 // out[t] = table[tokens[t]] (rows of e); the backward adds dout[t] to dtable[tokens[t]] in token
-// order (tokens repeat: the order is what makes it deterministic).
+// order (tokens repeat: the order is what makes it deterministic). `vocab`: the table's rows,
+// every token in [0, vocab) (a GPU sorts the tokens by their bits below vocab only).
 void embedding_forward(float* out, const float* table, const int32_t* tokens, int n, int e);
-void embedding_backward(float* dtable, const float* dout, const int32_t* tokens, int n, int e);
+void embedding_backward(float* dtable, const float* dout, const int32_t* tokens, int n, int e,
+                        int vocab);
 
 // CCA, whole sequences of `seq` rows: proj rows are [q0 (nq·d) | k0 (nk·d) | v_cur | v_prev]
 // (the halves nk·d/2 each), qk1 rows [q1 | k1].

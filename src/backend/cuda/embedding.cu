@@ -64,20 +64,26 @@ __global__ void embedding_backward_sorted_kernel(float* dtable, const float* dou
 
 }  // namespace
 
-void embedding_backward(float* dtable, const float* dout, const int32_t* tokens, int n, int e) {
+void embedding_backward(float* dtable, const float* dout, const int32_t* tokens, int n, int e,
+                        int vocab) {
   if (n == 0 || e == 0) return;
+  ZAYA_CHECK(vocab > 0, "embedding_backward: a table of ", vocab, " rows");
 #if defined(ZAYA_HAVE_CUB)
   ScratchBuffer<int32_t> positions(static_cast<size_t>(n)), ids(static_cast<size_t>(n)),
       rows(static_cast<size_t>(n));
   ZAYA_LAUNCH(iota_kernel, blocks_for(n, 256), 256, 0, 0)(positions.get(), n);
   ZAYA_CUDA_LAUNCHED("embedding_backward (positions)");
+  // Only the bits an id below vocab can have: 18 passes' worth of ZAYA1's 262,272 ids instead of
+  // 32 (tokens are non-negative, so the sign bit CUB flips for signed keys is never examined).
+  int end_bit = 1;  // the bit width of vocab - 1 (C++17 here: no std::bit_width)
+  while (end_bit < 31 && (unsigned(vocab - 1) >> end_bit) != 0) ++end_bit;
   size_t temp_bytes = 0;
   ZAYA_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, tokens, ids.get(),
-                                                  positions.get(), rows.get(), n));
+                                                  positions.get(), rows.get(), n, 0, end_bit));
   ScratchBuffer<unsigned char> temp(temp_bytes);
   // Stable: the positions of one id stay in token order.
   ZAYA_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.get(), temp_bytes, tokens, ids.get(),
-                                                  positions.get(), rows.get(), n));
+                                                  positions.get(), rows.get(), n, 0, end_bit));
   const dim3 grid(blocks_for(e, 128), unsigned(std::min(n, 4096)));
   ZAYA_LAUNCH(embedding_backward_sorted_kernel, grid, 128, 0, 0)
   (dtable, dout, ids.get(), rows.get(), n, e);
