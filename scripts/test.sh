@@ -64,7 +64,7 @@ if [[ "${1:-}" != "--no-sanitizers" ]]; then
   # thousands of candidate shapes, 90 s under the sanitizers: they run in the release passes.
   run_ctest build-asan/ctest-asan.log env OMP_NUM_THREADS=1 \
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --preset asan -j "$JOBS" -E '^cli\.size$|^SizeShapes\.BudgetsNeed|^gpu-emu\.train$'
+    ctest --preset asan -j "$JOBS" -E '^cli\.size$|^SizeShapes\.BudgetsNeed'
 fi
 if [[ "${1:-}" != "--no-sanitizers" ]]; then
   echo "== fuzzing (the targets of build-asan/: every parser of untrusted input, ${FUZZ_SECONDS:-5} s per target)"
