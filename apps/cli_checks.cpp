@@ -149,13 +149,16 @@ CLI::Validator OutputDir() {
       [](std::string& path) -> std::string {
         std::error_code ec;
         if (path.empty()) return "must be a directory to write into, got ''";
-        if (fs::is_directory(path, ec)) return {};
+        // Existence first: under mpirun another rank may create the directory between two
+        // checks, and a path only ever appears here as a directory (is_directory first would
+        // see nothing, then exists() the new directory, and refuse it).
         if (!fs::exists(path, ec)) {
           const std::string blocked = blocked_parent(path);
           return blocked.empty()
                      ? ""
                      : "must be a directory to write into, got '" + path + "'" + blocked;
         }
+        if (fs::is_directory(path, ec)) return {};
         return "must be a directory to write into, got '" + path + "' (" + what_is_at(path) + ")";
       },
       "DIR");
