@@ -32,13 +32,15 @@ run() {  # run LOG args...
     || { echo "zaya train $* failed:"; cat "$log"; return 1; }
 }
 losses() { $PY -c "import json,sys; print([r['loss'] for r in map(json.loads, open(sys.argv[1]))])" "$1"; }
-close() {  # close A B: every step's loss within TOL relative, printing the largest difference
+close() {  # close A B [TOL [STEPS]]: the first STEPS (default all 16) steps' losses within TOL
+  # (default $TOL) relative, printing the largest difference
   $PY -c "
 import json, sys
 a, b = [[json.loads(l)['loss'] for l in open(f'$WORK/{r}/metrics.jsonl')] for r in sys.argv[1:3]]
-worst = max(abs(x - y) / abs(x) for x, y in zip(a, b))
-print('  %s vs %s: %d steps, largest relative difference %.2e' % (sys.argv[1], sys.argv[2], len(a), worst))
-sys.exit(not (len(a) == len(b) == 16 and worst <= $TOL))" "$1" "$2"
+tol, steps = float(sys.argv[3]), int(sys.argv[4])
+worst = max(abs(x - y) / abs(x) for x, y in zip(a[:steps], b[:steps]))
+print('  %s vs %s: %d steps, largest relative difference %.2e' % (sys.argv[1], sys.argv[2], steps, worst))
+sys.exit(not (len(a) == len(b) == 16 and worst <= tol))" "$1" "$2" "${3:-$TOL}" "${4:-16}"
 }
 run "$WORK/cpu.log" --out "$WORK/cpu" --device cpu || exit 1
 run "$WORK/gpu.log" --out "$WORK/gpu" --device "$DEVICE" --precision fp32 || exit 1
@@ -48,12 +50,7 @@ if [[ $DEVICE == cuda-emu ]]; then
   # The emulator runs the kernels' own arithmetic in fp32 on the CPU: its first 8 steps stay
   # within 1e-5 of the CPU's (a real GPU's fused multiply-adds and reduction trees are held to
   # TOL above).
-  check "cuda-emu's first 8 steps within 1e-5 of cpu's" $PY -c "
-import json, sys
-a, b = [[json.loads(l)['loss'] for l in open(f'$WORK/{r}/metrics.jsonl')] for r in ('cpu', 'gpu')]
-worst = max(abs(x - y) / abs(x) for x, y in zip(a[:8], b[:8]))
-print('  first 8 steps: largest relative difference %.2e' % worst)
-sys.exit(not (len(a) >= 8 and len(b) >= 8 and worst <= 1e-5))"
+  check "cuda-emu's first 8 steps within 1e-5 of cpu's" close cpu gpu 1e-5 8
 fi
 run "$WORK/gpu2.log" --out "$WORK/gpu2" --device "$DEVICE" --precision fp32 || exit 1
 check "two $DEVICE runs: bitwise the same losses" \
