@@ -286,8 +286,10 @@ Runner add_generate_commands(CLI::App& app) {
     ZayaModel& model = *im.loaded.model;
     const Tokenizer& tokenizer = *im.tokenizer;
     const ModelConfig& c = model.config();
-    // The same request as zaya serve would take: its rules, its model name, its context.
-    const serve::RequestLimits limits{default_model_name(im), int(c.max_seq_len), c.vocab_size};
+    // The same request as zaya serve would take: its rules, its model name, its context; token ids
+    // within the tokenizer's (a padded vocabulary's padding has no text).
+    const serve::RequestLimits limits{default_model_name(im), int(c.max_seq_len),
+                                      tokenizer.vocab_size()};
     serve::CompletionRequest base;
     base.max_tokens = 64;
     base.sampling.temperature = 0.8f;

@@ -5,12 +5,15 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <new>
+#include <string>
 #include <thread>
 
 #include "backend/device_select.h"
@@ -29,6 +32,29 @@ struct ServeArgs {
   std::string device = "auto", precision = "fp32";
   serve::ServeOptions opt;
 };
+
+// ZAYA_SERVE_TEST_FAULT=request:SEED or step:SEED: a test hook that makes the engine fail the
+// completion with that seed (serve::ServeOptions::test_fault; docs/commands/serve.md).
+void read_test_fault(serve::ServeOptions& opt) {
+  const char* env = std::getenv("ZAYA_SERVE_TEST_FAULT");
+  if (env == nullptr || *env == 0) return;
+  const std::string v = env;
+  const size_t colon = v.find(':');
+  const std::string kind = v.substr(0, colon);
+  uint64_t seed = 0;
+  const char* end = v.data() + v.size();
+  const auto [ptr, ec] = std::from_chars(v.data() + std::min(colon + 1, v.size()), end, seed);
+  const bool ok = colon != std::string::npos && (kind == "request" || kind == "step") &&
+                  colon + 1 < v.size() && ptr == end && ec == std::errc{};
+  ZAYA_CHECK(ok, "ZAYA_SERVE_TEST_FAULT (a test hook): expected request:SEED or step:SEED, got '",
+             v, "'");
+  opt.test_fault = kind;
+  opt.test_fault_seed = seed;
+  std::fprintf(stderr,
+               "zaya serve: warning: ZAYA_SERVE_TEST_FAULT=%s: a test hook; completions with seed "
+               "%llu fail on purpose\n",
+               v.c_str(), (unsigned long long)seed);
+}
 
 }  // namespace
 
@@ -95,6 +121,7 @@ Runner add_serve_commands(CLI::App& app) {
 
     const InferenceModel im = load_inference_model(a->model, a->tokenizer, a->device, a->precision);
     serve::ServeOptions opt = a->opt;
+    read_test_fault(opt);
     if (opt.model_name.empty()) opt.model_name = default_model_name(im);
     const ModelConfig& c = im.loaded.model->config();
     const int64_t context = opt.context > 0 ? opt.context : c.max_seq_len;

@@ -151,7 +151,19 @@ int main(int argc, char** argv) {
   app.add_option("--blas-kernels", blas_kernels, zaya::blas_kernels_flag_help())
       ->capture_default_str();
   const std::vector<zaya::cli::Runner> runners = add_commands(app);
-  if (const std::optional<int> rc = parse(app, argc, argv)) return *rc;
+  // Every rank learns whether the command line ended on any rank (a parse error, --help): a rank
+  // whose parse differs (a file that exists on one machine only) must not leave the others
+  // waiting in a collective it never joins, nor wait itself in MPI_Finalize for them.
+  const std::optional<int> rc = parse(app, argc, argv);
+  const int ended = dist.agree_max(rc ? *rc + 1 : 0);
+  if (rc) return *rc;
+  if (ended > 0) {
+    std::fprintf(stderr,
+                 "%szaya: error: the command line ended on another rank (its message says "
+                 "why); every rank ends\n",
+                 zaya::dist::rank_tag().c_str());
+    return ended > 1 ? ended - 1 : 1;
+  }
   set_threads(threads > 0 ? threads : zaya::dist::threads_per_local_rank());
   return run(runners, dist);
 }

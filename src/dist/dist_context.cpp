@@ -100,6 +100,13 @@ int DistContext::world_size() const {
   return g_world;
 }
 
+int DistContext::agree_max(int value) {
+#ifdef ZAYA_HAVE_MPI
+  if (mpi_ && g_world > 1) return mpi_world_max(value);
+#endif
+  return value;
+}
+
 void DistContext::abort_job(int code) {
   std::fflush(stdout);
   std::fflush(stderr);

@@ -32,6 +32,9 @@ class DistContext {
   // After printing an error: with several ranks, the others may be blocked in a collective that
   // this rank will never join, so abort the whole job (MPI_Abort) instead of hanging.
   void abort_job(int code);
+  // The largest of every rank's `value` (each rank must call it, at the same point); `value`
+  // itself with one rank. main() compares the ranks' parse results with it.
+  int agree_max(int value);
 
  private:
   bool mpi_ = false;

@@ -54,6 +54,13 @@ void mpi_abort(int code) {
   std::abort();  // MPI_Abort does not return; this keeps [[noreturn]] honest
 }
 
+int mpi_world_max(int value) {
+  int out = value;
+  ZAYA_CHECK(MPI_Allreduce(&value, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD) == MPI_SUCCESS,
+             "MPI_Allreduce failed while the ranks compared their command lines");
+  return out;
+}
+
 int mpi_world_rank() {
   int r = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &r);

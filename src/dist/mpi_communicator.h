@@ -30,6 +30,8 @@ void mpi_init(int* argc, char*** argv);
 void mpi_finalize();
 [[noreturn]] void mpi_abort(int code);
 int mpi_world_rank();
+// The largest of every rank's `value` (MPI_Allreduce over MPI_COMM_WORLD; every rank must call it).
+int mpi_world_max(int value);
 int mpi_world_size();
 
 class MpiCommunicator final : public Communicator {

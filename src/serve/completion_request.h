@@ -64,7 +64,8 @@ struct CompletionRequest {
 enum class Door { serve, generate };
 
 // What a request is checked against: the model it must name, the largest max_tokens, the
-// vocabulary its token ids must fall in.
+// vocabulary its token ids must fall in (the tokenizer's: the padding ids of a padded model
+// vocabulary have no text).
 struct RequestLimits {
   std::string served_model;
   int max_tokens_limit = 0;

@@ -9,11 +9,12 @@ namespace zaya::serve {
 
 using nlohmann::json;
 
-TokenLogprob token_logprob_entry(std::span<const float> logits, int32_t token, int top_n) {
+TokenLogprob token_logprob_entry(std::span<const float> logits, int32_t token, int top_n,
+                                 size_t listable) {
   TokenLogprob e;
   e.token = token;
   e.logprob = token_logprob(logits, token);
-  std::vector<int32_t> ids(logits.size());
+  std::vector<int32_t> ids(std::min(listable, logits.size()));
   std::iota(ids.begin(), ids.end(), 0);
   const size_t n = std::min(size_t(std::max(top_n, 0)), ids.size());
   // The most likely first; equal logits by id, so the answer does not depend on the sort.

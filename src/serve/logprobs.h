@@ -23,8 +23,11 @@ struct TokenLogprob {
   std::vector<std::pair<int32_t, double>> top;  // the N most likely, then the token if not in them
 };
 
-// From the logits [V] the token was predicted from.
-TokenLogprob token_logprob_entry(std::span<const float> logits, int32_t token, int top_n);
+// From the logits [V] the token was predicted from. Only ids [0, listable) are listed among the
+// most likely: the tokenizer's, so that the padding of a padded vocabulary (ids with no text,
+// generate.h's is_vocabulary_padding) never is. Log-probabilities are the model's, over all V.
+TokenLogprob token_logprob_entry(std::span<const float> logits, int32_t token, int top_n,
+                                 size_t listable);
 
 // `entries` in order (echoed prompt tokens first); text offsets count from `offset`.
 nlohmann::json logprobs_json(const Tokenizer& tokenizer, std::span<const TokenLogprob> entries,

@@ -212,8 +212,12 @@ struct OpenAiServer::Impl {
     er.opt.drawable = int32_t(tok.vocab_size());
     er.opt.sampling = cr.sampling;
     er.opt.sampling.seed = cr.seed ? *cr.seed : std::random_device{}();
-    er.on_token = [this, ch](int32_t t) {
+    const std::string fault = cr.seed && *cr.seed == opt.test_fault_seed ? opt.test_fault : "";
+    er.on_token = [this, ch, fault](int32_t t) {
+      if (fault == "step") throw Error("a test fault (ZAYA_SERVE_TEST_FAULT): this step fails");
       try {
+        if (fault == "request")
+          throw Error("a test fault (ZAYA_SERVE_TEST_FAULT): this request fails");
         return on_token(*ch, t);
       } catch (const std::exception& e) {
         fail(*ch, e.what());
@@ -236,12 +240,12 @@ struct OpenAiServer::Impl {
         ch->draw_logits.assign(l.begin(), l.end());
       };
       if (cr.echo)
-        er.on_prompt_logits = [ch, prompt,
-                               V = size_t(model.config().vocab_size)](std::span<const float> all) {
+        er.on_prompt_logits = [ch, prompt, V = size_t(model.config().vocab_size),
+                               listable = size_t(tok.vocab_size())](std::span<const float> all) {
           ch->prompt_lps.push_back(TokenLogprob{prompt[0], std::nullopt, {}});
           for (size_t t = 1; t < prompt.size(); ++t)
             ch->prompt_lps.push_back(
-                token_logprob_entry(all.subspan((t - 1) * V, V), prompt[t], ch->top_n));
+                token_logprob_entry(all.subspan((t - 1) * V, V), prompt[t], ch->top_n, listable));
         };
     }
     return er;
@@ -257,7 +261,8 @@ struct OpenAiServer::Impl {
 
   // A drawn token: its text to the channel; false to end the request (cancelled, or a stop).
   bool on_token(Channel& ch, int32_t t) {
-    if (ch.top_n >= 0) ch.drawn_lps.push_back(token_logprob_entry(ch.draw_logits, t, ch.top_n));
+    if (ch.top_n >= 0)
+      ch.drawn_lps.push_back(token_logprob_entry(ch.draw_logits, t, ch.top_n, tok.vocab_size()));
     if (ch.cancelled) return false;
     std::string piece;
     {
@@ -394,8 +399,7 @@ struct OpenAiServer::Impl {
         res.set_header("Connection", "close");
         throw ApiError(503, "the server is shutting down", {}, "server_error");
       }
-      cr = parse_completion_request(hreq.body, opt.model_name, max_tokens_limit,
-                                    model.config().vocab_size);
+      cr = parse_completion_request(hreq.body, opt.model_name, max_tokens_limit, tok.vocab_size());
       if (!cr.stream) {
         answer_batch(cr, res, t0);
         return;
@@ -473,6 +477,12 @@ struct OpenAiServer::Impl {
                      "zaya serve: a decoding step failed (%s); ending the requests it held and "
                      "starting the engine again\n",
                      e.what());
+        {
+          // No request is queued with the failed engine after the ones ended here (submit
+          // answers 503 until the fresh engine is there).
+          std::unique_lock<std::shared_mutex> lock(engine_mutex);
+          engine.reset();
+        }
         end_live(std::string("a decoding step failed: ") + e.what());
         restart_engine();
       }
