@@ -80,7 +80,8 @@ json TokenizerEndpoints::info() const {
           {"bos_token", text(tokenizer.bos_id())},
           {"pad_token", nullptr},
           {"model_max_length", context},
-          {"vocab_size", vocab_size}};
+          {"vocab_size", tokenizer.vocab_size()},
+          {"model_vocab_size", model_vocab_size}};
 }
 
 }  // namespace zaya::serve

@@ -75,6 +75,9 @@ if lp is not None:
     check(len(tops) == len(lp["top_logprobs"]) - 1 and all(1 <= len(t) <= 21 for t in tops)
           and mass < 1e-3,
           f"padded vocabulary: each position lists tokens, none padding (listed mass {mass:.2g})")
+status, info = http(P, "GET", "/tokenizer_info")
+check(status == 200 and info.get("vocab_size") == 508 and info.get("model_vocab_size") == 512,
+      f"padded vocabulary: /tokenizer_info gives the tokenizer's 508 ids and the model's 512 ({info})")
 status, body = http(P, "POST", "/v1/completions",
                     {"model": "model", "prompt": [5, 509, 7], "max_tokens": 2})
 check(status == 400 and "[0, 508)" in body["error"]["message"],
