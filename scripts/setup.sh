@@ -11,6 +11,7 @@ PACKAGES=(
   libcpp-httplib-dev                           # zaya serve's HTTP server (cpp-httplib)
   libboost-context-dev                         # fibers of the emulated CUDA device (cuda-emu)
   zlib1g-dev libzstd-dev zstd                  # .gz/.zst corpora (zaya data prepare); zstd CLI for tests
+  libsimdjson-dev                              # fast JSON Lines fields (zaya data prepare)
   libgtest-dev libgmock-dev libbenchmark-dev   # tests and microbenchmarks
   clang libclang-rt-14-dev libomp-dev          # ASan/UBSan build and fuzz targets (libFuzzer)
   libopenmpi-dev openmpi-bin                   # multi-process runs (mpirun) and their tests

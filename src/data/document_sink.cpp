@@ -29,23 +29,41 @@ void DocumentSink::take(int index, PartReader& part) {
   file.path = path;
   file.documents = file.tokens = 0;  // counted again: --dedup may drop some
   PartDocument d;
-  while (part.next(d)) take_document(d, file);
+  while (part.next(d)) take_document(d.text_hash, d.id, d.tokens, file);
 }
 
-void DocumentSink::take_document(PartDocument& d, FileReport& file) {
-  if (options_.dedup_exact && !seen_.insert({d.text_hash[0], d.text_hash[1]}).second) {
+void DocumentSink::take(int index, Batch& batch) {
+  FileReport& file = report_.file(index);
+  for (TokenizedDocument& d : batch.documents)
+    if (d.verdict.ok() && d.drop == DropReason::kNone)
+      take_document(d.text_hash, d.id, d.tokens, file);
+}
+
+void DocumentSink::end_file(int index, const FileReport& part_report) {
+  FileReport& file = report_.file(index);
+  const FileReport counted = file;
+  file = part_report;
+  file.path = counted.path;
+  file.documents = counted.documents;
+  file.tokens = counted.tokens;
+  file.duplicates = counted.duplicates;
+}
+
+void DocumentSink::take_document(const uint64_t (&text_hash)[2], const std::string& id,
+                                 std::vector<int32_t>& tokens, FileReport& file) {
+  if (options_.dedup_exact && !seen_.insert({text_hash[0], text_hash[1]}).second) {
     ++file.duplicates;
     return;
   }
-  d.tokens.push_back(eos_);
+  tokens.push_back(eos_);
   const bool is_val = is_validation_document(options_.seed, documents_, options_.val_fraction);
   SplitWriter& split = is_val ? val_ : train_;
-  if (ids_) write_id(d.id, is_val, split.tokens_added(), int64_t(d.tokens.size()));
-  split.add(d.tokens);
+  if (ids_) write_id(id, is_val, split.tokens_added(), int64_t(tokens.size()));
+  split.add(tokens);
   ++documents_;
   train_documents_ += !is_val;
   ++file.documents;
-  file.tokens += int64_t(d.tokens.size());
+  file.tokens += int64_t(tokens.size());
 }
 
 void DocumentSink::write_id(const std::string& id, bool is_val, int64_t offset, int64_t tokens) {

@@ -1,8 +1,9 @@
-// The ordered end of `zaya data prepare`: reads the input files' parts (prepare_parts.h) in input
-// order and decides each candidate document's fate: with dedup, a repeated text is counted and
-// dropped, and the rest go whole to the train or the validation split by their number among kept
-// documents. Single-threaded by design: every decision here depends on the order, so the output
-// cannot depend on timing, on the thread count or on which rank wrote which part.
+// The ordered end of `zaya data prepare`: takes the input files' documents in input order, from
+// their parts (prepare_parts.h) or, on one rank, straight from the pipeline's batches as their
+// parts are written, and decides each candidate document's fate: with dedup, a repeated text is
+// counted and dropped, and the rest go whole to the train or the validation split by their number
+// among kept documents. Single-threaded by design: every decision here depends on the order, so the
+// output cannot depend on timing, on the thread count or on which rank wrote which part.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,11 @@ class DocumentSink {
 
   // Takes every document of input file `file` from its part.
   void take(int file, PartReader& part);
+  // Takes the kept documents of one of input file `file`'s batches (PartSink::take has seen it
+  // first: refused records were counted or stopped the run); `file_done` batches end with
+  // end_file and the report PartSink wrote into the part's footer.
+  void take(int file, Batch& batch);
+  void end_file(int file, const FileReport& part_report);
   // Writes the last shards and moves documents.jsonl into place.
   void finish();
 
@@ -45,7 +51,8 @@ class DocumentSink {
     size_t operator()(const TextHash& h) const { return size_t(h.a); }
   };
 
-  void take_document(PartDocument& d, FileReport& file);
+  void take_document(const uint64_t (&text_hash)[2], const std::string& id,
+                     std::vector<int32_t>& tokens, FileReport& file);
   void write_id(const std::string& id, bool is_val, int64_t offset, int64_t tokens);
 
   const PrepareOptions& options_;

@@ -1,12 +1,14 @@
 #include "data/prepare.h"
 
 #include <malloc.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include <nlohmann/json.hpp>
 
@@ -239,19 +241,24 @@ bool set_up_work_dir(const PrepareOptions& o, const fs::path& dir, const fs::pat
   return false;
 }
 
+// Called with each batch after its part has taken it: the batch's global file index and the part
+// sink (whose last_file() is the file's report once a batch is file_done).
+using BatchHook = std::function<void(int file, Batch& batch, const PartSink& parts)>;
+
 // Tokenizes input files `mine` (global indices into `files`) into their parts.
 void tokenize_files(const PrepareOptions& o, const TextEncoder& encoder,
                     const std::vector<std::string>& files, const std::vector<int>& mine,
-                    const std::string& work) {
+                    const std::string& work, const BatchHook& hook = {}) {
   if (mine.empty()) return;
   std::vector<std::string> paths;
   for (int i : mine) paths.push_back(files[size_t(i)]);
   ProgressMeter meter("prepare " + o.name, total_file_bytes(paths), o.progress);
-  PartSink sink(o, work, paths, mine);
+  PartSink sink(o, work, paths, mine, encoder.vocab_size());
   OrderedPipeline pipeline(pipeline_config(o, paths), encoder);
   Batch batch;
   for (int64_t taken = 1; pipeline.next(batch); ++taken) {
     sink.take(batch);
+    if (hook) hook(mine[size_t(batch.file)], batch, sink);
     if (taken % 64 == 0) release_free_memory();
     meter.update(sink.file_bytes_done() + (batch.file_done ? 0 : batch.file_bytes),
                  sink.content_bytes_done() + (batch.file_done ? 0 : batch.content_bytes),
@@ -271,16 +278,11 @@ void remove_old_outputs(const fs::path& dir) {
   }
 }
 
-// Rank 0, once every part exists: the parts in input order into shards, then index.json.
-PrepareSummary assemble(const PrepareOptions& o, const TextEncoder& encoder,
-                        const std::vector<std::string>& files, const fs::path& dir,
-                        const fs::path& work, std::chrono::steady_clock::time_point t0) {
-  remove_old_outputs(dir);
-  DocumentSink sink(o, dir.string(), files, encoder.vocab_size(), encoder.eos_id(), o.progress);
-  for (int i = 0; i < int(files.size()); ++i) {
-    PartReader part(part_path(work.string(), i));
-    sink.take(i, part);
-  }
+// After every document went into `sink`: the last shards, the summary and index.json.
+PrepareSummary finish_assembly(const PrepareOptions& o, const TextEncoder& encoder,
+                               const std::vector<std::string>& files, DocumentSink& sink,
+                               const fs::path& dir, const fs::path& work,
+                               std::chrono::steady_clock::time_point t0) {
   ZAYA_CHECK(sink.train_documents() > 0, "--input: no training documents (", sink.documents(),
              " documents found with separator ", json(o.doc_separator).dump(),
              "); expected non-empty text");
@@ -304,6 +306,51 @@ PrepareSummary assemble(const PrepareOptions& o, const TextEncoder& encoder,
   kill_point("cleanup");
   fs::remove_all(work);
   return sum;
+}
+
+// Rank 0, once every part exists: the parts in input order into shards, then index.json.
+PrepareSummary assemble(const PrepareOptions& o, const TextEncoder& encoder,
+                        const std::vector<std::string>& files, const fs::path& dir,
+                        const fs::path& work, std::chrono::steady_clock::time_point t0) {
+  remove_old_outputs(dir);
+  DocumentSink sink(o, dir.string(), files, encoder.vocab_size(), encoder.eos_id(), o.progress);
+  for (int i = 0; i < int(files.size()); ++i) {
+    PartReader part(part_path(work.string(), i));
+    sink.take(i, part);
+  }
+  return finish_assembly(o, encoder, files, sink, dir, work, t0);
+}
+
+// One rank: the shards are written beside the tokenization, each batch going into the shards as
+// its part takes it (the files `pending` lacks, whose parts an interrupted run finished, are
+// read back in their turn), instead of reading every part back afterwards. The same documents
+// reach the sink in the same order, so the outputs are those of assemble().
+PrepareSummary tokenize_and_assemble(const PrepareOptions& o, const TextEncoder& encoder,
+                                     const std::vector<std::string>& files,
+                                     const std::vector<int>& pending, const fs::path& dir,
+                                     const fs::path& work,
+                                     std::chrono::steady_clock::time_point t0) {
+  remove_old_outputs(dir);
+  // Shard lines would break a progress line redrawn in place; logs get them.
+  DocumentSink sink(o, dir.string(), files, encoder.vocab_size(), encoder.eos_id(),
+                    o.progress && !::isatty(STDERR_FILENO));
+  int next = 0;  // the next file the sink takes
+  const auto take_parts_until = [&](int end) {
+    for (; next < end; ++next) {
+      PartReader part(part_path(work.string(), next));
+      sink.take(next, part);
+    }
+  };
+  tokenize_files(o, encoder, files, pending, work.string(),
+                 [&](int file, Batch& batch, const PartSink& parts) {
+                   take_parts_until(file);
+                   sink.take(file, batch);
+                   if (!batch.file_done) return;
+                   sink.end_file(file, parts.last_file());
+                   next = file + 1;
+                 });
+  take_parts_until(int(files.size()));
+  return finish_assembly(o, encoder, files, sink, dir, work, t0);
 }
 
 // The summary of a source that is already complete, from its index.json.
@@ -352,9 +399,14 @@ PrepareSummary prepare_source(const PrepareOptions& options, const TextEncoder& 
   if (o.resume && o.progress && world == 1)
     std::fprintf(stderr, "prepare %s: resuming: %zu of %zu input files already tokenized\n",
                  o.name.c_str(), files.size() - pending.size(), files.size());
+  PrepareSummary sum;
+  if (world == 1) {
+    sum = tokenize_and_assemble(o, encoder, files, pending, dir, work, t0);
+    sum.source_dir = dir.string();
+    return sum;
+  }
   on_every_rank(comm, true, [&] { tokenize_files(o, encoder, files, pending, work.string()); });
 
-  PrepareSummary sum;
   on_every_rank(comm, rank == 0, [&] { sum = assemble(o, encoder, files, dir, work, t0); });
   sum.source_dir = dir.string();
   return sum;

@@ -1,30 +1,34 @@
 #include "data/prepare_parts.h"
 
-#include <unistd.h>
-
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 
 #include "core/error.h"
+#include "data/checksum.h"
 #include "data/kill_point.h"
+#include "data/shard.h"
 
 namespace zaya {
 
 namespace {
 
-constexpr char kPartMagic[8] = {'Z', 'A', 'Y', 'A', 'P', 'R', 'T', '1'};
+constexpr char kPartMagic[8] = {'Z', 'A', 'Y', 'A', 'P', 'R', 'T', '2'};
 constexpr char kPartEnd[8] = {'Z', 'A', 'Y', 'A', 'P', 'E', 'N', 'D'};
 
-// The footer: every field an int64 (no padding), then the end magic. body_bytes counts the bytes
-// between the leading magic and the footer.
+// The footer: every field 8 bytes (no padding), then the end magic. body_bytes counts the bytes
+// between the leading magic and the footer, checksum is their FNV-1a; token_bytes is the width of
+// a stored token (2 when the vocabulary fits 16 bits, as in the shards, else 4).
 struct PartFooter {
   int64_t format, compression, file_bytes, content_bytes;
   int64_t skipped[kBadRecordKinds];
-  int64_t empty, too_short, documents, tokens, body_bytes;
+  int64_t empty, too_short, documents, tokens, token_bytes;
+  uint64_t checksum;
+  int64_t body_bytes;
   char magic[8];
 };
-static_assert(sizeof(PartFooter) == (10 + kBadRecordKinds) * 8);
+static_assert(sizeof(PartFooter) == (12 + kBadRecordKinds) * 8);
 
 struct EntryHeader {
   uint64_t hash0, hash1, id_bytes, tokens;
@@ -40,7 +44,21 @@ bool read_footer(std::FILE* f, PartFooter& footer) {
   if (std::memcmp(footer.magic, kPartEnd, 8) != 0 || footer.body_bytes != size - least ||
       std::fseek(f, 0, SEEK_SET) != 0 || std::fread(magic, 8, 1, f) != 1)
     return false;
-  return std::memcmp(magic, kPartMagic, 8) == 0;
+  return std::memcmp(magic, kPartMagic, 8) == 0 &&
+         (footer.token_bytes == 2 || footer.token_bytes == 4);
+}
+
+// The body's checksum against the footer's (f positioned after the leading magic).
+bool body_matches(std::FILE* f, const PartFooter& footer) {
+  std::vector<char> chunk(size_t(1) << 20);
+  uint64_t sum = kFnv1a64Offset;
+  for (int64_t left = footer.body_bytes; left > 0;) {
+    const size_t want = size_t(std::min<int64_t>(left, int64_t(chunk.size())));
+    if (std::fread(chunk.data(), 1, want, f) != want) return false;
+    sum = fnv1a64(chunk.data(), want, sum);
+    left -= int64_t(want);
+  }
+  return sum == footer.checksum;
 }
 
 }  // namespace
@@ -51,12 +69,16 @@ std::string part_path(const std::string& work_dir, int index) {
   return (std::filesystem::path(work_dir) / name).string();
 }
 
-PartWriter::PartWriter(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp") {
+PartWriter::PartWriter(std::string path, int64_t vocab_size)
+    : path_(std::move(path)),
+      tmp_(path_ + ".tmp"),
+      narrow_(token_dtype_for_vocab(vocab_size) == TokenDtype::kU16) {
   file_ = std::fopen(tmp_.c_str(), "wb");
   ZAYA_CHECK(file_ != nullptr, tmp_, ": cannot create file: ", std::strerror(errno));
   std::setvbuf(file_, nullptr, _IOFBF, size_t(1) << 20);
   write(kPartMagic, sizeof kPartMagic);
   body_bytes_ = 0;
+  checksum_ = kFnv1a64Offset;
 }
 
 PartWriter::~PartWriter() {
@@ -70,13 +92,19 @@ void PartWriter::write(const void* data, size_t bytes) {
   ZAYA_CHECK(std::fwrite(data, 1, bytes, file_) == bytes, tmp_,
              ": write failed: ", std::strerror(errno));
   body_bytes_ += int64_t(bytes);
+  checksum_ = fnv1a64(data, bytes, checksum_);
 }
 
 void PartWriter::add(const TokenizedDocument& d) {
   const EntryHeader h{d.text_hash[0], d.text_hash[1], d.id.size(), d.tokens.size()};
   write(&h, sizeof h);
   write(d.id.data(), d.id.size());
-  write(d.tokens.data(), d.tokens.size() * sizeof(int32_t));
+  if (narrow_) {
+    narrowed_.assign(d.tokens.begin(), d.tokens.end());  // ids < vocab_size <= 65536
+    write(narrowed_.data(), narrowed_.size() * sizeof(uint16_t));
+  } else {
+    write(d.tokens.data(), d.tokens.size() * sizeof(int32_t));
+  }
   ++documents_;
   tokens_ += int64_t(d.tokens.size()) + 1;  // the eos each kept document gets
 }
@@ -92,11 +120,15 @@ void PartWriter::commit(const FileReport& r) {
   f.too_short = r.too_short;
   f.documents = documents_;
   f.tokens = tokens_;
+  f.token_bytes = narrow_ ? 2 : 4;
+  f.checksum = checksum_;
   f.body_bytes = body_bytes_;
   std::memcpy(f.magic, kPartEnd, 8);
   write(&f, sizeof f);
-  ZAYA_CHECK(std::fflush(file_) == 0 && ::fsync(fileno(file_)) == 0, tmp_,
-             ": write failed: ", std::strerror(errno));
+  // No fsync (it stalled the run on the disk): a kill -9 loses nothing the kernel holds, and
+  // after a power loss a torn part fails the checksum part_is_complete verifies, so its file is
+  // tokenized again. The shards, the outputs, are synced.
+  ZAYA_CHECK(std::fflush(file_) == 0, tmp_, ": write failed: ", std::strerror(errno));
   const int closed = std::fclose(file_);
   file_ = nullptr;
   if (closed != 0) std::remove(tmp_.c_str());
@@ -122,6 +154,7 @@ PartReader::PartReader(std::string path) : path_(std::move(path)) {
   report_.too_short = f.too_short;
   report_.documents = f.documents;
   report_.tokens = f.tokens;
+  token_bytes_ = f.token_bytes;
   left_ = f.documents;
 }
 
@@ -143,7 +176,13 @@ bool PartReader::next(PartDocument& d) {
   d.id.resize(h.id_bytes);
   read(d.id.data(), d.id.size());
   d.tokens.resize(h.tokens);
-  read(d.tokens.data(), d.tokens.size() * sizeof(int32_t));
+  if (token_bytes_ == 4) {
+    read(d.tokens.data(), d.tokens.size() * sizeof(int32_t));
+    return true;
+  }
+  narrowed_.resize(h.tokens);
+  read(narrowed_.data(), narrowed_.size() * sizeof(uint16_t));
+  std::copy(narrowed_.begin(), narrowed_.end(), d.tokens.begin());
   return true;
 }
 
@@ -151,14 +190,15 @@ bool part_is_complete(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) return false;
   PartFooter footer{};
-  const bool ok = read_footer(f, footer);
+  const bool ok = read_footer(f, footer) && body_matches(f, footer);
   std::fclose(f);
   return ok;
 }
 
 PartSink::PartSink(const PrepareOptions& options, std::string work_dir,
-                   std::vector<std::string> files, std::vector<int> indices)
+                   std::vector<std::string> files, std::vector<int> indices, int64_t vocab_size)
     : options_(options),
+      vocab_size_(vocab_size),
       work_dir_(std::move(work_dir)),
       files_(std::move(files)),
       indices_(std::move(indices)) {}
@@ -174,7 +214,8 @@ void PartSink::refuse(const RecordVerdict& verdict) {
 void PartSink::take(Batch& batch) {
   if (!batch.fatal.empty()) ZAYA_FAIL(batch.fatal);
   if (!writer_) {
-    writer_ = std::make_unique<PartWriter>(part_path(work_dir_, indices_.at(size_t(batch.file))));
+    writer_ = std::make_unique<PartWriter>(part_path(work_dir_, indices_.at(size_t(batch.file))),
+                                           vocab_size_);
     report_ = FileReport{};
     report_.path = files_.at(size_t(batch.file));
   }

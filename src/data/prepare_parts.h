@@ -1,12 +1,13 @@
 // The restartable middle of `zaya data prepare`: every input file is tokenized into its own part
 // file (WORK/NNNNNN.part, WORK = DIR/NAME/.prepare), which holds the file's candidate documents in
 // order (text hashes for --dedup, ids, tokens) and a footer with what was read, skipped and
-// dropped. A part is written to a temporary file and renamed into place only when complete
-// (fsync first), and its footer states its own length, so a part that exists is a finished file's
-// work: `--resume` keeps it and redoes only the input files without one. The decisions that need
-// every earlier document (dedup, the train/val split, the shards) are taken afterwards, in input
-// order, by DocumentSink. Parts are also how ranks divide the files: each rank writes the parts
-// of its own files.
+// dropped. A part is written to a temporary file and renamed into place only when complete, and
+// its footer states its own length and checksum, so a part that exists and matches them is a
+// finished file's work: `--resume` keeps it and redoes only the input files without one. Tokens
+// are stored 2 bytes wide when the vocabulary fits (as in the shards), else 4. The decisions that
+// need every earlier document (dedup, the train/val split, the shards) are taken afterwards, in
+// input order, by DocumentSink. Parts are also how ranks divide the files: each rank writes the
+// parts of its own files.
 #pragma once
 
 #include <cstdint>
@@ -31,14 +32,14 @@ std::string part_path(const std::string& work_dir, int index);
 
 class PartWriter {
  public:
-  explicit PartWriter(std::string path);  // writes path + ".tmp"
-  ~PartWriter();                          // unfinished: removes the temporary file
+  PartWriter(std::string path, int64_t vocab_size);  // writes path + ".tmp"
+  ~PartWriter();                                     // unfinished: removes the temporary file
   PartWriter(const PartWriter&) = delete;
   PartWriter& operator=(const PartWriter&) = delete;
 
   void add(const TokenizedDocument& d);
-  // Writes the footer (the report's counts; documents and tokens are the candidates written),
-  // syncs and renames the part into place.
+  // Writes the footer (the report's counts; documents and tokens are the candidates written)
+  // and renames the part into place.
   void commit(const FileReport& report);
 
  private:
@@ -46,7 +47,10 @@ class PartWriter {
 
   std::string path_, tmp_;
   std::FILE* file_ = nullptr;
+  bool narrow_ = false;  // 2-byte tokens
+  std::vector<uint16_t> narrowed_;
   int64_t body_bytes_ = 0, documents_ = 0, tokens_ = 0;
+  uint64_t checksum_ = 0;
 };
 
 class PartReader {
@@ -67,10 +71,12 @@ class PartReader {
   std::string path_;
   std::FILE* file_ = nullptr;
   FileReport report_;
-  int64_t left_ = 0;
+  int64_t left_ = 0, token_bytes_ = 4;
+  std::vector<uint16_t> narrowed_;
 };
 
-// Whether `path` is a complete part (exists, magic, footer and length agree).
+// Whether `path` is a complete part (exists; magic, footer, length and checksum agree). Reads it
+// whole.
 bool part_is_complete(const std::string& path);
 
 // Takes the pipeline's batches in order and writes one part per input file: a refused record
@@ -79,7 +85,7 @@ bool part_is_complete(const std::string& path);
 class PartSink {
  public:
   PartSink(const PrepareOptions& options, std::string work_dir, std::vector<std::string> files,
-           std::vector<int> indices);
+           std::vector<int> indices, int64_t vocab_size);
   ~PartSink();
 
   void take(Batch& batch);
@@ -93,6 +99,7 @@ class PartSink {
   void refuse(const RecordVerdict& verdict);
 
   const PrepareOptions& options_;
+  int64_t vocab_size_;
   std::string work_dir_;
   std::vector<std::string> files_;
   std::vector<int> indices_;

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "io/json_fields.h"
 #include "io/utf8_check.h"
 
 namespace zaya {
@@ -53,6 +54,7 @@ RecordVerdict take_json_fields(const Record& r, const ReadOptions& o, const std:
   if (bad != std::string::npos)
     return refuse(BadRecord::kInvalidUtf8, path, r.line,
                   str_cat("invalid UTF-8 at byte ", bad + 1, " of the line"));
+  if (fast_json_fields(r.bytes, o, out)) return {};
   json j;
   try {
     j = json::parse(r.bytes);
