@@ -40,48 +40,79 @@ Prepared prepare(const ContinuationRequest& rq, int64_t capacity, size_t index) 
   return p;
 }
 
-// Prefills every group's shared prefix once and forks it for the group's other requests; returns
-// the sequence id of each request of [begin, end). `group_ends` are the ends of the groups.
-std::vector<int> start_sequences(BatchDecoder& decoder, std::span<const Prepared> prepared,
-                                 size_t begin, std::span<const size_t> group_ends) {
-  std::vector<int> ids;
-  for (const size_t end : group_ends) {
-    int64_t reserve = 0;
-    for (size_t i = begin; i < end; ++i) reserve = std::max(reserve, prepared[i].positions());
-    const int first = decoder.add(prepared[begin].prefix, std::max<int64_t>(reserve, 1));
-    ids.push_back(first);
-    for (size_t i = begin + 1; i < end; ++i)
-      ids.push_back(decoder.fork(first, std::max<int64_t>(prepared[i].positions(), 1)));
+// Requests of one prefix, consecutive in the input: prefilled once, forked for the others.
+struct Group {
+  size_t begin, end;
+};
+
+// Runs of one prefix, each cut into groups of at most `max_sequences` requests.
+std::vector<Group> groups_of(std::span<const Prepared> prepared, size_t max_sequences) {
+  std::vector<Group> groups;
+  for (size_t begin = 0; begin < prepared.size();) {
+    size_t end = begin + 1;
+    while (end < prepared.size() && end - begin < max_sequences &&
+           prepared[end].prefix == prepared[begin].prefix)
+      ++end;
+    groups.push_back({begin, end});
     begin = end;
   }
-  return ids;
+  return groups;
 }
 
-// Scores the requests `rows` (already in the decoder as `ids`): reads each continuation token's
-// log-probability, then feeds it, all rows in one batched step per position.
-void decode_rows(BatchDecoder& decoder, std::span<const Prepared> rows, std::span<const int> ids,
-                 std::span<ContinuationScore> out) {
-  size_t longest = 0;
-  for (const Prepared& p : rows) longest = std::max(longest, p.continuation->size());
-  for (size_t k = 0; k < longest; ++k) {
-    std::vector<int> step_ids;
-    std::vector<int32_t> step_tokens;
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const std::vector<int32_t>& cont = *rows[i].continuation;
-      if (k >= cont.size()) continue;
-      bool greedy = false;
-      const double lp = token_logprob(decoder.logits(ids[i]), cont[k], &greedy);
-      out[i].logprob += lp;
-      out[i].is_greedy = out[i].is_greedy && greedy;
-      out[i].token_logprobs.push_back(lp);
-      if (k + 1 < cont.size()) {
-        step_ids.push_back(ids[i]);
-        step_tokens.push_back(cont[k]);
-      }
-    }
-    decoder.step(step_ids, step_tokens);
+// A request in the decoder: its sequence and the continuation token whose log-probability its
+// logits give next.
+struct Row {
+  size_t request;
+  int id;
+  size_t k = 0;
+};
+
+// Prefills the group's prefix once and forks it for the group's other requests.
+void admit(BatchDecoder& decoder, std::span<const Prepared> prepared, Group g,
+           std::vector<Row>& rows) {
+  int64_t reserve = 0;
+  for (size_t i = g.begin; i < g.end; ++i) reserve = std::max(reserve, prepared[i].positions());
+  const int first = decoder.add(prepared[g.begin].prefix, std::max<int64_t>(reserve, 1));
+  rows.push_back({g.begin, first});
+  for (size_t i = g.begin + 1; i < g.end; ++i)
+    rows.push_back({i, decoder.fork(first, std::max<int64_t>(prepared[i].positions(), 1))});
+}
+
+// Reads each row's next continuation token's log-probability (the rows in parallel: each is
+// computed alone, the same whatever else is in the step), then feeds the token to the rows whose
+// continuation goes on, in one batched step; finished rows leave the decoder.
+void score_and_step(BatchDecoder& decoder, std::span<const Prepared> prepared,
+                    std::vector<Row>& rows, std::span<ContinuationScore> out) {
+  std::vector<std::span<const float>> logits;
+  for (const Row& r : rows) logits.push_back(decoder.logits(r.id));
+  std::vector<double> lp(rows.size());
+  std::vector<char> greedy(rows.size());
+#pragma omp parallel for schedule(dynamic, 4)
+  for (size_t i = 0; i < rows.size(); ++i) {
+    bool g = false;
+    lp[i] = token_logprob(logits[i], (*prepared[rows[i].request].continuation)[rows[i].k], &g);
+    greedy[i] = g;
   }
-  for (const int id : ids) decoder.remove(id);
+  std::vector<int> step_ids;
+  std::vector<int32_t> step_tokens;
+  std::vector<Row> going_on;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    Row r = rows[i];
+    const std::vector<int32_t>& cont = *prepared[r.request].continuation;
+    ContinuationScore& s = out[r.request];
+    s.logprob += lp[i];
+    s.is_greedy = s.is_greedy && greedy[i];
+    s.token_logprobs.push_back(lp[i]);
+    if (++r.k < cont.size()) {
+      step_ids.push_back(r.id);
+      step_tokens.push_back(cont[r.k - 1]);
+      going_on.push_back(r);
+    } else {
+      decoder.remove(r.id);
+    }
+  }
+  decoder.step(step_ids, step_tokens);
+  rows = std::move(going_on);
 }
 
 }  // namespace
@@ -99,20 +130,20 @@ std::vector<ContinuationScore> score_continuations(ZayaModel& model,
   }
   std::vector<ContinuationScore> out(requests.size());
   if (requests.empty()) return out;
+  const std::vector<Group> groups = groups_of(prepared, size_t(max_sequences));
   DecoderLimits limits;
   limits.max_sequences = max_sequences;
   limits.capacity = capacity;
   BatchDecoder decoder(model, limits);
-  // Waves of at most max_sequences requests; within a wave, runs of one prefix share a prefill.
-  for (size_t begin = 0; begin < prepared.size();) {
-    const size_t wave_end = std::min(prepared.size(), begin + size_t(max_sequences));
-    std::vector<size_t> group_ends;
-    for (size_t i = begin + 1; i <= wave_end; ++i)
-      if (i == wave_end || prepared[i].prefix != prepared[i - 1].prefix) group_ends.push_back(i);
-    const std::vector<int> ids = start_sequences(decoder, prepared, begin, group_ends);
-    decode_rows(decoder, std::span(prepared).subspan(begin, wave_end - begin), ids,
-                std::span(out).subspan(begin, wave_end - begin));
-    begin = wave_end;
+  // Continuous batching: whenever a group's requests fit beside the rows still decoding, it joins;
+  // every step then advances every row by one continuation token.
+  std::vector<Row> rows;
+  for (size_t next = 0; next < groups.size() || !rows.empty();) {
+    for (; next < groups.size() &&
+           rows.size() + (groups[next].end - groups[next].begin) <= size_t(max_sequences);
+         ++next)
+      admit(decoder, prepared, groups[next], rows);
+    score_and_step(decoder, prepared, rows, out);
   }
   return out;
 }

@@ -4,8 +4,10 @@
 //
 // Each distinct context of consecutive requests is prefilled once in the BatchDecoder; its choices
 // fork that sequence (same cache, no recomputation) and their tokens are decoded together in
-// batched steps with the other items' choices. Inputs longer than the decoder's context lose
-// tokens on the left, as lm-eval truncates (context + continuation)[-(max_length + 1):].
+// batched steps with the other items' choices (continuous batching: an item's choices join as soon
+// as there are free slots for all of them). A request's score does not depend on what shares its
+// steps, bit for bit. Inputs longer than the decoder's context lose tokens on the left, as lm-eval
+// truncates (context + continuation)[-(max_length + 1):].
 #pragma once
 
 #include <cstdint>

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <set>
 
@@ -258,6 +259,46 @@ TEST(ContinuationScorer, EqualsTheFullForward) {
     EXPECT_EQ(got[i].token_logprobs.size(), rqs[i].continuation.size());
   }
   EXPECT_TRUE(got.back().is_greedy);
+}
+
+// A request's scores are the same bits whatever shares its decode steps: alone (one sequence at a
+// time, each context prefilled for itself), in batches of several items' choices, which join
+// and leave at different steps, and with the items in another order.
+TEST(ContinuationScorer, AScoreDoesNotDependOnWhatSharesItsSteps) {
+  ZayaModel model = test::perturbed_tiny(6);
+  const int V = int(model.config().vocab_size);
+  std::vector<ContinuationRequest> rqs;
+  for (int item = 0; item < 5; ++item) {
+    const std::vector<int32_t> ctx = test::random_tokens(3 + 2 * item, V, 30 + uint64_t(item));
+    for (int c = 0; c < 3; ++c)
+      rqs.push_back(
+          {ctx, test::random_tokens(1 + (item + 2 * c) % 6, V, 40 + uint64_t(3 * item + c))});
+  }
+  const auto same = [&](const std::vector<ContinuationScore>& got, const std::vector<size_t>& order,
+                        const std::vector<ContinuationScore>& want, const char* what) {
+    for (size_t i = 0; i < order.size(); ++i) {
+      const ContinuationScore &g = got[i], &w = want[order[i]];
+      EXPECT_EQ(std::memcmp(&g.logprob, &w.logprob, sizeof(double)), 0) << what << " request " << i;
+      ASSERT_EQ(g.token_logprobs.size(), w.token_logprobs.size()) << what << " request " << i;
+      EXPECT_EQ(std::memcmp(g.token_logprobs.data(), w.token_logprobs.data(),
+                            sizeof(double) * w.token_logprobs.size()),
+                0)
+          << what << " request " << i;
+      EXPECT_EQ(g.is_greedy, w.is_greedy) << what << " request " << i;
+    }
+  };
+  const std::vector<ContinuationScore> alone = score_continuations(model, rqs, 1);
+  std::vector<size_t> identity(rqs.size());
+  for (size_t i = 0; i < identity.size(); ++i) identity[i] = i;
+  for (const int batch : {2, 4, 7, 16})
+    same(score_continuations(model, rqs, batch), identity, alone, "in order");
+  // The items reversed (each item's choices stay together, so its context is still shared).
+  std::vector<size_t> reversed;
+  for (size_t item = 5; item-- > 0;)
+    for (size_t c = 0; c < 3; ++c) reversed.push_back(3 * item + c);
+  std::vector<ContinuationRequest> rq2;
+  for (const size_t i : reversed) rq2.push_back(rqs[i]);
+  same(score_continuations(model, rq2, 5), reversed, alone, "reversed");
 }
 
 }  // namespace

@@ -44,6 +44,25 @@ inline float finish(Lanes acc) {
   return s2a + s2b;
 }
 
+// finish() of four accumulators at once (lane q: finish(acc[q])): the same additions of the same
+// two numbers each, side by side, so the same bits.
+inline Lanes4 finish4(const Lanes* acc) {
+  const Lanes ab = __builtin_shufflevector(acc[0], acc[1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19,
+                                           20, 21, 22, 23) +
+                   __builtin_shufflevector(acc[0], acc[1], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26,
+                                           27, 28, 29, 30, 31);
+  const Lanes cd = __builtin_shufflevector(acc[2], acc[3], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19,
+                                           20, 21, 22, 23) +
+                   __builtin_shufflevector(acc[2], acc[3], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26,
+                                           27, 28, 29, 30, 31);
+  const Lanes s4 =
+      __builtin_shufflevector(ab, cd, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27) +
+      __builtin_shufflevector(ab, cd, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+  const Lanes8 s2 = __builtin_shufflevector(s4, s4, 0, 1, 4, 5, 8, 9, 12, 13) +
+                    __builtin_shufflevector(s4, s4, 2, 3, 6, 7, 10, 11, 14, 15);
+  return __builtin_shufflevector(s2, s2, 0, 2, 4, 6) + __builtin_shufflevector(s2, s2, 1, 3, 5, 7);
+}
+
 // R input rows × W weight rows: R·W independent sums (instruction-level parallelism), each one
 // the same sequence of vector operations as a lone fixed_order_dot.
 template <int R, int W>
@@ -65,8 +84,14 @@ inline void dots(float* out, size_t out_stride, const float* x, size_t x_stride,
       for (int q = 0; q < W; ++q) acc[r][q] += xv * load_tail(w + q * w_stride + full, k - full);
     }
   }
-  for (int r = 0; r < R; ++r)
-    for (int q = 0; q < W; ++q) out[r * out_stride + q] = finish(acc[r][q]);
+  for (int r = 0; r < R; ++r) {
+    if constexpr (W == 4) {
+      const Lanes4 f = finish4(acc[r]);
+      std::memcpy(out + r * out_stride, &f, sizeof f);
+    } else {
+      for (int q = 0; q < W; ++q) out[r * out_stride + q] = finish(acc[r][q]);
+    }
+  }
 }
 
 }  // namespace
@@ -81,8 +106,9 @@ void rows_matmul_forward(float* out, const float* in, const float* w, const floa
                          int k, int m) {
   if (n <= 0 || m <= 0) return;
   // Blocks of 4 weight rows are the unit of work (and of parallelism): a block stays in cache
-  // while every input row passes over it, two rows at a time. No choice here changes the
-  // operations of any one output element, so a row's results are the same in every call.
+  // while every input row passes over it, four rows at a time (16 independent sums). No choice here
+  // changes the operations of any one output element, so a row's results are the same in every
+  // call.
   constexpr int kW = 4;
   const int blocks = (m + kW - 1) / kW;
   const size_t K = size_t(k), M = size_t(m);
@@ -92,8 +118,12 @@ void rows_matmul_forward(float* out, const float* in, const float* w, const floa
     const float* wb = w + size_t(o0) * K;
     if (m - o0 >= kW) {
       int r = 0;
-      for (; r + 2 <= n; r += 2)
+      for (; r + 4 <= n; r += 4)
+        dots<4, kW>(out + size_t(r) * M + o0, M, in + size_t(r) * K, K, wb, K, k);
+      if (r + 2 <= n) {
         dots<2, kW>(out + size_t(r) * M + o0, M, in + size_t(r) * K, K, wb, K, k);
+        r += 2;
+      }
       if (r < n) dots<1, kW>(out + size_t(r) * M + o0, M, in + size_t(r) * K, K, wb, K, k);
     } else {
       for (int r = 0; r < n; ++r)
