@@ -139,17 +139,21 @@ std::string find_resume_checkpoint(const RunPlan& p, dist::Communicator& comm, b
 
 // The samples of the end of the run, tried now: the tokenizer must be the data's (or the model
 // learns one vocabulary and the samples are read in another) and every prompt must encode.
+// 'train.tokenizer' must be the one the data was encoded with; USE says what would read it wrong.
+void check_data_tokenizer(const RunPlan& p, const Tokenizer& tok, const std::string& use) {
+  ZAYA_CHECK(tok.vocab_size() == p.loader->vocab_size(), p.config_path, ": 'train.tokenizer' ",
+             p.train.tokenizer, " has ", tok.vocab_size(),
+             " tokens but the data was prepared with a tokenizer of ", p.loader->vocab_size(),
+             " (the sources' index.json); ", use,
+             ": name the data's tokenizer, or prepare the data with this one");
+}
+
 void check_samples(const RunPlan& p) {
   const std::string& path = p.config_path;
   const Tokenizer& tok = *p.sample_tokenizer;
-  const std::string samples_by =
-      "the samples would be decoded by another tokenizer than the "
-      "one the data was encoded with";
-  ZAYA_CHECK(tok.vocab_size() == p.loader->vocab_size(), path, ": 'train.tokenizer' ",
-             p.train.tokenizer, " has ", tok.vocab_size(),
-             " tokens but the data was prepared with a tokenizer of ", p.loader->vocab_size(),
-             " (the sources' index.json); ", samples_by,
-             ": name the data's tokenizer, or prepare the data with this one");
+  check_data_tokenizer(p, tok,
+                       "the samples would be decoded by another tokenizer than the one the data "
+                       "was encoded with");
   for (size_t i = 0; i < p.train.sample_prompts.size(); ++i)
     ZAYA_CHECK(!tok.encode(p.train.sample_prompts[i]).empty(), path, ": 'train.sample_prompts'[", i,
                "] encodes to no tokens; a sample continues a prompt of at least one token");
@@ -221,6 +225,9 @@ void plan_eval_tasks(RunPlan& p) {
   ZAYA_CHECK(tokenizer->vocab_size() <= p.model.vocab_size, path, ": 'train.tokenizer' ",
              p.train.tokenizer, " has ", tokenizer->vocab_size(),
              " tokens but 'model.vocab_size' is ", p.model.vocab_size);
+  check_data_tokenizer(p, *tokenizer,
+                       "'eval.tasks' would be tokenized by another tokenizer than the one the "
+                       "data was encoded with");
   p.tasks = std::make_unique<TrainTasks>(config, path, *tokenizer, p.train.eval_every);
 }
 

@@ -70,6 +70,17 @@ expect_error size-profile-exists "'$WORK/exists.json' exists; pass --force" -- "
 expect_error size-pick "--pick 9: only" -- "$ZAYA" size --profile h100 --active-params 760M --world 64 --candidates 2 --pick 9
 expect_error membw-threads "--threads-list" -- "$ZAYA" bench membw --elements 4096 --threads-list 0
 
+# expect_warning NAME EXPECTED_SUBSTRING -- command...: accepted (exit 0), the change named.
+expect_warning() {
+  local name=$1 expected=$2; shift 3
+  local out rc
+  out=$("$@" 2>&1); rc=$?
+  if [[ $rc -ne 0 || "$out" != *"$expected"* ]]; then
+    echo "FAIL $name: exit $rc, want 0 and '$expected':"; echo "$out" | tail -5; fails=$((fails + 1)); return
+  fi
+  echo "ok   $name: $(echo "$out" | grep -m1 'warning')"; passes=$((passes + 1))
+}
+
 # Token ids ≥ vocab size, and a truncated weights file, through `zaya score`-like paths: the
 # model directory written by debug-dump is damaged and loaded back by `zaya check-model`.
 "$ZAYA" debug-dump --config "$SRC/configs/tiny.json" --out "$WORK/dump" --seq 8 > /dev/null || { echo "FAIL debug-dump"; fails=$((fails + 1)); }
@@ -153,6 +164,25 @@ if [[ $rc -eq 0 && "$out" == *"exporting its newest complete checkpoint, $WORK/c
 else
   echo "FAIL ckpt-export-hf-root: exit $rc"; echo "$out" | tail -5; fails=$((fails + 1))
 fi
+
+# An HF config whose num_hidden_layers disagrees with its stages: built as the stages say, and said.
+cp -r "$WORK/dump/model" "$WORK/layers"
+sed -i 's/"num_hidden_layers": [0-9]*/"num_hidden_layers": 120/' "$WORK/layers/config.json"
+expect_warning hf-num-hidden-layers "config.json: field 'num_hidden_layers' = 120 disagrees with 'zaya_layers', which lists" -- "$ZAYA" forward --model "$WORK/layers" --tokens 1,2,3
+# A tensor shape whose element count overflows: the file and the tensor named.
+cp -r "$WORK/dump/model" "$WORK/shape"
+/usr/bin/python3 - "$WORK/shape/model.safetensors" <<'PY'
+import json, struct, sys
+path = sys.argv[1]
+data = open(path, "rb").read()
+n = struct.unpack("<Q", data[:8])[0]
+header = json.loads(data[8:8 + n])
+name = sorted(k for k in header if k != "__metadata__")[0]
+header[name]["shape"] = [2**62, 4]
+text = json.dumps(header).encode()
+open(path, "wb").write(struct.pack("<Q", len(text)) + text + data[8 + n:])
+PY
+expect_error tensor-shape-overflow "model.safetensors: tensor '" -- "$ZAYA" forward --model "$WORK/shape" --tokens 1,2,3
 
 echo "bad_input: $passes passed, $fails failed"
 [[ $fails -eq 0 ]]

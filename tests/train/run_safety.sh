@@ -67,6 +67,12 @@ expect_refused "missing tokenizer" "nope/tokenizer.json" 'c["train"]["tokenizer"
 expect_refused "a batch ramp that starts above the batch" "'train.optim.batch_ramp.start_sequences' (64) is larger than the global batch (16) of data phase 'a'" 'c["train"]["optim"]["batch_ramp"] = {"start_sequences": 64, "ramp_steps": 10}'
 "$ZAYA" tokenizer train --input "$WORK/brown.txt" --vocab-size 280 --out "$WORK/tok280.json" > /dev/null 2>&1
 expect_refused "samples decoded by another tokenizer than the data's" "'train.tokenizer' $WORK/tok280.json has 280 tokens but the data was prepared with a tokenizer of 300" 'c["train"].update(tokenizer="'"$WORK"'/tok280.json", sample_tokens=5)'
+# ... the other way round too (issue 31's data of 257 tokens under a tokenizer of 4096), and for
+# the eval tasks, which tokenize with 'train.tokenizer' even when no sample is drawn.
+"$ZAYA" tokenizer train --input "$WORK/brown.txt" --vocab-size 400 --out "$WORK/tok400.json" > /dev/null 2>&1
+expect_refused "samples decoded by a larger tokenizer than the data's" "'train.tokenizer' $WORK/tok400.json has 400 tokens but the data was prepared with a tokenizer of 300" 'c["model"]["vocab_size"] = 512; c["train"].update(tokenizer="'"$WORK"'/tok400.json", sample_tokens=5)'
+echo '{"text": "The jury said it did find that the election was conducted."}' > "$WORK/cloze.jsonl"
+expect_refused "eval tasks tokenized by another tokenizer than the data's" "has 280 tokens but the data was prepared with a tokenizer of 300 (the sources' index.json); 'eval.tasks' would be tokenized" 'c["train"]["tokenizer"] = "'"$WORK"'/tok280.json"; c["eval"] = {"tasks": ["'"$WORK"'/cloze.jsonl"]}'
 expect_refused "a sample prompt of no tokens (the end of the run)" "'train.sample_prompts'[1] encodes to no tokens" 'c["train"].update(tokenizer="'"$WORK"'/tokenizer.json", sample_tokens=5, sample_prompts=["The", ""])'
 cp -r "$WORK/data" "$WORK/data_eos"
 py "import json; p='$WORK/data_eos/brown/index.json'; j=json.load(open(p)); j['tokenizer']['eos_id']=300; json.dump(j, open(p, 'w'))"
