@@ -50,20 +50,22 @@ void DocumentSink::end_file(int index, const FileReport& part_report) {
 }
 
 void DocumentSink::take_document(const uint64_t (&text_hash)[2], const std::string& id,
-                                 std::vector<int32_t>& tokens, FileReport& file) {
+                                 std::span<const int32_t> tokens, FileReport& file) {
   if (options_.dedup_exact && !seen_.insert({text_hash[0], text_hash[1]}).second) {
     ++file.duplicates;
     return;
   }
-  tokens.push_back(eos_);
   const bool is_val = is_validation_document(options_.seed, documents_, options_.val_fraction);
   SplitWriter& split = is_val ? val_ : train_;
-  if (ids_) write_id(id, is_val, split.tokens_added(), int64_t(tokens.size()));
+  const int64_t with_eos = int64_t(tokens.size()) + 1;
+  if (ids_) write_id(id, is_val, split.tokens_added(), with_eos);
+  // The eos goes in on its own: pushing it onto `tokens` reallocated most vectors (a copy each).
   split.add(tokens);
+  split.add({&eos_, 1});
   ++documents_;
   train_documents_ += !is_val;
   ++file.documents;
-  file.tokens += int64_t(tokens.size());
+  file.tokens += with_eos;
 }
 
 void DocumentSink::write_id(const std::string& id, bool is_val, int64_t offset, int64_t tokens) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <fstream>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_set>
 
@@ -52,7 +53,7 @@ class DocumentSink {
   };
 
   void take_document(const uint64_t (&text_hash)[2], const std::string& id,
-                     std::vector<int32_t>& tokens, FileReport& file);
+                     std::span<const int32_t> tokens, FileReport& file);
   void write_id(const std::string& id, bool is_val, int64_t offset, int64_t tokens);
 
   const PrepareOptions& options_;

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "data/checksum.h"
 #include "data/prepare.h"
 #include "data/prepare_pipeline.h"
 #include "data/prepare_report.h"
@@ -50,7 +51,7 @@ class PartWriter {
   bool narrow_ = false;  // 2-byte tokens
   std::vector<uint16_t> narrowed_;
   int64_t body_bytes_ = 0, documents_ = 0, tokens_ = 0;
-  uint64_t checksum_ = 0;
+  WordHash hash_;  // of the body
 };
 
 class PartReader {

@@ -32,7 +32,8 @@ struct ShardInfo {
 // Writes `tokens` (each in [0, vocab_size)) to `path` atomically: path + ".tmp", fsync, rename.
 ShardInfo write_shard(const std::string& path, std::span<const int32_t> tokens, int64_t vocab_size);
 
-// A shard written as its tokens arrive (memory: one append's bytes, whatever the shard's size):
+// A shard written as its tokens arrive (memory: about 1 MB plus one append's bytes, whatever the
+// shard's size):
 // path + ".tmp" gets a placeholder header, the tokens, then on finish() the real header (count and
 // checksum), fsync and the rename to `path`. Destroyed unfinished (an error), it removes the
 // temporary file, so no partial shard is left.
@@ -49,11 +50,12 @@ class ShardFileWriter {
 
  private:
   void write_or_discard(const void* data, size_t bytes);  // on failure: closes and unlinks
+  void flush();                                           // writes body_ and empties it
 
   std::string tmp_;
   int fd_ = -1;
   ShardInfo info_;
-  std::vector<uint8_t> body_;  // the encoded bytes of one append
+  std::vector<uint8_t> body_;  // encoded bytes not yet written
 };
 
 // A read-only memory map of one shard. Move-only; unmaps on destruction.

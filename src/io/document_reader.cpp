@@ -50,11 +50,13 @@ std::string json_reason(const json::exception& e) {
 
 RecordVerdict take_json_fields(const Record& r, const ReadOptions& o, const std::string& path,
                                Document& out) {
+  // simdjson validates the whole line's UTF-8 as it parses: a line it takes needs no second
+  // pass, and only a line it refuses is checked here, first, for the message it gets.
+  if (fast_json_fields(r.bytes, o, out)) return {};
   const size_t bad = first_invalid_utf8(r.bytes);
   if (bad != std::string::npos)
     return refuse(BadRecord::kInvalidUtf8, path, r.line,
                   str_cat("invalid UTF-8 at byte ", bad + 1, " of the line"));
-  if (fast_json_fields(r.bytes, o, out)) return {};
   json j;
   try {
     j = json::parse(r.bytes);

@@ -117,7 +117,12 @@ bool RecordReader::next_line(Record& record) {
       record.line = line_;
       record.offset = offset_;
     }
-    consume(end - begin_ + (nl == std::string::npos ? 0 : 1));
+    // The line holds no '\n' (it ends at the first): no need to count them as consume() does.
+    const bool newline = nl != std::string::npos;
+    offset_ += int64_t(end - begin_ + newline);
+    line_ += newline;
+    begin_ = end + newline;
+    scan_from_ = std::max(scan_from_, begin_);
     if (!blank) return true;
   }
 }

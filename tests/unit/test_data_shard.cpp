@@ -3,6 +3,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "data/checksum.h"
@@ -27,6 +29,33 @@ TEST(DataChecksum, Fnv1a64KnownValues) {
   EXPECT_EQ(fnv1a64("a", 1), 0xaf63dc4c8601ec8cull);
   EXPECT_EQ(fnv1a64("foobar", 6), 0x85944171f73967e8ull);
   EXPECT_EQ(fnv1a64("bar", 3, fnv1a64("foo", 3)), fnv1a64("foobar", 6));
+}
+
+// Expected values from the definition in checksum.h, evaluated by hand (Python) outside zaya.
+TEST(DataChecksum, WordHashKnownValuesAndSplits) {
+  const auto hash = [](std::string_view s) {
+    WordHash h;
+    h.add(s.data(), s.size());
+    return h.value();
+  };
+  EXPECT_EQ(hash(""), 0x4300dbefd7b1dea6ull);
+  EXPECT_EQ(hash("a"), 0x81abd622c6485043ull);
+  EXPECT_EQ(hash("abcdefghij"), 0x4b9d2fb081b6b58bull);
+  const std::string text = "a part's body, cut into add() calls anywhere: 0123456789abcdef";
+  for (size_t cut = 0; cut <= text.size(); ++cut)
+    for (size_t cut2 = cut; cut2 <= text.size(); cut2 += 5) {
+      WordHash h;
+      h.add(text.data(), cut);
+      h.add(text.data() + cut, cut2 - cut);
+      h.add(text.data() + cut2, text.size() - cut2);
+      ASSERT_EQ(h.value(), hash(text)) << cut << " " << cut2;
+    }
+  EXPECT_NE(hash(std::string("ab\0", 3)), hash("ab"));  // trailing zeros count
+  for (size_t i = 0; i < text.size(); ++i) {
+    std::string flipped = text;
+    flipped[i] = char(flipped[i] ^ 0x80);
+    EXPECT_NE(hash(flipped), hash(text)) << i;
+  }
 }
 
 TEST(DataShard, RoundTripU16AndU32) {
