@@ -25,6 +25,10 @@ using Clock = std::chrono::steady_clock;
 
 // Connections handed to the pool's rejecting thread are answered 503 at once.
 thread_local bool t_reject = false;
+// The rejecting thread lingers after its 503 only while few connections wait for it: a flood of
+// connections past the caps is answered at once, without the lingering close.
+thread_local bool t_reject_hurry = false;
+constexpr size_t kRejectsLingered = 16;
 
 // Waits until `fd` is ready for `events`, `deadline` passes or `closing` is set; 1 when ready.
 int wait_io(int fd, short events, Clock::time_point deadline, const std::atomic<bool>& closing) {
@@ -227,8 +231,11 @@ size_t ConnectionPool::threads() const {
 
 void ConnectionPool::enqueue(std::function<void()> fn) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (idle_ > jobs_.size() || (threads_.size() < max_threads_ && spawn()) ||
-      jobs_.size() < max_threads_) {
+  // Held = being answered + waiting for a thread, counted under the one lock: the cap must not
+  // depend on how soon woken threads run (a burst accepted before any thread woke once let
+  // through more than the cap, and rejected connections below it).
+  if (busy_ + jobs_.size() < 2 * max_threads_) {
+    if (idle_ <= jobs_.size() && threads_.size() < max_threads_) spawn();  // else it waits
     jobs_.push_back(std::move(fn));
     cv_.notify_one();
     return;
@@ -248,8 +255,11 @@ void ConnectionPool::work() {
       if (jobs_.empty()) return;
       fn = std::move(jobs_.front());
       jobs_.pop_front();
+      ++busy_;
     }
     fn();
+    std::lock_guard<std::mutex> lock(mutex_);
+    --busy_;
   }
 }
 
@@ -263,6 +273,7 @@ void ConnectionPool::reject_loop() {
       if (rejects_.empty()) return;
       fn = std::move(rejects_.front());
       rejects_.pop_front();
+      t_reject_hurry = rejects_.size() >= kRejectsLingered;
     }
     fn();
   }
@@ -290,6 +301,12 @@ GuardedServer::GuardedServer(const HttpLimits& limits) : limits_(limits) {
     int yes = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
   });
+}
+
+void GuardedServer::widen_backlog() {
+  // listen() again on a listening socket changes only its backlog.
+  if (::listen(svr_sock_, SOMAXCONN) != 0)
+    std::fprintf(stderr, "zaya serve: cannot widen the listen backlog: %s\n", std::strerror(errno));
 }
 
 bool GuardedServer::process_and_close_socket(socket_t sock) {
@@ -354,12 +371,18 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "zaya serve: connection dropped: %s\n", e.what());
   }
-  // A lingering close: the client may still be sending (a body refused unread); closing with
-  // unread bytes would reset the connection and could destroy the reply before it is read.
+  // A lingering close: the client may still be sending (a body refused unread, or the request a
+  // 503 was answered before it arrived); closing with unread bytes resets the connection, and the
+  // reset can destroy the reply before the client reads it. The rejecting thread lingers briefly
+  // (its one thread answers every connection past the caps): long enough for a request already
+  // sent to arrive and for a client that read the reply to close.
   ::shutdown(sock, SHUT_WR);
   char sink[16384];
-  const auto linger_end = Clock::now() + std::chrono::seconds(1);
-  for (size_t drained = 0; drained < (4u << 20) && !closing_ && !t_reject;) {
+  const auto linger = !t_reject         ? std::chrono::milliseconds(1000)
+                      : !t_reject_hurry ? std::chrono::milliseconds(250)
+                                        : std::chrono::milliseconds(0);
+  const auto linger_end = Clock::now() + linger;
+  for (size_t drained = 0; drained < (4u << 20) && !closing_;) {
     if (wait_io(sock, POLLIN, linger_end, closing_) <= 0) break;
     const ssize_t k = ::recv(sock, sink, sizeof sink, 0);
     if (k <= 0) break;

@@ -9,7 +9,9 @@
 //     411;
 //   - connections are served by at most `max_connections` threads, created when first needed (not
 //     one per --max-queue slot at start); up to as many more wait for a thread, and beyond that a
-//     connection is answered 503 at once on a thread of its own;
+//     connection is answered 503 at once on a thread of its own (the count is exact, however a
+//     burst of connections meets the threads' wake-ups; the listen backlog is widened so that the
+//     kernel queues a burst instead of dropping its handshakes);
 //   - keep-alive: at most `keep_alive_max` requests per connection, `keep_alive_s` idle between;
 //   - a client that half-closes its side after its request (shutdown(SHUT_WR)) gets its reply: the
 //     request is read in full before httplib sees it;
@@ -63,7 +65,8 @@ class ConnectionPool : public httplib::TaskQueue {
   std::deque<std::function<void()>> jobs_, rejects_;
   std::vector<std::thread> threads_;
   std::thread rejecter_;
-  size_t idle_ = 0;
+  size_t idle_ = 0;  // threads waiting for a job
+  size_t busy_ = 0;  // threads answering a connection
   bool stopping_ = false;
 };
 
@@ -74,6 +77,11 @@ class GuardedServer : public httplib::Server {
   // current response.
   void stop_connections() { closing_ = true; }
   const HttpLimits& limits() const { return limits_; }
+  // After binding: lets the kernel queue as many connections as it allows (SOMAXCONN) while the
+  // accept loop is busy. Debian's compiled cpp-httplib listens with a backlog of 5: a burst of
+  // connections past it had its handshakes dropped and retried a second or more later, so a
+  // connection past the caps waited instead of being answered 503 at once.
+  void widen_backlog();
 
  private:
   bool process_and_close_socket(socket_t sock) override;

@@ -513,12 +513,14 @@ int OpenAiServer::bind() {
   if (o.port == 0) {
     const int port = impl_->http.bind_to_any_port(o.host);
     ZAYA_CHECK(port > 0, "zaya serve: cannot listen on ", o.host, " (any port)");
+    impl_->http.widen_backlog();
     return port;
   }
   if (!impl_->http.bind_to_port(o.host, o.port))
     ZAYA_FAIL("zaya serve: cannot listen on ", o.host, ":", o.port, ": ",
               bind_error(o.host, o.port), " (is another server on port ", o.port,
               "? choose another with --port)");
+  impl_->http.widen_backlog();
   return o.port;
 }
 
