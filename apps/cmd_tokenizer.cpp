@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "io/byte_stream.h"
 #include "io/document_reader.h"
@@ -22,10 +23,6 @@ namespace zaya::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 std::string read_input(const std::string& path, const char* flag) {
   std::ifstream in(path, std::ios::binary);
@@ -51,7 +48,7 @@ std::vector<int32_t> parse_ids(const std::string& list) {
   return ids;
 }
 
-struct TrainArgs {
+struct TokenizerTrainArgs {
   std::vector<std::string> inputs;
   std::string out;
   std::string text_key = "text";
@@ -86,7 +83,7 @@ size_t for_each_text(const std::vector<std::string>& files, const std::string& t
   return bytes;
 }
 
-int run_train(const TrainArgs& a) {
+int run_train(const TokenizerTrainArgs& a) {
   const auto t0 = Clock::now();
   const std::vector<std::string> files = expand_input_paths(a.inputs);
   WordCounts counts;
@@ -168,7 +165,7 @@ Runner add_tokenizer_commands(CLI::App& app) {
       "tokenizer.json (byte-level BPE, or SentencePiece-style BPE with byte fallback as Gemma-3), "
       "or a directory holding tokenizer.json or GPT-2's encoder.json + vocab.bpe";
 
-  auto train_args = std::make_shared<TrainArgs>();
+  auto train_args = std::make_shared<TokenizerTrainArgs>();
   auto* train = tok->add_subcommand("train", "Train a byte-level BPE tokenizer on text files");
   train
       ->add_option("--input", train_args->inputs,

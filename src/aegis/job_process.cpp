@@ -14,16 +14,13 @@
 #include <utility>
 
 #include "aegis/log_rules.h"
+#include "core/clock.h"
 
 extern char** environ;
 
 namespace zaya::aegis {
 
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
 
 // At most this much output is read per pump, so that a job printing without pause cannot keep
 // the supervisor from its other checks or grow the unreturned lines without bound.

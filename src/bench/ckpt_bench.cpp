@@ -9,6 +9,7 @@
 
 #include "ckpt/async_saver.h"
 #include "ckpt/checkpoint.h"
+#include "core/clock.h"
 #include "core/error.h"
 #include "model/config.h"
 #include "model/params.h"
@@ -20,10 +21,6 @@ namespace zaya {
 namespace fs = std::filesystem;
 
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // Every rank writes its own file; rank 0 gathers the file entries and commits.
 double parallel_save(dist::Communicator& comm, const CheckpointSnapshot& snap,

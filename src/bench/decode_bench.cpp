@@ -7,6 +7,7 @@
 #include <set>
 
 #include "bench/membw_bench.h"
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/rng.h"
 #include "infer/batch_decoder.h"
@@ -20,10 +21,6 @@ namespace zaya {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
 int32_t greedy(std::span<const float> logits) {
   return int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }

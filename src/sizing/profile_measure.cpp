@@ -14,6 +14,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "bench/gemm_bench.h"
 #include "bench/membw_bench.h"
+#include "core/clock.h"
 #include "core/error.h"
 #include "model/zaya_model.h"
 #include "sizing/step_model.h"
@@ -30,10 +31,6 @@ ModelConfig probe_model(int64_t E, int64_t stages, int64_t nq, int64_t nk, int64
   c.max_seq_len = max_seq;
   c.validate("probe model");
   return c;
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 // Median seconds of forward + backward of one micro-batch on random tokens.

@@ -24,6 +24,7 @@
 #include "backend/blas_report.h"
 #include "ckpt/async_saver.h"
 #include "ckpt/hf_interop.h"
+#include "core/clock.h"
 #include "core/error.h"
 #include "dist/communicator.h"
 #include "dist/rank_sum.h"
@@ -49,10 +50,6 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 std::string format_duration(double s) {
   char b[32];

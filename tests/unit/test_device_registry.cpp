@@ -11,18 +11,12 @@
 #include "backend/plugin_api.h"
 #include "core/error.h"
 #include "dist/local_communicator.h"
+#include "test_util.h"
 
 namespace zaya {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;

@@ -38,7 +38,7 @@ __global__ void rows_matmul_kernel(float* out, const float* in, const float* w, 
   out[e] = v;
 }
 
-struct Shape {
+struct CcaDecodeShape {
   int nq, nk, d;
   __device__ int dq() const { return nq * d; }
   __device__ int dk() const { return nk * d; }
@@ -50,7 +50,7 @@ struct Shape {
 __global__ void cca_decode_conv_kernel(float* z, const float* proj, const float* window,
                                        const int32_t* slots, CcaDecodeStep s) {
   ZAYA_DYNAMIC_SHARED(float, a);
-  const Shape sh{s.nq, s.nk, s.d};
+  const CcaDecodeShape sh{s.nq, s.nk, s.d};
   const int r = blockIdx.x, C = sh.c(), d = s.d, g = s.nq / s.nk;
   const float* u = proj + size_t(r) * sh.p();
   const float* u2 = window + size_t(slots[r]) * 2 * C;
@@ -92,7 +92,7 @@ __global__ void cca_decode_advance_kernel(float* window, float* v_prev, float* k
                                           const int64_t* kv_rows, const float* qkn,
                                           const float* proj, const int32_t* slots,
                                           CcaDecodeStep s) {
-  const Shape sh{s.nq, s.nk, s.d};
+  const CcaDecodeShape sh{s.nq, s.nk, s.d};
   const int r = blockIdx.x, C = sh.c(), Dk = sh.dk(), half = Dk / 2;
   const float* u = proj + size_t(r) * sh.p();
   float* prev = v_prev + size_t(slots[r]) * half;

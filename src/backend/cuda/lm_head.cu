@@ -14,8 +14,6 @@ namespace zaya::cuda {
 
 namespace {
 
-constexpr int kIgnore = -100;  // cpu::kIgnoreIndex
-
 // One block per row of the logits block: fold it into the row's running max and sum.
 __global__ void online_lse_kernel(float* mx, double* sum, float* target_logit, const float* block,
                                   const int* targets, int t0, int v0, int vn) {
@@ -34,7 +32,8 @@ __global__ void online_lse_kernel(float* mx, double* sum, float* target_logit, c
     sum[t] = sum[t] * exp(double(mx[t]) - double(m)) + s;
     mx[t] = m;
     const int target = targets[t];
-    if (target != kIgnore && target >= v0 && target < v0 + vn) target_logit[t] = x[target - v0];
+    if (target != kIgnoreIndex && target >= v0 && target < v0 + vn)
+      target_logit[t] = x[target - v0];
   }
 }
 
@@ -44,7 +43,7 @@ __global__ void finish_lse_kernel(float* lse, double* row_loss, const float* mx,
   if (t >= n) return;
   const double l = double(mx[t]) + log(sum[t]);
   lse[t] = float(l);
-  row_loss[t] = targets[t] == kIgnore ? 0.0 : l - target_logit[t];
+  row_loss[t] = targets[t] == kIgnoreIndex ? 0.0 : l - target_logit[t];
 }
 
 __global__ void init_kernel(float* mx, double* sum, float* target_logit, int n) {
@@ -63,7 +62,8 @@ __global__ void dlogits_kernel(float* block, const float* lse, const int* target
   const int target = targets[t];
   const float l = lse[t];
   for (int j = threadIdx.x; j < vn; j += kRowThreads)
-    x[j] = target == kIgnore ? 0.0f : scale * expf(x[j] - l) - (v0 + j == target ? scale : 0.0f);
+    x[j] =
+        target == kIgnoreIndex ? 0.0f : scale * expf(x[j] - l) - (v0 + j == target ? scale : 0.0f);
 }
 
 }  // namespace

@@ -11,8 +11,6 @@ namespace zaya::cuda {
 
 namespace {
 
-constexpr int kIgnore = -100;  // cpu::kIgnoreIndex
-
 __global__ void cross_entropy_forward_kernel(float* lse, double* row_loss, const float* logits,
                                              const int* targets, int vocab) {
   __shared__ float shared_max[kRowThreads];
@@ -27,7 +25,7 @@ __global__ void cross_entropy_forward_kernel(float* lse, double* row_loss, const
   if (threadIdx.x == 0) {
     const int t = targets[blockIdx.x];
     lse[blockIdx.x] = float(mx + log(sum));
-    row_loss[blockIdx.x] = t == kIgnore ? 0.0 : double(mx) + log(sum) - x[t];
+    row_loss[blockIdx.x] = t == kIgnoreIndex ? 0.0 : double(mx) + log(sum) - x[t];
   }
 }
 
@@ -37,7 +35,7 @@ __global__ void cross_entropy_backward_kernel(float* logits, const float* lse, c
   const int t = targets[blockIdx.x];
   const float l = lse[blockIdx.x];
   for (int j = threadIdx.x; j < vocab; j += kRowThreads)
-    x[j] = t == kIgnore ? 0.0f : scale * expf(x[j] - l) - (j == t ? scale : 0.0f);
+    x[j] = t == kIgnoreIndex ? 0.0f : scale * expf(x[j] - l) - (j == t ? scale : 0.0f);
 }
 
 }  // namespace
@@ -51,7 +49,7 @@ double sum_row_losses(const double* row_loss, const int32_t* targets, int n, int
   *count = 0;
   for (int r = 0; r < n; ++r) {  // row order: deterministic
     total += losses[size_t(r)];
-    *count += t[size_t(r)] != kIgnore;
+    *count += t[size_t(r)] != kIgnoreIndex;
   }
   return total;
 }
