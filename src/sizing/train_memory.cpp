@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <vector>
 
 #include "core/error.h"
 #include "model/params.h"
@@ -119,11 +120,15 @@ TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq,
   m.optimizer = (bytes.weights == 4 ? 3 : 4) * 4 * layout.chunk();
   // The busiest rank's whole matrices, and one Newton–Schulz workspace (two copies of the largest
   // matrix and two Gram-sized squares; backend/cpu/newton_schulz.cpp).
+  // The owners are the same on every rank (the plan is a function of the layout alone), so one
+  // plan gives every rank's share.
   int64_t owned = 0, largest = 0, gram = 0;
-  for (int r = 0; r < world; ++r) {
-    layout.rank = r;
-    owned = std::max(owned, plan_muon(registry.specs(), layout).owned_floats);
-    if (world > 64 && r == 0) break;  // large worlds: rank 0 stands for all (the plan balances)
+  {
+    const MuonPlan plan = plan_muon(registry.specs(), layout);
+    std::vector<int64_t> per_rank(size_t(world), 0);
+    for (const MuonPlan::Matrix& mat : plan.matrices)
+      per_rank[size_t(mat.owner)] += registry.specs()[mat.spec].numel;
+    owned = *std::max_element(per_rank.begin(), per_rank.end());
   }
   for (const ParamSpec& p : registry.specs())
     if (p.group == OptimGroup::Muon) {
