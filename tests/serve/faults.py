@@ -192,12 +192,18 @@ check([st for st, _ in got] == [200, 200, 200] and b'"ok"' in got[0][1]
       and json.loads(got[1][1])["choices"][0]["text"] == want and b'"list"' in got[2][1],
       f"pipelining: three requests in one write answered in order ({[st for st, _ in got]})")
 
+check(server.stop() == 0, "SIGTERM exits 0")
+
 # The caps: 8 threads answer connections and 8 more connections wait for one; past those, 503 at
-# once. 20 connections that send nothing hold them (until their 10 s head deadline). They arrive
-# as one burst while the server is stopped (SIGSTOP): the kernel must queue them all (Debian's
-# httplib listens with a backlog of 5, and connections past it were retried seconds later), and
-# the count of held connections must not depend on how soon the woken threads run (before the
-# count was exact, a burst let /health wait for a thread: 200 after 11 s, or nothing in 5 s).
+# once. A server of its own, so that no earlier connection (still in its lingering close on a
+# loaded machine) holds a place. 20 connections that send nothing hold them (until their 10 s head
+# deadline). They arrive as one burst while the server is stopped (SIGSTOP): the kernel must queue
+# them all (Debian's httplib listens with a backlog of 5, and connections past it were retried
+# seconds later), and the count of held connections must not depend on how soon the woken threads
+# run (before the count was exact, a burst let /health wait for a thread: 200 after 11 s, or
+# nothing in 5 s).
+server = Server(zaya, work, M, "--max-connections", "8", "--max-batch", "1", "--max-queue", "1")
+P = server.port
 silent = []
 os.kill(server.proc.pid, signal.SIGSTOP)
 try:
