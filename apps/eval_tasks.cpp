@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "dist/communicator.h"
 #include "eval/context_split.h"
@@ -31,8 +32,7 @@ int run_task_eval(const TaskEvalOptions& o) {
   for (const PreparedTask& p : tasks) {
     const auto t0 = std::chrono::steady_clock::now();
     const std::vector<ChoiceScores> scores = score_task(*m.loaded.model, p, o.batch, comm.get());
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double seconds = seconds_since(t0);
     if (!lead) continue;
     nlohmann::json out = task_results_json(p.task, scores, o.shots);
     out["config"]["model"] = m.loaded.path;

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/rng.h"
 #include "core/tensor.h"
@@ -301,7 +302,7 @@ PrepareSummary finish_assembly(const PrepareOptions& o, const TextEncoder& encod
   sum.train_shards = int64_t(sink.train().shards().size());
   sum.val_shards = int64_t(sink.val().shards().size());
   sum.dropped = sink.report().dropped_summary();
-  sum.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  sum.elapsed_s = seconds_since(t0);
   write_json_atomic(dir / "index.json", index_json(o, files, sink, sum, encoder), "index-commit");
   kill_point("cleanup");
   fs::remove_all(work);

@@ -1,5 +1,6 @@
 #include "infer/engine.h"
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "infer/sampling.h"
 
@@ -76,7 +77,7 @@ bool InferenceEngine::tick() {
     }
     Running r;
     r.submitted = w.submitted;
-    r.result.queue_seconds = std::chrono::duration<double>(Clock::now() - w.submitted).count();
+    r.result.queue_seconds = seconds_since(w.submitted);
     r.rq = std::move(w.rq);
     r.context = r.rq.prompt;
     r.id = decoder_.add(r.rq.prompt, positions_of(r.rq));
@@ -97,7 +98,7 @@ bool InferenceEngine::tick() {
     }
     const auto t0 = Clock::now();
     decoder_.step(ids, tokens);
-    decode_seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
+    decode_seconds_ += seconds_since(t0);
     decoded_tokens_ += int64_t(ids.size());
     std::vector<Running> still;
     for (Running& r : running_) {

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "core/clock.h"
 #include "core/error.h"
 
 namespace zaya {
@@ -40,7 +41,7 @@ GenerateResult generate_tokens(Decoder& decoder, std::span<const int32_t> prompt
   for (int n = 0; n < opt.max_new_tokens; ++n) {
     const int32_t next =
         sample_next(drawable_logits(logits, opt), context, opt.sampling, uint64_t(context.size()));
-    if (n == 0) out.prefill_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (n == 0) out.prefill_seconds = seconds_since(t0);
     context.push_back(next);
     out.tokens.push_back(next);
     if (const char* end = end_of_generation(next, n + 1, opt, on_token)) {
@@ -49,8 +50,7 @@ GenerateResult generate_tokens(Decoder& decoder, std::span<const int32_t> prompt
     }
     logits = decoder.length() < cap ? decoder.step(next) : decoder.prefill(window());
   }
-  out.decode_seconds =
-      std::chrono::duration<double>(Clock::now() - t0).count() - out.prefill_seconds;
+  out.decode_seconds = seconds_since(t0) - out.prefill_seconds;
   return out;
 }
 

@@ -92,7 +92,12 @@ bool RecordReader::fill() {
 }
 
 void RecordReader::consume(size_t bytes) {
-  line_ += std::count(buffer_.begin() + long(begin_), buffer_.begin() + long(begin_ + bytes), '\n');
+  advance(bytes,
+          std::count(buffer_.begin() + long(begin_), buffer_.begin() + long(begin_ + bytes), '\n'));
+}
+
+void RecordReader::advance(size_t bytes, int64_t newlines) {
+  line_ += newlines;
   offset_ += int64_t(bytes);
   begin_ += bytes;
   scan_from_ = std::max(scan_from_, begin_);
@@ -117,12 +122,9 @@ bool RecordReader::next_line(Record& record) {
       record.line = line_;
       record.offset = offset_;
     }
-    // The line holds no '\n' (it ends at the first): no need to count them as consume() does.
+    // The line holds no '\n' (it ends at the first): only its own line end to count.
     const bool newline = nl != std::string::npos;
-    offset_ += int64_t(end - begin_ + newline);
-    line_ += newline;
-    begin_ = end + newline;
-    scan_from_ = std::max(scan_from_, begin_);
+    advance(end - begin_ + newline, newline);
     if (!blank) return true;
   }
 }

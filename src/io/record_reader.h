@@ -52,6 +52,8 @@ class RecordReader {
   bool next_text_document(Record& record);
   // Moves past `bytes` bytes of the buffer, keeping line and offset counts.
   void consume(size_t bytes);
+  // The same, when the caller knows that those bytes hold `newlines` line ends.
+  void advance(size_t bytes, int64_t newlines);
 
   std::string path_, separator_;
   std::unique_ptr<ByteStream> stream_;

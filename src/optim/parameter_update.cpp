@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "dist/communicator.h"
 
@@ -68,7 +69,7 @@ double ParameterUpdate::reduce_gradients() {
   else
     zero1_->reduce_scatter_grads(placement_.backend_grads(), shard_grads_.floats());
   overlapped_ = false;
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return seconds_since(t0);
 }
 
 double ParameterUpdate::step(double lr) {

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/clock.h"
 #include "infer/text_stream.h"
 #include "serve/logprobs.h"
 
@@ -61,7 +62,7 @@ struct StreamReply {
                  "zaya serve: POST /v1/completions %s: %zu prompt tokens, %zu generated (%s), "
                  "first token %.1f ms, %.2f s in all\n",
                  how, prompt_tokens, c.completion_tokens, c.finish_reason.c_str(), c.ttft_s * 1e3,
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+                 seconds_since(t0));
   }
 };
 

@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "infer/text_stream.h"
 #include "serve/completion_channel.h"
@@ -383,8 +384,7 @@ struct OpenAiServer::Impl {
     std::fprintf(stderr,
                  "zaya serve: POST /v1/completions 200: %zu prompt(s), %zu prompt tokens, %zu "
                  "generated, %.2f s in all\n",
-                 prompts.size(), prompt_tokens, completion_tokens,
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+                 prompts.size(), prompt_tokens, completion_tokens, seconds_since(t0));
   }
 
   void completion(const httplib::Request& hreq, httplib::Response& res) {
