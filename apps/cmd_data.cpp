@@ -107,8 +107,9 @@ void add_output_options(CLI::App* prepare, PrepareArgs& args) {
       ->check(Seed());
   prepare
       ->add_option("--threads", args.threads,
-                   "tokenizer threads (0: one per core); the output is byte-identical at any "
-                   "count")
+                   "cores to use (0: one per core): 1 reads, tokenizes and writes on one thread; "
+                   "N > 1 runs N tokenizer threads beside a reader and a writer. The output is "
+                   "byte-identical at any count")
       ->capture_default_str()
       ->check(IntIn(0, 4096));
   prepare->add_flag("--resume", o.resume,

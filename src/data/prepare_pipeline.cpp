@@ -21,9 +21,10 @@ bool is_blank(std::string_view s) {
 }  // namespace
 
 OrderedPipeline::OrderedPipeline(PipelineConfig config, const TextEncoder& encoder)
-    : config_(std::move(config)) {
+    : config_(std::move(config)), encoder_(encoder) {
   ZAYA_CHECK(config_.threads >= 1, "--threads ", config_.threads, ": expected at least 1");
   if (config_.max_in_flight <= 0) config_.max_in_flight = 2 * config_.threads + 2;
+  if (config_.threads == 1) return;  // next() reads and tokenizes on the caller's thread
   threads_.emplace_back([this] { read_all(); });
   for (int i = 0; i < config_.threads; ++i)
     threads_.emplace_back([this, i, &encoder] { start_worker(i, encoder); });
@@ -58,6 +59,17 @@ OrderedPipeline::~OrderedPipeline() {
 }
 
 bool OrderedPipeline::next(Batch& batch) {
+  if (config_.threads == 1) {
+    if (!reader_.next(batch)) return false;
+    batch.sequence = produced_++;
+    consumed_ = produced_;
+    try {
+      process(batch, encoder_);
+    } catch (const std::exception& e) {
+      batch.fatal = e.what();
+    }
+    return true;
+  }
   std::unique_lock lock(mutex_);
   result_ready_.wait(lock, [&] {
     return !worker_error_.empty() || finished_.count(consumed_) > 0 ||
@@ -74,8 +86,9 @@ bool OrderedPipeline::next(Batch& batch) {
 }
 
 void OrderedPipeline::read_all() {
-  for (int f = 0; f < int(config_.files.size()); ++f)
-    if (!read_file(f)) break;
+  Batch batch;
+  while (reader_.next(batch))
+    if (!emit(batch)) break;
   {
     const std::lock_guard lock(mutex_);
     reader_done_ = true;
@@ -84,48 +97,43 @@ void OrderedPipeline::read_all() {
   result_ready_.notify_all();
 }
 
-// False when reading must stop: cancelled, a file that cannot be opened, or a damaged stream
-// without keep_going.
-bool OrderedPipeline::read_file(int file) {
-  Batch batch;
-  batch.file = file;
-  std::unique_ptr<RecordReader> reader;
-  try {
-    reader = std::make_unique<RecordReader>(config_.files[size_t(file)], config_.read);
-  } catch (const std::exception& e) {
-    batch.fatal = e.what();
-    batch.file_done = true;
-    emit(batch);
-    return false;
+bool BatchReader::next(Batch& batch) {
+  if (stopped_ || file_ >= int(config_.files.size())) return false;
+  batch = Batch{};
+  batch.file = file_;
+  if (!reader_) {
+    try {
+      reader_ = std::make_unique<RecordReader>(config_.files[size_t(file_)], config_.read);
+    } catch (const std::exception& e) {
+      batch.fatal = e.what();
+      batch.file_done = true;
+      stopped_ = true;
+      return true;
+    }
   }
-  const auto start_batch = [&] {
-    batch = Batch{};
-    batch.file = file;
-    batch.format = reader->format();
-    batch.compression = reader->compression();
-  };
-  start_batch();
+  batch.format = reader_->format();
+  batch.compression = reader_->compression();
   size_t bytes = 0;
   try {
     Record record;
-    while (reader->next(record)) {
+    while (reader_->next(record)) {
       bytes += record.bytes.size();
       batch.records.push_back(std::move(record));
       if (bytes < config_.batch_bytes) continue;
-      batch.content_bytes = reader->content_bytes();
-      batch.file_bytes = reader->file_bytes();
-      if (!emit(batch)) return false;
-      start_batch();
-      bytes = 0;
+      batch.content_bytes = reader_->content_bytes();
+      batch.file_bytes = reader_->file_bytes();
+      return true;
     }
   } catch (const std::exception& e) {
     batch.stream_problem = {BadRecord::kDamagedStream, e.what()};
   }
   batch.file_done = true;
-  batch.content_bytes = reader->content_bytes();
-  batch.file_bytes = reader->file_bytes();
-  const bool go_on = batch.stream_problem.ok() || config_.keep_going;
-  return emit(batch) && go_on;
+  batch.content_bytes = reader_->content_bytes();
+  batch.file_bytes = reader_->file_bytes();
+  if (!batch.stream_problem.ok() && !config_.keep_going) stopped_ = true;
+  reader_.reset();
+  ++file_;
+  return true;
 }
 
 bool OrderedPipeline::emit(Batch& batch) {

@@ -1,9 +1,13 @@
-// The streaming core of `zaya data prepare`: one reader thread cuts the input files into records
-// and batches them (about batch_bytes each, never spanning two files), `threads` workers turn the
-// records into documents and tokenize them, and the caller takes the batches back strictly in
-// input order. At most max_in_flight batches exist at once (queued, in work or finished and
-// waiting for their turn), so memory depends on the thread count, never on the corpus size, and
-// what the caller sees does not depend on the thread count or on timing.
+// The streaming core of `zaya data prepare`: a reader cuts the input files into records and
+// batches them (about batch_bytes each, never spanning two files), workers turn the records into
+// documents and tokenize them, and the caller takes the batches back strictly in input order.
+// With threads == 1 all of it runs on the caller's thread, one batch per next(): one thread means
+// one core, so a job given one CPU is not slowed by helpers competing for it, and `--threads 2`
+// against `--threads 1` measures what a second core brings. With more, a reader thread and
+// `threads` workers run beside the caller; at most max_in_flight batches exist at once (queued,
+// in work or finished and waiting for their turn). Either way memory depends on the thread count,
+// never on the corpus size, and what the caller sees does not depend on the thread count or on
+// timing.
 #pragma once
 
 #include <condition_variable>
@@ -58,10 +62,24 @@ struct PipelineConfig {
   int max_in_flight = 0;  // 0: 2 * threads + 2
 };
 
+// Cuts the files into batches in input order; a file that cannot be opened, or a damaged stream
+// without keep_going, ends the sequence after the batch that reports it.
+class BatchReader {
+ public:
+  explicit BatchReader(const PipelineConfig& config) : config_(config) {}
+  bool next(Batch& batch);  // false after the last batch
+
+ private:
+  const PipelineConfig& config_;
+  int file_ = 0;
+  std::unique_ptr<RecordReader> reader_;  // the open file_
+  bool stopped_ = false;
+};
+
 class OrderedPipeline {
  public:
-  // Starts the threads; each worker but the first clones `encoder` (tokenizers keep per-object
-  // caches), which must outlive the pipeline.
+  // Starts the threads (none with config.threads == 1); each worker but the first clones
+  // `encoder` (tokenizers keep per-object caches), which must outlive the pipeline.
   OrderedPipeline(PipelineConfig config, const TextEncoder& encoder);
   ~OrderedPipeline();  // stops and joins the threads, also when the caller gave up early
   OrderedPipeline(const OrderedPipeline&) = delete;
@@ -72,13 +90,14 @@ class OrderedPipeline {
 
  private:
   void read_all();
-  bool read_file(int file);  // false: stop reading
-  bool emit(Batch& batch);   // hands a batch to the workers, waiting for room; false: cancelled
+  bool emit(Batch& batch);  // hands a batch to the workers, waiting for room; false: cancelled
   void start_worker(int index, const TextEncoder& encoder);
   void work(const TextEncoder& encoder);
   void process(Batch& batch, const TextEncoder& encoder) const;
 
   PipelineConfig config_;
+  const TextEncoder& encoder_;
+  BatchReader reader_{config_};  // read by the reader thread, or by next() with one thread
   std::mutex mutex_;
   std::condition_variable room_, work_ready_, result_ready_;
   std::deque<Batch> todo_;

@@ -5,7 +5,7 @@
 # which describe the input files). Damaged inputs stop with FILE:LINE (or a byte offset) and the
 # reason and leave no index.json; --skip-bad, --dedup exact and --min-chars are counted.
 set -euo pipefail
-ZAYA=$1; WORK=$2
+ZAYA=$1; WORK=$2; HERE=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$WORK"; mkdir -p "$WORK/in"
 cd "$WORK"
 
@@ -89,8 +89,16 @@ with open("in/long.jsonl", "w") as f:
     f.write(good[0] + '\n{"text": "' + "x" * (100 << 20) + '\n' + good[1] + '\n')
 PY
 mkdir -p in/nothing
-expect_fail "cut.jsonl.gz: truncated gzip stream" -- "$ZAYA" data prepare --input in/cut.jsonl.gz
-expect_fail "cut.jsonl.zst: truncated zstd stream" -- "$ZAYA" data prepare --input in/cut.jsonl.zst
+# --threads 1 reads on the caller's thread and more threads read on a thread of their own: both
+# stop on a damaged stream, a file that cannot be opened as what it claims and a bad record.
+cp in/docs.jsonl in/fake.jsonl.gz
+for threads in 1 2; do
+  expect_fail "cut.jsonl.gz: truncated gzip stream" -- "$ZAYA" data prepare --input in/cut.jsonl.gz --threads $threads
+  expect_fail "cut.jsonl.zst: truncated zstd stream" -- "$ZAYA" data prepare --input in/cut.jsonl.zst --threads $threads
+  expect_fail "fake.jsonl.gz: named .gz but its content is not gzip" -- "$ZAYA" data prepare --input in/fake.jsonl.gz in/docs.jsonl --threads $threads
+  expect_fail "badline.jsonl:11: not a JSON line" -- "$ZAYA" data prepare --input in/badline.jsonl in/docs.jsonl --threads $threads
+done
+rm in/fake.jsonl.gz
 expect_fail "badline.jsonl:11: not a JSON line" -- "$ZAYA" data prepare --input in/badline.jsonl
 expect_fail "wrongtype.jsonl:5: field 'text' is an array, expected a string" -- "$ZAYA" data prepare --input in/wrongtype.jsonl
 expect_fail "nokey.jsonl:7: no field 'text'" -- "$ZAYA" data prepare --input in/nokey.jsonl
@@ -107,6 +115,9 @@ expect_fail "docs.txt:1: not a JSON line" -- "$ZAYA" data prepare --input in/doc
 # --skip-bad: the bad records are counted by reason; the good ones kept (the truncated file's
 # complete lines before the cut included).
 prep skip --input in/badline.jsonl in/wrongtype.jsonl in/nokey.jsonl in/cut.jsonl.gz --skip-bad
+"$ZAYA" data prepare --out out-t1 --name skip --val-fraction 0.1 --shard-tokens 5000 --no-progress \
+  --input in/badline.jsonl in/wrongtype.jsonl in/nokey.jsonl in/cut.jsonl.gz --skip-bad --threads 1 > /dev/null
+python3 "$HERE/same_outputs.py" out/skip out-t1/skip
 python3 - <<'PY'
 import json
 r = json.load(open("out/skip/index.json"))["report"]

@@ -33,7 +33,7 @@ zstd -q --rm in/part-3.jsonl -o in/part-3.jsonl.zst
 prep() {  # prep NAME [ARGS...]: prepares into out/NAME; returns zaya's exit status
   local name=$1; shift
   ${EXEC:-} "$ZAYA" data prepare --input in --out "out/$name" --name src --val-fraction 0.1 --shard-tokens 20000 \
-    --dedup exact --id-key id --threads 2 --no-progress "$@" > /dev/null 2> "err-$name.txt"
+    --dedup exact --id-key id --threads "${THREADS:-2}" --no-progress "$@" > /dev/null 2> "err-$name.txt"
 }
 prep ref
 ls out/ref/src/train-00004.bin > /dev/null  # several shards
@@ -56,7 +56,8 @@ drill() {  # drill NAME POINT:N [POINT:N for the resume]: killed at POINT:N, res
 }
 drill a part-write:700 part-write:400
 drill b part-commit:4
-drill c shard-write:100 shard-commit:2
+THREADS=1 drill c shard-write:100 shard-commit:2  # one thread: read and tokenized on the main thread
+THREADS=1 drill g part-write:300
 drill d shard-commit:3
 drill e index-commit:1
 drill f cleanup:1
