@@ -25,26 +25,14 @@ OrderedPipeline::OrderedPipeline(PipelineConfig config, const TextEncoder& encod
   ZAYA_CHECK(config_.threads >= 1, "--threads ", config_.threads, ": expected at least 1");
   if (config_.max_in_flight <= 0) config_.max_in_flight = 2 * config_.threads + 2;
   if (config_.threads == 1) return;  // next() reads and tokenizes on the caller's thread
+  // Worker 0 uses the caller's encoder (nobody else encodes with it meanwhile); the others get
+  // copies, made here before any worker encodes.
+  for (int i = 1; i < config_.threads; ++i) copies_.push_back(encoder.clone());
   threads_.emplace_back([this] { read_all(); });
-  for (int i = 0; i < config_.threads; ++i)
-    threads_.emplace_back([this, i, &encoder] { start_worker(i, encoder); });
-}
-
-// Worker 0 uses the caller's encoder (nobody else encodes with it meanwhile); the others load
-// their own copy here, in parallel: a large tokenizer (Gemma-3's) takes seconds to load.
-void OrderedPipeline::start_worker(int index, const TextEncoder& encoder) {
-  std::unique_ptr<TextEncoder> own;
-  if (index > 0) {
-    try {
-      own = encoder.clone();
-    } catch (const std::exception& e) {
-      const std::lock_guard lock(mutex_);
-      worker_error_ = e.what();
-      result_ready_.notify_all();
-      return;
-    }
+  for (int i = 0; i < config_.threads; ++i) {
+    const TextEncoder* mine = i == 0 ? &encoder : copies_[size_t(i - 1)].get();
+    threads_.emplace_back([this, mine] { work(*mine); });
   }
-  work(own ? *own : encoder);
 }
 
 OrderedPipeline::~OrderedPipeline() {
@@ -72,10 +60,8 @@ bool OrderedPipeline::next(Batch& batch) {
   }
   std::unique_lock lock(mutex_);
   result_ready_.wait(lock, [&] {
-    return !worker_error_.empty() || finished_.count(consumed_) > 0 ||
-           (reader_done_ && consumed_ == produced_);
+    return finished_.count(consumed_) > 0 || (reader_done_ && consumed_ == produced_);
   });
-  if (!worker_error_.empty()) ZAYA_FAIL(worker_error_);
   const auto it = finished_.find(consumed_);
   if (it == finished_.end()) return false;
   batch = std::move(it->second);

@@ -78,8 +78,8 @@ class BatchReader {
 
 class OrderedPipeline {
  public:
-  // Starts the threads (none with config.threads == 1); each worker but the first clones
-  // `encoder` (tokenizers keep per-object caches), which must outlive the pipeline.
+  // Starts the threads (none with config.threads == 1); each worker but the first encodes with
+  // a copy of `encoder` (tokenizers keep per-object caches), which must outlive the pipeline.
   OrderedPipeline(PipelineConfig config, const TextEncoder& encoder);
   ~OrderedPipeline();  // stops and joins the threads, also when the caller gave up early
   OrderedPipeline(const OrderedPipeline&) = delete;
@@ -91,7 +91,6 @@ class OrderedPipeline {
  private:
   void read_all();
   bool emit(Batch& batch);  // hands a batch to the workers, waiting for room; false: cancelled
-  void start_worker(int index, const TextEncoder& encoder);
   void work(const TextEncoder& encoder);
   void process(Batch& batch, const TextEncoder& encoder) const;
 
@@ -104,7 +103,7 @@ class OrderedPipeline {
   std::map<int64_t, Batch> finished_;
   int64_t produced_ = 0, consumed_ = 0;
   bool reader_done_ = false, cancelled_ = false;
-  std::string worker_error_;  // a worker that could not load its tokenizer
+  std::vector<std::unique_ptr<TextEncoder>> copies_;  // the encoders of workers 1, 2, ...
   std::vector<std::thread> threads_;
 };
 

@@ -20,9 +20,8 @@ class TokenizerTextEncoder final : public TextEncoder {
   std::vector<int32_t> encode(std::string_view text) const override { return tok_->encode(text); }
   int64_t vocab_size() const override { return tok_->vocab_size(); }
   int32_t eos_id() const override { return eos_; }
-  // Loaded again from its file: Tokenizer has no copy, and loading is what a copy would cost.
   std::unique_ptr<TextEncoder> clone() const override {
-    return std::make_unique<TokenizerTextEncoder>(load_tokenizer(path_), path_);
+    return std::make_unique<TokenizerTextEncoder>(tok_->clone(), path_);
   }
 
  private:

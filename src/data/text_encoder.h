@@ -18,7 +18,7 @@ struct TextEncoder {
   virtual int64_t vocab_size() const = 0;
   virtual int32_t eos_id() const = 0;
   // An independent copy for another thread (tokenizers cache per object and are not
-  // thread-safe).
+  // thread-safe); made while no other thread encodes with this one.
   virtual std::unique_ptr<TextEncoder> clone() const = 0;
 };
 

@@ -44,6 +44,9 @@ class BpeTokenizer final : public Tokenizer {
   bool is_special(int32_t id) const;
   std::optional<int32_t> end_of_text_id() const override { return token_to_id("<|endoftext|>"); }
   std::optional<int32_t> bos_id() const override { return std::nullopt; }  // GPT-2 has none
+  std::unique_ptr<Tokenizer> clone() const override {
+    return std::make_unique<BpeTokenizer>(*this);
+  }
   const BpeModel& model() const { return model_; }
 
  private:

@@ -50,6 +50,9 @@ class SentencePieceBpeTokenizer final : public Tokenizer {
   // <eos> (Gemma), </s> (Llama) or <|endoftext|>, whichever the vocabulary has first.
   std::optional<int32_t> end_of_text_id() const override { return end_of_text_; }
   std::optional<int32_t> bos_id() const override { return bos_; }
+  std::unique_ptr<Tokenizer> clone() const override {
+    return std::make_unique<SentencePieceBpeTokenizer>(*this);
+  }
 
  private:
   void encode_section(std::string_view text, std::vector<int32_t>& out) const;

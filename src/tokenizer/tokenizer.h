@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -49,6 +50,10 @@ class Tokenizer {
   // The token that ends a document in training data (<|endoftext|>, Gemma's <eos>).
   virtual std::optional<int32_t> end_of_text_id() const = 0;
   virtual std::optional<int32_t> bos_id() const = 0;
+  // An independent copy for another thread: the vocabulary copied in memory (a fraction of what
+  // loading its file costs: Gemma-3's takes seconds to parse). Not thread-safe either: it reads
+  // this tokenizer's caches, so no other thread may encode with this one meanwhile.
+  virtual std::unique_ptr<Tokenizer> clone() const = 0;
 };
 
 }  // namespace zaya

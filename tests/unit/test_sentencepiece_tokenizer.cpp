@@ -93,6 +93,23 @@ TEST_F(TinyTokenizer, MergesLowestRankFirstOneAtATime) {
   EXPECT_EQ(tok->encode("ab"), (Ids{kAb}));
 }
 
+// A copy for another thread encodes as the original does, also once the original is gone and
+// when the original's cache was warm (copied) or cold (filled apart afterwards).
+TEST_F(TinyTokenizer, ACloneEncodesLikeTheOriginal) {
+  auto tok = load(tiny_tokenizer_json());
+  const std::vector<std::string> texts = {"abc abcb", "aaa a a", "ab\xff ca", "<eos>abc"};
+  std::vector<Ids> expected;
+  for (const auto& t : texts) expected.push_back(tok->encode(t, {SpecialTokens::kRecognise}));
+  const auto warm = tok->clone();
+  auto cold = load(tiny_tokenizer_json())->clone();
+  tok.reset();
+  for (size_t i = 0; i < texts.size(); ++i) {
+    EXPECT_EQ(warm->encode(texts[i], {SpecialTokens::kRecognise}), expected[i]) << texts[i];
+    EXPECT_EQ(cold->encode(texts[i], {SpecialTokens::kRecognise}), expected[i]) << texts[i];
+  }
+  EXPECT_EQ(cold->decode(expected[0]), texts[0]);
+}
+
 TEST_F(TinyTokenizer, NormalizerTurnsSpacesIntoTheMetaSymbol) {
   const auto tok = load(tiny_tokenizer_json());
   // " " -> "▁" before BPE; the Split on " " then finds no space left, so "▁a" can merge.

@@ -157,6 +157,24 @@ TEST(TokenizerFiles, SaveLoadKeepsTheEncoding) {
   fs::remove_all(dir);
 }
 
+// A copy for another thread encodes every string as the original does, after the original is
+// gone, whether the original's cache was warm (copied) or cold.
+TEST(BpeTokenizer, ACloneEncodesLikeTheOriginal) {
+  BpeTrainOptions opt;
+  opt.vocab_size = 320;
+  auto original = std::make_unique<BpeTokenizer>(train_bpe(kCorpus, opt));
+  const auto cold = original->clone();
+  std::vector<std::vector<int32_t>> expected;
+  for (const std::string& s : random_byte_strings(5)) expected.push_back(original->encode(s));
+  const auto warm = original->clone();
+  original.reset();
+  const auto strings = random_byte_strings(5);
+  for (size_t i = 0; i < strings.size(); ++i) {
+    ASSERT_EQ(warm->encode(strings[i]), expected[i]);
+    ASSERT_EQ(cold->encode(strings[i]), expected[i]);
+  }
+}
+
 void expect_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
   try {
     f();
