@@ -24,11 +24,11 @@ OrderedPipeline::OrderedPipeline(PipelineConfig config, const TextEncoder& encod
     : config_(std::move(config)), encoder_(encoder) {
   ZAYA_CHECK(config_.threads >= 1, "--threads ", config_.threads, ": expected at least 1");
   if (config_.max_in_flight <= 0) config_.max_in_flight = 2 * config_.threads + 2;
-  if (config_.threads == 1) return;  // next() reads and tokenizes on the caller's thread
+  threads_.emplace_back([this] { read_all(); });
+  if (config_.threads == 1) return;  // next() tokenizes on the caller's thread
   // Worker 0 uses the caller's encoder (nobody else encodes with it meanwhile); the others get
   // copies, made here before any worker encodes.
   for (int i = 1; i < config_.threads; ++i) copies_.push_back(encoder.clone());
-  threads_.emplace_back([this] { read_all(); });
   for (int i = 0; i < config_.threads; ++i) {
     const TextEncoder* mine = i == 0 ? &encoder : copies_[size_t(i - 1)].get();
     threads_.emplace_back([this, mine] { work(*mine); });
@@ -47,10 +47,16 @@ OrderedPipeline::~OrderedPipeline() {
 }
 
 bool OrderedPipeline::next(Batch& batch) {
-  if (config_.threads == 1) {
-    if (!reader_.next(batch)) return false;
-    batch.sequence = produced_++;
-    consumed_ = produced_;
+  if (config_.threads == 1) {  // the reader's batches come in order: tokenize them here
+    {
+      std::unique_lock lock(mutex_);
+      work_ready_.wait(lock, [&] { return !todo_.empty() || reader_done_; });
+      if (todo_.empty()) return false;
+      batch = std::move(todo_.front());
+      todo_.pop_front();
+      ++consumed_;
+    }
+    room_.notify_one();
     try {
       process(batch, encoder_);
     } catch (const std::exception& e) {

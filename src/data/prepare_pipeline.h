@@ -1,13 +1,12 @@
-// The streaming core of `zaya data prepare`: a reader cuts the input files into records and
-// batches them (about batch_bytes each, never spanning two files), workers turn the records into
-// documents and tokenize them, and the caller takes the batches back strictly in input order.
-// With threads == 1 all of it runs on the caller's thread, one batch per next(): one thread means
-// one core, so a job given one CPU is not slowed by helpers competing for it, and `--threads 2`
-// against `--threads 1` measures what a second core brings. With more, a reader thread and
-// `threads` workers run beside the caller; at most max_in_flight batches exist at once (queued,
-// in work or finished and waiting for their turn). Either way memory depends on the thread count,
-// never on the corpus size, and what the caller sees does not depend on the thread count or on
-// timing.
+// The streaming core of `zaya data prepare`: a reader thread cuts the input files into records
+// (decompressing them) and batches them (about batch_bytes each, never spanning two files), the
+// records are turned into documents and tokenized, and the caller takes the batches back strictly
+// in input order. With threads == 1 the caller tokenizes each batch itself in next() while the
+// reader works ahead (as `zstd -dc | tokenizer` would overlap them); with more, `threads` workers
+// tokenize beside the caller, which is left the writing. At most max_in_flight batches exist at
+// once (queued, in work or finished and waiting for their turn), so memory depends on the thread
+// count, never on the corpus size, and what the caller sees does not depend on the thread count
+// or on timing.
 #pragma once
 
 #include <condition_variable>
@@ -78,7 +77,8 @@ class BatchReader {
 
 class OrderedPipeline {
  public:
-  // Starts the threads (none with config.threads == 1); each worker but the first encodes with
+  // Starts the reader and the workers (none with config.threads == 1); each worker but the first
+  // encodes with
   // a copy of `encoder` (tokenizers keep per-object caches), which must outlive the pipeline.
   OrderedPipeline(PipelineConfig config, const TextEncoder& encoder);
   ~OrderedPipeline();  // stops and joins the threads, also when the caller gave up early
@@ -96,7 +96,7 @@ class OrderedPipeline {
 
   PipelineConfig config_;
   const TextEncoder& encoder_;
-  BatchReader reader_{config_};  // read by the reader thread, or by next() with one thread
+  BatchReader reader_{config_};  // read by the reader thread
   std::mutex mutex_;
   std::condition_variable room_, work_ready_, result_ready_;
   std::deque<Batch> todo_;

@@ -15,6 +15,20 @@ size_t int32s_for_bytes(size_t bytes) {
   return (bytes + 3) / 4;
 }
 
+// memcmp(a, b, n) == 0 for the short words of a text without a call into libc (which cost more
+// than the comparison itself): 8 bytes at a time, then the rest.
+bool same_bytes(const char* a, const char* b, size_t n) {
+  for (; n >= 8; a += 8, b += 8, n -= 8) {
+    uint64_t x, y;
+    std::memcpy(&x, a, 8);
+    std::memcpy(&y, b, 8);
+    if (x != y) return false;
+  }
+  for (; n > 0; ++a, ++b, --n)
+    if (*a != *b) return false;
+  return true;
+}
+
 }  // namespace
 
 WordCache::WordCache(size_t max_word_bytes, size_t max_entries)
@@ -32,7 +46,8 @@ size_t WordCache::find_slot(uint64_t hash, std::string_view word) const {
     const Slot& s = slots_[i];
     if (s.hash == 0) return i;
     if (s.hash == hash && s.word_bytes == word.size() &&
-        std::memcmp(arena_.data() + s.offset + s.id_count, word.data(), word.size()) == 0)
+        same_bytes(reinterpret_cast<const char*>(arena_.data() + s.offset + s.id_count),
+                   word.data(), word.size()))
       return i;
   }
 }
