@@ -106,10 +106,11 @@ void add_output_options(CLI::App* prepare, PrepareArgs& args) {
       ->capture_default_str()
       ->check(Seed());
   prepare
-      ->add_option("--threads", args.threads,
-                   "cores to use (0: one per core): 1 reads, tokenizes and writes on one thread; "
-                   "N > 1 runs N tokenizer threads beside a reader and a writer. The output is "
-                   "byte-identical at any count")
+      ->add_option(
+          "--threads", args.threads,
+          "tokenizer threads (0: one per core). A reader thread decompresses ahead of them; "
+          "with 1 the main thread tokenizes and writes, with more it only writes. The "
+          "output is byte-identical at any count")
       ->capture_default_str()
       ->check(IntIn(0, 4096));
   prepare->add_flag("--resume", o.resume,

@@ -89,8 +89,7 @@ with open("in/long.jsonl", "w") as f:
     f.write(good[0] + '\n{"text": "' + "x" * (100 << 20) + '\n' + good[1] + '\n')
 PY
 mkdir -p in/nothing
-# --threads 1 reads on the caller's thread and more threads read on a thread of their own: both
-# stop on a damaged stream, a file that cannot be opened as what it claims and a bad record.
+# --threads 1 tokenizes on the main thread and more threads on workers of their own: both stop on a damaged stream, a file that cannot be opened as what it claims and a bad record.
 cp in/docs.jsonl in/fake.jsonl.gz
 for threads in 1 2; do
   expect_fail "cut.jsonl.gz: truncated gzip stream" -- "$ZAYA" data prepare --input in/cut.jsonl.gz --threads $threads

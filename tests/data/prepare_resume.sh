@@ -56,7 +56,7 @@ drill() {  # drill NAME POINT:N [POINT:N for the resume]: killed at POINT:N, res
 }
 drill a part-write:700 part-write:400
 drill b part-commit:4
-THREADS=1 drill c shard-write:100 shard-commit:2  # one thread: read and tokenized on the main thread
+THREADS=1 drill c shard-write:100 shard-commit:2  # one thread: tokenized on the main thread
 THREADS=1 drill g part-write:300
 drill d shard-commit:3
 drill e index-commit:1
