@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include "backend/cpu/fast_exp.h"
+#include "backend/cpu/parallel_threshold.h"
 
 #include <cmath>
 
@@ -16,12 +17,12 @@ inline float sigmoid(float x) {
 }  // namespace
 
 void gelu_forward(float* out, const float* in, long n) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(n))
   for (long i = 0; i < n; ++i) out[i] = 0.5f * in[i] * (1.0f + std::erf(in[i] * kInvSqrt2));
 }
 
 void gelu_backward(float* din, const float* dout, const float* in, long n) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(n))
   for (long i = 0; i < n; ++i) {
     const float x = in[i];
     const float cdf = 0.5f * (1.0f + std::erf(x * kInvSqrt2));
@@ -31,12 +32,12 @@ void gelu_backward(float* din, const float* dout, const float* in, long n) {
 }
 
 void silu_forward(float* out, const float* in, long n) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(n))
   for (long i = 0; i < n; ++i) out[i] = in[i] * sigmoid(in[i]);
 }
 
 void silu_backward(float* din, const float* dout, const float* in, long n) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(n))
   for (long i = 0; i < n; ++i) {
     const float s = sigmoid(in[i]);
     din[i] += dout[i] * s * (1.0f + in[i] * (1.0f - s));
@@ -44,7 +45,7 @@ void silu_backward(float* din, const float* dout, const float* in, long n) {
 }
 
 void swiglu_forward(float* out, const float* in, int n, int f) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(int64_t(n) * f))
   for (int r = 0; r < n; ++r) {
     const float* g = in + size_t(r) * 2 * f;
     const float* u = g + f;
@@ -54,7 +55,7 @@ void swiglu_forward(float* out, const float* in, int n, int f) {
 }
 
 void swiglu_backward(float* din, const float* dout, const float* in, int n, int f) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(int64_t(n) * f))
   for (int r = 0; r < n; ++r) {
     const float* g = in + size_t(r) * 2 * f;
     const float* u = g + f;
@@ -71,7 +72,7 @@ void swiglu_backward(float* din, const float* dout, const float* in, int n, int 
 }
 
 void softmax_forward(float* out, const float* in, int n, int c) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(int64_t(n) * c))
   for (int r = 0; r < n; ++r) {
     const float* x = in + size_t(r) * c;
     float* y = out + size_t(r) * c;
@@ -88,7 +89,7 @@ void softmax_forward(float* out, const float* in, int n, int c) {
 }
 
 void softmax_backward(float* din, const float* dout, const float* out, int n, int c) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(int64_t(n) * c))
   for (int r = 0; r < n; ++r) {
     const float* y = out + size_t(r) * c;
     const float* dy = dout + size_t(r) * c;

@@ -4,13 +4,14 @@
 #include <cstring>
 #include <vector>
 
+#include "backend/cpu/parallel_threshold.h"
 #include "core/error.h"
 
 namespace zaya::cpu {
 
 void copy_rows(float* dst, size_t dst_stride, const float* src, size_t src_stride, int rows,
                int width) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(int64_t(rows) * width))
   for (int r = 0; r < rows; ++r)
     std::memcpy(dst + size_t(r) * dst_stride, src + size_t(r) * src_stride, sizeof(float) * width);
 }
@@ -24,7 +25,7 @@ void add_into(float* dst, const float* src, size_t n) {
 }
 
 void embedding_forward(float* out, const float* table, const int32_t* tokens, int n, int e) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(int64_t(n) * e))
   for (int t = 0; t < n; ++t)
     std::memcpy(out + size_t(t) * e, table + size_t(tokens[t]) * e, sizeof(float) * e);
 }
@@ -50,7 +51,7 @@ void embedding_backward(float* dtable, const float* dout, const int32_t* tokens,
 void cca_mix_forward(float* qk1, float* v, const float* proj, int n, int seq, int nq, int nk,
                      int d) {
   const int g = nq / nk, Dq = nq * d, Dk = nk * d, C = Dq + Dk, P = C + Dk, half = Dk / 2;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(int64_t(n) * P))
   for (int t = 0; t < n; ++t) {
     const float* q0 = proj + size_t(t) * P;
     const float* k0 = q0 + Dq;
@@ -80,7 +81,7 @@ void cca_mix_backward(float* dproj, const float* dqk1, const float* du, const fl
                       int seq, int nq, int nk, int d) {
   const int g = nq / nk, Dq = nq * d, Dk = nk * d, C = Dq + Dk, P = C + Dk, half = Dk / 2;
   const float inv_g = 1.0f / float(g);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(int64_t(n) * P))
   for (int t = 0; t < n; ++t) {
     float* dq0 = dproj + size_t(t) * P;
     float* dk0 = dq0 + Dq;
@@ -110,7 +111,7 @@ void cca_mix_backward(float* dproj, const float* dqk1, const float* du, const fl
 }
 
 void eda_forward(float* state, const float* scale, const float* state_in, int n, int r) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(int64_t(n) * r))
   for (int t = 0; t < n; ++t)
     for (int j = 0; j < r; ++j) state[size_t(t) * r + j] += scale[j] * state_in[size_t(t) * r + j];
 }
@@ -148,13 +149,13 @@ void sort_by_route(int32_t* order, int32_t* offsets, const int32_t* route, int n
 }
 
 void gather_rows(float* out, const float* in, const int32_t* order, int rows, int width) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(int64_t(rows) * width))
   for (int i = 0; i < rows; ++i)
     std::memcpy(out + size_t(i) * width, in + size_t(order[i]) * width, sizeof(float) * width);
 }
 
 void scatter_add_rows(float* out, const float* in, const int32_t* order, int rows, int width) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(int64_t(rows) * width))
   for (int i = 0; i < rows; ++i) {
     float* d = out + size_t(order[i]) * width;
     for (int j = 0; j < width; ++j) d[j] += in[size_t(i) * width + j];
@@ -164,7 +165,7 @@ void scatter_add_rows(float* out, const float* in, const int32_t* order, int row
 void moe_combine_forward(float* out, const float* y, const float* x, const float* probs,
                          const int32_t* route, const int32_t* order, int n, int n_exp, int e,
                          int routes) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(int64_t(n) * e))
   for (int i = 0; i < n; ++i) {
     const int t = order[i];
     const float gate = probs[size_t(t) * routes + route[t]];
@@ -179,7 +180,7 @@ void moe_combine_backward(float* dprobs, float* dy, float* dx, const float* dout
                           const float* x, const float* probs, const int32_t* route,
                           const int32_t* order, int n, int n_exp, int e, int routes) {
   // Gate: out = p_route · src, so dp_route = dout · src and dsrc = p_route · dout.
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(int64_t(n) * e))
   for (int i = 0; i < n; ++i) {
     const int t = order[i];
     const float gate = probs[size_t(t) * routes + route[t]];

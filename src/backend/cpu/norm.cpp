@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "backend/cpu/parallel_threshold.h"
 #include "backend/cpu/reduce.h"
 
 namespace zaya::cpu {
@@ -35,7 +36,7 @@ void row_sums(double* sums, int count, int c, F&& f) {
 void rmsnorm_forward(float* out, float* rstd, const float* in, const float* w, int n, int c,
                      float eps) {
   const int blocks = (n + kRows - 1) / kRows;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(int64_t(n) * c))
   for (int b = 0; b < blocks; ++b) {
     const int i0 = b * kRows, count = std::min(kRows, n - i0);
     const float* x0 = in + size_t(i0) * c;
@@ -58,7 +59,7 @@ void rmsnorm_backward(float* din, float* dw, const float* dout, const float* in,
                       const float* rstd, int n, int c) {
   if (din) {
     const int blocks = (n + kRows - 1) / kRows;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(int64_t(n) * c))
     for (int b = 0; b < blocks; ++b) {
       const int i0 = b * kRows, count = std::min(kRows, n - i0);
       const float* x0 = in + size_t(i0) * c;
@@ -87,7 +88,7 @@ void rmsnorm_backward(float* din, float* dw, const float* dout, const float* in,
 void l2norm_forward(float* out, float* inv_norm, const float* in, const float* temp, int n,
                     int heads, int d) {
   const double sqrt_d = std::sqrt(double(d));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(int64_t(n) * heads * d))
   for (int i = 0; i < n * heads; ++i) {
     const int h = i % heads;
     const float* x = in + size_t(i) * d;
@@ -105,7 +106,7 @@ void l2norm_backward(float* din, float* dtemp, const float* dout, const float* i
   const double sqrt_d = std::sqrt(double(d));
   // dtemp partial sums per row, reduced afterwards in row order (deterministic).
   std::vector<double> tsum(dtemp ? size_t(n) * heads : 0);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(int64_t(n) * heads * d))
   for (int i = 0; i < n * heads; ++i) {
     const int h = i % heads;
     const float* x = in + size_t(i) * d;

@@ -4,13 +4,14 @@
 #include <vector>
 
 #include "backend/cpu/norm.h"
+#include "backend/cpu/parallel_threshold.h"
 #include "backend/cpu/reduce.h"
 
 namespace zaya::cpu {
 
 void residual_merge_forward(float* out, const float* h, const float* hb, const float* hs,
                             const float* r, const float* rb, const float* rs, int n, int c) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(int64_t(n) * c))
   for (int i = 0; i < n; ++i) {
     const size_t o = size_t(i) * c;
     for (int j = 0; j < c; ++j) {
@@ -24,7 +25,7 @@ void residual_merge_forward(float* out, const float* h, const float* hb, const f
 void residual_merge_backward(float* dh, float* dhb, float* dhs, float* dr, float* drb, float* drs,
                              const float* dout, const float* h, const float* hb, const float* hs,
                              const float* r, const float* rb, const float* rs, int n, int c) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(int64_t(n) * c))
   for (int i = 0; i < n; ++i) {
     const size_t o = size_t(i) * c;
     for (int j = 0; j < c; ++j) {

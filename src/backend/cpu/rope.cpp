@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "backend/cpu/parallel_threshold.h"
+
 namespace zaya {
 
 void rope_tables(float* cos_out, float* sin_out, int seq, int rot, float theta) {
@@ -26,7 +28,8 @@ void rope_apply(float* x, const float* cos_t, const float* sin_t, int batch, int
                 int d, int rot, bool inverse) {
   const int half = rot / 2;
   const float sign = inverse ? -1.0f : 1.0f;
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) \
+    schedule(static) if (worth_threads(int64_t(batch) * seq * heads * rot))
   for (int b = 0; b < batch; ++b) {
     for (int s = 0; s < seq; ++s) {
       const float* c = cos_t + size_t(s) * half;

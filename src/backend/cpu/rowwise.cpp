@@ -112,7 +112,11 @@ void rows_matmul_forward(float* out, const float* in, const float* w, const floa
   constexpr int kW = 4;
   const int blocks = (m + kW - 1) / kW;
   const size_t K = size_t(k), M = size_t(m);
-#pragma omp parallel for schedule(static)
+  // Below about 256k multiply-adds (tens of microseconds on one core) waking the other threads
+  // costs more than it saves: with OMP_WAIT_POLICY=passive each region is a futex round trip per
+  // thread, and a small model's decode step is hundreds of such regions.
+  const bool parallel = int64_t(n) * k * m >= (int64_t(1) << 18);
+#pragma omp parallel for schedule(static) if (parallel)
   for (int blk = 0; blk < blocks; ++blk) {
     const int o0 = blk * kW;
     const float* wb = w + size_t(o0) * K;
