@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (preset fuzz: clang, ASan + UBSan) and runs each one in turn over its
+# Builds the libFuzzer targets (preset fuzz: clang, ASan + UBSan) and runs each one over its
 # committed corpus fuzz/corpus/<target>/ for SECONDS_PER_TARGET (default 10). New inputs go to a
 # scratch corpus under build-fuzz/fuzz-run/, never into the committed one; a crash, sanitizer
 # report, leak, timeout (-timeout=5) or out-of-memory (-rss_limit_mb=2048) leaves its input in
@@ -39,18 +39,37 @@ TMPDIR=$(mktemp -d "$shm/zaya-fuzz.XXXXXX")
 export TMPDIR
 trap 'rm -rf "$TMPDIR"' EXIT
 mkdir -p "$run/artifacts"
-failed=()
-printf '%-16s %12s %8s  %s\n' target executions exec/s result
-for t in "${targets[@]}"; do
-  scratch="$run/corpus/$t"
+# Targets run side by side, one per core (ZAYA_FUZZ_PARALLEL, default nproc): each is
+# single-threaded and stops after SECONDS_PER_TARGET of wall time, so two cores halve the wait.
+fuzz_one() {  # fuzz_one TARGET: runs it, leaves ok or failed in $run/TARGET.result
+  local t=$1 scratch="$run/corpus/$1" log="$run/$1.log" dict=()
   mkdir -p "$scratch"
-  dict=()
   if [[ -f fuzz/$t.dict ]]; then dict=("-dict=fuzz/$t.dict"); fi
-  log="$run/$t.log"
   # The scratch corpus comes first: libFuzzer writes new inputs into its first directory.
   if "$build/fuzz/fuzz_$t" "$scratch" "fuzz/corpus/$t" "${dict[@]}" \
       -max_total_time="$seconds" -timeout=5 -rss_limit_mb=2048 -print_final_stats=1 \
       -artifact_prefix="$run/artifacts/$t-" > "$log" 2>&1; then
+    echo ok > "$run/$t.result"
+  else
+    echo failed > "$run/$t.result"
+  fi
+}
+parallel=${ZAYA_FUZZ_PARALLEL:-$(nproc)}
+running=0
+for t in "${targets[@]}"; do
+  rm -f "$run/$t.result"
+  fuzz_one "$t" &
+  if ((++running >= parallel)); then
+    wait -n || true
+    ((running--))
+  fi
+done
+wait
+failed=()
+printf '%-16s %12s %8s  %s\n' target executions exec/s result
+for t in "${targets[@]}"; do
+  log="$run/$t.log"
+  if [[ $(cat "$run/$t.result" 2> /dev/null) == ok ]]; then
     result=ok
   else
     result="FAILED (log $log)"

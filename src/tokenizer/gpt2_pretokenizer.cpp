@@ -3,6 +3,8 @@
 namespace zaya {
 
 Gpt2WordSplitter::Unit Gpt2WordSplitter::unit_at(size_t pos) const {
+  const uint8_t b = static_cast<uint8_t>(text_[pos]);
+  if (b < 0x80) return {ascii_[b], b, 1};
   const Utf8Unit u = decode_utf8_unit(text_, pos);
   if (u.invalid) return {CharClass::kOther, kNoCodePoint, 1};
   return {classify_code_point(u.code_point), u.code_point, u.length};
@@ -11,6 +13,12 @@ Gpt2WordSplitter::Unit Gpt2WordSplitter::unit_at(size_t pos) const {
 size_t Gpt2WordSplitter::run_end(size_t pos, CharClass cls, size_t* last_start) const {
   size_t last = pos;
   while (pos < text_.size()) {
+    const uint8_t b = static_cast<uint8_t>(text_[pos]);
+    if (b < 0x80) {
+      if (ascii_[b] != cls) break;
+      last = pos++;
+      continue;
+    }
     const Unit u = unit_at(pos);
     if (u.cls != cls) break;
     last = pos;

@@ -14,7 +14,7 @@ namespace zaya {
 
 class Gpt2WordSplitter {
  public:
-  explicit Gpt2WordSplitter(std::string_view text) : text_(text) {}
+  explicit Gpt2WordSplitter(std::string_view text) : text_(text), ascii_(ascii_classes()) {}
 
   // Sets `word` to the next word and returns true, or returns false at the end of the text.
   bool next(std::string_view& word);
@@ -34,6 +34,7 @@ class Gpt2WordSplitter {
   size_t contraction_end(size_t pos) const;  // 0 when no contraction starts at pos
 
   std::string_view text_;
+  const CharClass* ascii_;  // ASCII is most text: its class is one load, without decoding
   size_t pos_ = 0;
 };
 

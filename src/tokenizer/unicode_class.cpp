@@ -20,9 +20,13 @@ std::array<CharClass, 128> make_ascii_classes() {
 
 }  // namespace
 
-CharClass classify_code_point(uint32_t cp) {
+const CharClass* ascii_classes() {
   static const std::array<CharClass, 128> ascii = make_ascii_classes();
-  if (cp < 128) return ascii[cp];
+  return ascii.data();
+}
+
+CharClass classify_code_point(uint32_t cp) {
+  if (cp < 128) return ascii_classes()[cp];
   const auto* begin = unicode_detail::kClassRanges;
   const auto* end = begin + unicode_detail::kClassRangeCount;
   const auto* it = std::lower_bound(

@@ -13,6 +13,8 @@ enum class CharClass : uint8_t { kOther, kLetter, kNumber, kSpace };
 
 // \p{L}, \p{N}, ECMAScript \s, or none of them. Tables: scripts/gen_unicode_tables.py.
 CharClass classify_code_point(uint32_t cp);
+// classify_code_point of each ASCII code point, as a table a hot loop can keep at hand.
+const CharClass* ascii_classes();
 
 // Unicode version of the generated tables.
 const char* unicode_table_version();
