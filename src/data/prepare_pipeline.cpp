@@ -24,18 +24,27 @@ OrderedPipeline::OrderedPipeline(PipelineConfig config, const TextEncoder& encod
     : config_(std::move(config)), encoder_(encoder) {
   ZAYA_CHECK(config_.threads >= 1, "--threads ", config_.threads, ": expected at least 1");
   if (config_.max_in_flight <= 0) config_.max_in_flight = 2 * config_.threads + 2;
-  threads_.emplace_back([this] { read_all(); });
-  if (config_.threads == 1) return;  // next() tokenizes on the caller's thread
   // Worker 0 uses the caller's encoder (nobody else encodes with it meanwhile); the others get
-  // copies, made here before any worker encodes.
+  // copies, made before any thread starts (a copy that fails then leaves no thread to join).
   for (int i = 1; i < config_.threads; ++i) copies_.push_back(encoder.clone());
-  for (int i = 0; i < config_.threads; ++i) {
-    const TextEncoder* mine = i == 0 ? &encoder : copies_[size_t(i - 1)].get();
-    threads_.emplace_back([this, mine] { work(*mine); });
+  try {
+    threads_.emplace_back([this] { read_all(); });
+    if (config_.threads == 1) return;  // next() tokenizes on the caller's thread
+    for (int i = 0; i < config_.threads; ++i) {
+      const TextEncoder* mine = i == 0 ? &encoder : copies_[size_t(i - 1)].get();
+      threads_.emplace_back([this, mine] { work(*mine); });
+    }
+  } catch (...) {  // a thread that could not start: the destructor will not run, stop the others
+    stop_and_join();
+    throw;
   }
 }
 
 OrderedPipeline::~OrderedPipeline() {
+  stop_and_join();
+}
+
+void OrderedPipeline::stop_and_join() {
   {
     const std::lock_guard lock(mutex_);
     cancelled_ = true;

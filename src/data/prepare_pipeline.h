@@ -90,6 +90,7 @@ class OrderedPipeline {
 
  private:
   void read_all();
+  void stop_and_join();
   bool emit(Batch& batch);  // hands a batch to the workers, waiting for room; false: cancelled
   void work(const TextEncoder& encoder);
   void process(Batch& batch, const TextEncoder& encoder) const;
