@@ -78,8 +78,8 @@ class BatchReader {
 class OrderedPipeline {
  public:
   // Starts the reader and the workers (none with config.threads == 1); each worker but the first
-  // encodes with
-  // a copy of `encoder` (tokenizers keep per-object caches), which must outlive the pipeline.
+  // encodes with a copy of `encoder` (tokenizers keep per-object caches), which must outlive the
+  // pipeline.
   OrderedPipeline(PipelineConfig config, const TextEncoder& encoder);
   ~OrderedPipeline();  // stops and joins the threads, also when the caller gave up early
   OrderedPipeline(const OrderedPipeline&) = delete;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backend/cpu/fast_exp.h"
+#include "backend/cpu/parallel_threshold.h"
 
 namespace zaya::cpu {
 
@@ -14,7 +15,7 @@ void cca_decode_conv(float* z_out, const float* proj, const float* window, const
   const int g = s.nq / s.nk, Dq = s.nq * s.d, Dk = s.nk * s.d, C = Dq + Dk, P = C + Dk;
   const int d = s.d;
   // Small steps on one thread (see rows_matmul_forward): about 6 multiply-adds per channel.
-#pragma omp parallel for schedule(static) if (int64_t(s.n) * C >= (int64_t(1) << 15))
+#pragma omp parallel for schedule(static) if (worth_threads(int64_t(s.n) * C, int64_t(1) << 15))
   for (int r = 0; r < s.n; ++r) {
     const float* u = proj + size_t(r) * P;  // q0 ‖ k0: this position's row of the conv input
     const float* u2 = window + size_t(slots[r]) * 2 * C;
@@ -94,7 +95,7 @@ void kv_attention_partials(float* max, float* sum, float* out, float* scores, co
   // Small steps (short contexts of a small model) on one thread (see rows_matmul_forward).
   int64_t held = 0;
   for (int r = 0; r < n; ++r) for_each_held(r, [&](int, int count) { held += count; });
-#pragma omp parallel for schedule(dynamic, 1) if (held * nq * d >= (int64_t(1) << 16))
+#pragma omp parallel for schedule(dynamic, 1) if (worth_threads(held * nq * d, int64_t(1) << 16))
   for (int item = 0; item < n * nq; ++item) {
     const int r = item / nq, h = item % nq, j = h / g;
     const float* qh = q + size_t(r) * Dq + size_t(h) * d;

@@ -11,8 +11,9 @@ namespace zaya::cpu {
 // the split between threads changes, never an element's arithmetic: the results are the same bits.
 inline constexpr int64_t kSerialBelow = int64_t(1) << 14;
 
-inline bool worth_threads(int64_t elements) {
-  return elements >= kSerialBelow;
+// `work` counted in elements, or in another unit with its own bound (multiply-adds).
+inline bool worth_threads(int64_t work, int64_t serial_below = kSerialBelow) {
+  return work >= serial_below;
 }
 
 }  // namespace zaya::cpu

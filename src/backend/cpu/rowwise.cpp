@@ -3,6 +3,8 @@
 #include <cstddef>
 #include <cstring>
 
+#include "backend/cpu/parallel_threshold.h"
+
 namespace zaya::cpu {
 
 namespace {
@@ -115,8 +117,7 @@ void rows_matmul_forward(float* out, const float* in, const float* w, const floa
   // Below about 256k multiply-adds (tens of microseconds on one core) waking the other threads
   // costs more than it saves: with OMP_WAIT_POLICY=passive each region is a futex round trip per
   // thread, and a small model's decode step is hundreds of such regions.
-  const bool parallel = int64_t(n) * k * m >= (int64_t(1) << 18);
-#pragma omp parallel for schedule(static) if (parallel)
+#pragma omp parallel for schedule(static) if (worth_threads(int64_t(n) * k * m, int64_t(1) << 18))
   for (int blk = 0; blk < blocks; ++blk) {
     const int o0 = blk * kW;
     const float* wb = w + size_t(o0) * K;
