@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/blas_report.h"
+#include "backend/vector_path.h"
 #include "bench/decode_bench.h"
 #include "core/error.h"
 #include "model/config.h"
@@ -57,6 +58,7 @@ Runner add_decode_bench_command(CLI::App& bench) {
     std::printf("decode: %s, prompts of %d tokens, %d new tokens per sequence\n", a->config.c_str(),
                 opt.prompt, opt.new_tokens);
     std::printf("%s\n", blas_summary_line().c_str());
+    std::printf("%s\n", vector_path_summary_line().c_str());
     const DecodeBenchResult r = run_decode_bench(c, opt, stdout);
     std::printf(
         "cache: %lld bytes per token of context (grouped-query attention over the hidden "

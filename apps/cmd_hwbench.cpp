@@ -14,6 +14,7 @@
 #include "backend/blas_report.h"
 #include "backend/device_select.h"
 #include "backend/plugin_api.h"
+#include "backend/vector_path.h"
 #include "bench/gemm_bench.h"
 #include "bench/membw_bench.h"
 #include "core/error.h"
@@ -157,6 +158,7 @@ int run_gemm(const HwBenchArgs& a) {
     std::printf("bench gemm: cpu, f32, %d threads (zaya's tiled product on OpenBLAS)%s\n", threads,
                 what.c_str());
     std::printf("%s\n", blas_summary_line().c_str());
+    std::printf("%s\n", vector_path_summary_line().c_str());
     j["threads"] = threads;
     j["blas_kernels"] = blas_kernels();
   }

@@ -8,6 +8,7 @@
 
 #include "backend/blas_report.h"
 #include "backend/device_registry.h"
+#include "backend/vector_path.h"
 #include "core/error.h"
 #include "model/config.h"
 #include "model/model_info.h"
@@ -60,6 +61,7 @@ Runner add_info_command(CLI::App& app) {
     std::printf("%s", format_model_info(c, seq).c_str());
     std::printf("%s", format_gpu_memory_plan(c, seq, args->world).c_str());
     std::printf("%s", blas_info_section().c_str());
+    std::printf("%s", format_vector_path_info().c_str());
     return 0;
   };
 }

@@ -11,6 +11,7 @@
 
 #include "backend/blas_report.h"
 #include "backend/device_select.h"
+#include "backend/vector_path.h"
 #include "bench/step_bench.h"
 #include "core/error.h"
 #include "model/config.h"
@@ -110,6 +111,7 @@ int run_step(StepArgs& a) {
     std::printf("bench step: %s, batch %d x seq %d, %d threads\n", a.config.c_str(), sopt.batch,
                 sopt.seq, nthreads);
     std::printf("%s\n", blas_summary_line().c_str());
+    std::printf("%s\n", vector_path_summary_line().c_str());
   }
   const StepBenchResult r = run_step_bench(c, sopt, !a.json);
   print_step_result(r, sopt, nthreads, a.json);

@@ -1,6 +1,7 @@
 // zaya: the command-line front. It only parses arguments and calls into the library: each
 // command registers itself from its apps/cmd_*.cpp (apps/commands.h), and main wires them.
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <new>
@@ -13,6 +14,7 @@
 #include <CLI/CLI.hpp>
 
 #include "backend/blas_report.h"
+#include "backend/vector_path.h"
 #include "cmd_aegis.h"
 #include "cmd_ckpt.h"
 #include "cmd_comm.h"
@@ -60,6 +62,18 @@ std::vector<zaya::cli::Runner> add_commands(CLI::App& app) {
                                  add_size_commands(app),         add_generate_commands(app)};
   runners.insert(runners.end(), rest.begin(), rest.end());
   return runners;
+}
+
+// The CPU ops' vector path (backend/cpu/vector_path.h): --vector-path when given, else
+// ZAYA_VECTOR_PATH, else the best this CPU runs. Exported to the environment so that the processes
+// zaya starts (aegis's jobs, mpirun's ranks) take the same path.
+void choose_process_vector_path(const CLI::App& app, const std::string& flag) {
+  const bool given = app.count("--vector-path") > 0;
+  const char* env = std::getenv("ZAYA_VECTOR_PATH");
+  const std::string request = given ? flag : (env != nullptr && *env != '\0' ? env : "auto");
+  zaya::set_active_vector_path(zaya::choose_vector_path(
+      request, given ? "--vector-path" : (request == "auto" ? "auto" : "ZAYA_VECTOR_PATH")));
+  if (given) setenv("ZAYA_VECTOR_PATH", flag.c_str(), 1);
 }
 
 // Parses the command line; returns the exit code when the process ends here (--help, --version,
@@ -150,6 +164,8 @@ int main(int argc, char** argv) {
   std::string blas_kernels = "auto";  // read by prepare_blas before parsing; here for --help
   app.add_option("--blas-kernels", blas_kernels, zaya::blas_kernels_flag_help())
       ->capture_default_str();
+  std::string vector_path = "auto";
+  app.add_option("--vector-path", vector_path, zaya::kVectorPathFlagHelp)->capture_default_str();
   const std::vector<zaya::cli::Runner> runners = add_commands(app);
   // Every rank learns whether the command line ended on any rank (a parse error, --help): a rank
   // whose parse differs (a file that exists on one machine only) must not leave the others
@@ -165,5 +181,12 @@ int main(int argc, char** argv) {
     return ended > 1 ? ended - 1 : 1;
   }
   set_threads(threads > 0 ? threads : zaya::dist::threads_per_local_rank());
+  try {
+    choose_process_vector_path(app, vector_path);
+  } catch (const zaya::Error& e) {
+    std::fprintf(stderr, "%szaya: error: %s\n", zaya::dist::rank_tag().c_str(), e.what());
+    dist.abort_job(1);
+    return 1;
+  }
   return run(runners, dist);
 }

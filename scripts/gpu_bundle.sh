@@ -3,7 +3,8 @@
 # a driver and PyTorch but none of our Debian packages:
 #  - builds zaya, its device plugin and the GPU test binary (cmake --build BUILD --target ...);
 #  - copies them, with every library they link except glibc's and the GPU vendor's (packed with
-#    xz into lib.tar.xz), and the Brown data of the tests and the demo (the demo's tokenizer and
+#    gzip into lib.tar.gz: the GPU machine may lack xz, and Python's tarfile reads gzip too), and
+#    the Brown data of the tests and the demo (the demo's tokenizer and
 #    shards prepared first where data/ lacks them, as scripts/main.sh does);
 #  - writes .gpu-bundle/manifest: the device, the binaries, and the GPU libraries (the CUDA
 #    runtime, cuBLASLt) left to be found there by search (scripts/gpu_env.sh): at hundreds of MB
@@ -41,6 +42,13 @@ echo "building zaya $target_plugin $tests in $BUILD"
 cmake --build "$BUILD" --target zaya "$target_plugin" "$tests"
 bins=("$BUILD/tests/gpu/$tests" "$BUILD/zaya" "$BUILD/$plugin")
 for b in "${bins[@]}"; do [[ -e $b ]] || { echo "gpu_bundle.sh: $b was not built" >&2; exit 1; }; done
+# The GPU machine's CPU is not known: the binaries must be the portable build's (plain code for any
+# x86-64, the CPU ops' AVX2 and AVX-512 paths chosen there at run time), never -march=native.
+if ! "$BUILD/zaya" info --config configs/tiny.json 2>&1 | grep -q '(built for baseline)'; then
+  echo "gpu_bundle.sh: $BUILD/zaya is not built for any x86-64 (its plain code needs a newer CPU):" \
+    "configure $BUILD with the default preset (ZAYA_MARCH empty)" >&2
+  exit 1
+fi
 
 exclude=$(git rev-parse --git-path info/exclude)
 mkdir -p "$(dirname "$exclude")"
@@ -74,9 +82,15 @@ if [[ ! -f data/brown/index.json ]]; then
   "$BUILD/zaya" data prepare --tokenizer data/tokenizer.json --input data/raw/brown.txt \
     --name brown --out data
 fi
-tar -C data -cJf .gpu-bundle/brown-data.tar.xz brown tokenizer.json
-# The libraries (51 MB, OpenBLAS most) with xz: about 9 MB.
-tar -C .gpu-bundle -cJf .gpu-bundle/lib.tar.xz --transform 's|^lib/||' lib/ && rm -rf .gpu-bundle/lib
-echo "carried: $(tar -tJf .gpu-bundle/lib.tar.xz | grep -c .) libraries;" \
+tar -C data -czf .gpu-bundle/brown-data.tar.gz brown tokenizer.json
+# The libraries (51 MB, OpenBLAS most) with gzip.
+tar -C .gpu-bundle -czf .gpu-bundle/lib.tar.gz --transform 's|^lib/||' lib/ && rm -rf .gpu-bundle/lib
+echo "carried: $(tar -tzf .gpu-bundle/lib.tar.gz | grep -c .) libraries;" \
   "found on the GPU machine by search: $(awk '$1 == "locate" {printf "%s ", $2}' .gpu-bundle/manifest)"
-du -sh .gpu-bundle | awk '{print "bundle: " $1 " in .gpu-bundle/ (the device tool carries at most 64 MiB)"}'
+# The device tool carries at most 64 MiB with the tree: the bundle keeps 8 MiB for the rest.
+bytes=$(du -sb .gpu-bundle | cut -f1)
+echo "bundle: $((bytes >> 20)) MiB in .gpu-bundle/ (the device tool carries at most 64 MiB in all)"
+if ((bytes > 56 << 20)); then
+  echo "gpu_bundle.sh: the bundle is $((bytes >> 20)) MiB, over the 56 MiB that leave room for the tree" >&2
+  exit 1
+fi

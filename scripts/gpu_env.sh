@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Sourced by the GPU scripts (scripts/gpu_suite.sh, bench/gpu_step_vs_pytorch.sh) with ROOT set
 # to the repository, on the lent GPU machine or in the rehearsal (scripts/gpu_rehearsal.sh).
-#  - Unpacks the bundle's libraries (scripts/gpu_bundle.sh packs them with xz) once per machine.
+#  - Unpacks the bundle's libraries (scripts/gpu_bundle.sh packs them with gzip) once per machine.
 #  - Finds, by search, the GPU libraries the bundle left out (its `locate` list: the CUDA runtime,
 #    cuBLASLt; NCCL, which zaya opens with dlopen, and the driver's libcuda.so.1 when it runs on
 #    cuda), in the system's loader cache, CUDA's folders and the Python packages (nvidia.*).
@@ -9,6 +9,8 @@
 #    processes only: python, PyTorch and the machine's own tools keep their own libraries.
 # zaya_gpu_preflight then prints where each library comes from and fails if `ldd` finds one missing.
 ZAYA_BUNDLE=${ZAYA_BUNDLE:-$ROOT/.gpu-bundle}
+# Where the libraries and wrappers go: TMPDIR (scripts/gpu_first_run.sh moves it into the tree
+# when /tmp does not allow running programs).
 zaya_gpu_lib=${TMPDIR:-/tmp}/zaya-gpu-lib
 ZAYA_GPU_BIN=${TMPDIR:-/tmp}/zaya-gpu-bin
 ZAYA_GPU_PYTHON=${PYTHON:-python3}
@@ -20,10 +22,16 @@ ZAYA_GPU_PYTHON=${PYTHON:-python3}
 ZAYA_GPU_DEVICE=$(awk '$1 == "device" {print $2}' "$ZAYA_BUNDLE/manifest")
 mapfile -t zaya_gpu_bins < <(awk '$1 == "bin" {print $2}' "$ZAYA_BUNDLE/manifest")
 mapfile -t zaya_gpu_locate < <(awk '$1 == "locate" {print $2}' "$ZAYA_BUNDLE/manifest")
-if [[ ! -f $zaya_gpu_lib/.unpacked || $ZAYA_BUNDLE/lib.tar.xz -nt $zaya_gpu_lib/.unpacked ]]; then
+# gzip, which tar calls; without it, Python's tarfile (the GPU machine has Python for PyTorch).
+zaya_gpu_unpack() {  # zaya_gpu_unpack ARCHIVE DIR
+  if command -v gzip > /dev/null; then tar -C "$2" -xzf "$1"; else
+    "$ZAYA_GPU_PYTHON" -c 'import sys, tarfile; tarfile.open(sys.argv[1], "r:gz").extractall(sys.argv[2])' "$1" "$2"
+  fi
+}
+if [[ ! -f $zaya_gpu_lib/.unpacked || $ZAYA_BUNDLE/lib.tar.gz -nt $zaya_gpu_lib/.unpacked ]]; then
   rm -rf "$zaya_gpu_lib" && mkdir -p "$zaya_gpu_lib" &&
-    tar -C "$zaya_gpu_lib" -xJf "$ZAYA_BUNDLE/lib.tar.xz" && touch "$zaya_gpu_lib/.unpacked" ||
-    { echo "gpu_env.sh: could not unpack $ZAYA_BUNDLE/lib.tar.xz" >&2; return 1; }
+    zaya_gpu_unpack "$ZAYA_BUNDLE/lib.tar.gz" "$zaya_gpu_lib" && touch "$zaya_gpu_lib/.unpacked" ||
+    { echo "gpu_env.sh: could not unpack $ZAYA_BUNDLE/lib.tar.gz (gzip or $ZAYA_GPU_PYTHON's tarfile)" >&2; return 1; }
 fi
 
 # Folders where a GPU library may be, in order: the loader's cache, CUDA's installs, the driver's

@@ -1,23 +1,25 @@
 #!/usr/bin/env bash
 # The GPU suite from the bundle of scripts/gpu_bundle.sh (docs/gpu.md), in two parts, each made to
-# end inside one device-tool command of 10 minutes:
+# end inside one device-tool command of 10 minutes, or both in one (`all`, as
+# scripts/gpu_first_run.sh runs them after its gates):
 #   tests   preflight (every library found, ldd clean), gpu.ops (the op and model tests against
 #           the CPU), gpu.train (`zaya train` on the device against the CPU), the Brown demo
 #           (configs/small.json, bf16 on the device against the CPU's fp32)
 #   bench   bench/gpu_step_vs_pytorch.sh on each config: zaya's figures for all first, then
 #           PyTorch eager, then torch.compile while time is left
-# Each step runs under `timeout` (its share of --budget) with its log in the output folder ($OUT on
+# Each step runs under `timeout` (its own share of --budget, so that a hang in one leaves the
+# others their time) with its log in the output folder ($OUT on
 # the GPU machine, which the device tool brings back; at most 8 files there), and a line in
 # summary.txt. The device is the bundle's (cuda, or cuda-emu in the rehearsal).
-# Usage: bash scripts/gpu_suite.sh tests|bench [--out DIR] [--budget SECONDS] [--demo-steps N]
+# Usage: bash scripts/gpu_suite.sh tests|bench|all [--out DIR] [--budget SECONDS] [--demo-steps N]
 #          [--demo-batch SEQUENCES] [--gtest-filter PATTERN] [--bench CONFIG:BATCH:SEQ:STEPS]... [--no-compile]
 # Exits non-zero if any step failed, was skipped or ran out of time.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
 PART=${1:-}
-case $PART in tests | bench) shift ;; *)
-  echo "gpu_suite.sh: the first argument is the part, tests or bench (got '$PART')" >&2; exit 2 ;;
+case $PART in tests | bench | all) shift ;; *)
+  echo "gpu_suite.sh: the first argument is the part, tests, bench or all (got '$PART')" >&2; exit 2 ;;
 esac
 OUTDIR=${OUT:-$ROOT/gpu-out}
 BUDGET=560
@@ -26,6 +28,7 @@ DEMO_BATCH=
 GTEST_FILTER='*'
 BENCHES=()
 COMPILE=1
+[[ $PART == all ]] && COMPILE=0  # the first run: zaya's figures and PyTorch eager's first
 while (($#)); do
   case $1 in
     --out) OUTDIR=$2; shift 2 ;;
@@ -40,6 +43,11 @@ while (($#)); do
 done
 ((${#BENCHES[@]})) || BENCHES=(configs/zaya1-base-depth8.json:4:4096:10 configs/small.json:16:256:20)
 mkdir -p "$OUTDIR"
+# Each step's cap: the tests' share of the budget (all of it for `tests`, 3/5 for `all`) split
+# 2 : 1.75 : 1.25 between the op tests, the training test and the demo; the benchmark has the rest.
+TESTS_BUDGET=$BUDGET
+[[ $PART == all ]] && TESTS_BUDGET=$((BUDGET * 3 / 5))
+CAP_OPS=$((TESTS_BUDGET * 2 / 5)) CAP_TRAIN=$((TESTS_BUDGET * 7 / 20)) CAP_DEMO=$((TESTS_BUDGET / 4))
 DEADLINE=$(($(date +%s) + BUDGET))
 export DEADLINE
 rc=0
@@ -78,21 +86,26 @@ fi
 tests_bin=$(printf '%s\n' "${zaya_gpu_bins[@]}" | grep -m1 '_tests$')
 export ZAYA_BROWN_TEXT=$ZAYA_BUNDLE/brown.txt
 WORK=${TMPDIR:-/tmp}/zaya-gpu-suite
-if [[ $PART == tests ]]; then
-  step gpu.ops 240 "$OUTDIR/gpu_ops.log" "$ZAYA_GPU_BIN/$tests_bin" --gtest_filter="$GTEST_FILTER"
+if [[ $PART != bench ]]; then
+  step gpu.ops $CAP_OPS "$OUTDIR/gpu_ops.log" "$ZAYA_GPU_BIN/$tests_bin" --gtest_filter="$GTEST_FILTER"
   grep -E '^\[  (PASSED|FAILED) ' "$OUTDIR/gpu_ops.log" | head -20
-  step gpu.train 240 "$OUTDIR/gpu_train.log" bash tests/gpu/gpu_train.sh "$ZAYA_GPU_BIN/zaya" \
+  step gpu.train $CAP_TRAIN "$OUTDIR/gpu_train.log" bash tests/gpu/gpu_train.sh "$ZAYA_GPU_BIN/zaya" \
     "$ROOT" "$WORK/train" "$ZAYA_GPU_DEVICE"
   grep -E '^(PASS|FAIL|  )' "$OUTDIR/gpu_train.log" | head -20
-  DEMO_DEVICE=$ZAYA_GPU_DEVICE DEMO_STEPS=$DEMO_STEPS DEMO_BATCH=$DEMO_BATCH step demo 240 "$OUTDIR/demo.log" \
-    bash tests/gpu/brown_demo.sh "$ZAYA_GPU_BIN/zaya" "$ROOT" "$ZAYA_BUNDLE/brown-data.tar.xz" \
+  DEMO_DEVICE=$ZAYA_GPU_DEVICE DEMO_STEPS=$DEMO_STEPS DEMO_BATCH=$DEMO_BATCH step demo $CAP_DEMO "$OUTDIR/demo.log" \
+    bash tests/gpu/brown_demo.sh "$ZAYA_GPU_BIN/zaya" "$ROOT" "$ZAYA_BUNDLE/brown-data.tar.gz" \
     "$WORK/demo"
   grep -E '^(device:|trained|PASS|FAIL|  step)' "$OUTDIR/demo.log"
-else
+fi
+if [[ $PART != tests ]]; then
   # zaya's figures for every config, then PyTorch eager for each, then torch.compile: what comes
   # back first is what matters most. A config's work folder carries its results between phases.
   # Each phase's share (seconds a config): zaya 240, PyTorch eager 180, compile what is left.
   phases=(zaya:240 torch:180)
+  if [[ $PART == all ]]; then  # what is left after the tests, 11 : 9
+    left=$((DEADLINE - $(date +%s)))
+    phases=(zaya:$((left * 11 / 20 / ${#BENCHES[@]})) torch:$((left * 9 / 20 / ${#BENCHES[@]} - 20)))
+  fi
   ((COMPILE)) && phases+=(compile:600)
   rm -rf "$WORK"/bench-*
   for p in "${phases[@]}"; do

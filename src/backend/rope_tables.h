@@ -1,6 +1,6 @@
 // The tables of the partial rotary position embedding, on the host: the model computes them once
 // per sequence length and each backend's rope_apply (backend_ops.inc) reads them, as they are or
-// as device copies. Defined with the CPU's rope (backend/cpu/rope.cpp).
+// as device copies (backend/rope_tables.cpp).
 #pragma once
 
 namespace zaya {

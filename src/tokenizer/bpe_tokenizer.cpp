@@ -11,8 +11,6 @@
 namespace zaya {
 namespace {
 
-using Candidate = MergeCandidate;
-
 struct Symbol {
   int32_t id, prev, next;  // id -1: merged into its left neighbour
 };
@@ -112,7 +110,8 @@ void BpeTokenizer::merge_word(std::string_view word, std::vector<int32_t>& out) 
   for (int32_t i = 0; i < n; ++i) sym[i] = {byte_id_[static_cast<uint8_t>(word[i])], i - 1, i + 1};
   sym[n - 1].next = -1;
 
-  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> queue;
+  std::priority_queue<MergeCandidate, std::vector<MergeCandidate>, std::greater<MergeCandidate>>
+      queue;
   const auto push_pair = [&](int32_t pos) {
     if (pos < 0 || sym[pos].next < 0) return;
     const int32_t right = sym[sym[pos].next].id;
@@ -124,7 +123,7 @@ void BpeTokenizer::merge_word(std::string_view word, std::vector<int32_t>& out) 
 
   // GPT-2 merges every occurrence of the best pair in one left-to-right pass before it looks at
   // the pairs that pass created, so candidates of one rank are applied as a batch.
-  std::vector<Candidate> batch;
+  std::vector<MergeCandidate> batch;
   std::vector<int32_t> touched;
   while (!queue.empty()) {
     const int32_t rank = queue.top().rank;
@@ -134,7 +133,7 @@ void BpeTokenizer::merge_word(std::string_view word, std::vector<int32_t>& out) 
       queue.pop();
     }
     touched.clear();
-    for (const Candidate& c : batch) {
+    for (const MergeCandidate& c : batch) {
       Symbol& left = sym[c.pos];
       if (left.id != c.left || left.next < 0 || sym[left.next].id != c.right) continue;  // stale
       Symbol& right = sym[left.next];

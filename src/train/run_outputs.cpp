@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/blas_report.h"
+#include "backend/vector_path.h"
 #include "core/error.h"
 #include "model/weights_io.h"
 #include "model/zaya_model.h"
@@ -73,7 +74,8 @@ void write_run_summary(const TrainSummary& sum) {
       {"activation_bytes", sum.activation_bytes},
       {"device_weight_bytes", sum.device_weight_bytes},
       {"device_grad_bytes", sum.device_grad_bytes},
-      {"blas", blas_json()}};  // the BLAS kernels and why: their runs differ in last bits
+      {"blas", blas_json()},  // the BLAS kernels and why: their runs differ in last bits
+      {"vector_path", vector_path_name(active_vector_path().path)}};
   if (!sum.tasks.is_null()) summary["tasks"] = sum.tasks;  // the last evaluation of each task
   // Written beside and renamed over: a kill mid-write leaves the previous summary, never half.
   const fs::path path = fs::path(sum.out_dir) / "summary.json", tmp = path.string() + ".tmp";

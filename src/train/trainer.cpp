@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/blas_report.h"
+#include "backend/vector_path.h"
 #include "ckpt/async_saver.h"
 #include "ckpt/hf_interop.h"
 #include "core/clock.h"
@@ -238,6 +239,7 @@ void TrainingRun::print_header() const {
                omp_get_max_threads(),
                threads_->active() ? " (fewer while other work holds the CPU)" : "");
   std::fprintf(stderr, "%s\n", blas_summary_line().c_str());
+  std::fprintf(stderr, "%s\n", vector_path_summary_line().c_str());
   const ParameterPlacement& placement = model_.placement();
   if (p_.device.caps().own_memory)
     std::fprintf(

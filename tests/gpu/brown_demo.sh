@@ -2,7 +2,7 @@
 # Issue 12's training proof on a lent GPU: the Brown demo config (configs/small.json) for 100
 # steps on the GPU in bf16 must end within 2 % of the CPU's fp32 run; it also prints both runs'
 # tokens/s. Run by scripts/gpu_suite.sh from the bundle (scripts/gpu_bundle.sh packs the prepared
-# Brown shards and tokenizer as brown-data.tar.xz).
+# Brown shards and tokenizer as brown-data.tar.gz).
 # Usage: brown_demo.sh ZAYA SRC DATA_TAR WORK
 # A dry run of the script without a GPU: DEMO_DEVICE=cpu-as-device DEMO_STEPS=3 (the second run
 # then computes in fp32 on the CPU's ops, and must match within the same 2 %). DEMO_BATCH=N trains
@@ -14,8 +14,8 @@ DEVICE=${DEMO_DEVICE:-cuda}; STEPS=${DEMO_STEPS:-100}
 PY=/usr/bin/python3
 command -v "$PY" > /dev/null || PY=python3
 rm -rf "$WORK"; mkdir -p "$WORK/data"
-# Python's tarfile reads xz without the xz tool, which the GPU machine may lack.
-$PY -c "import sys, tarfile; tarfile.open(sys.argv[1], 'r:xz').extractall(sys.argv[2])" \
+# Python's tarfile reads it without the gzip tool, which the GPU machine may lack.
+$PY -c "import sys, tarfile; tarfile.open(sys.argv[1], 'r:gz').extractall(sys.argv[2])" \
   "$DATA_TAR" "$WORK/data" || exit 1
 $PY - "$SRC/configs/small.json" "$WORK" "${DEMO_BATCH:-}" <<'PY'
 import json, sys

@@ -3,10 +3,13 @@
 // gives the right numbers. Kernels are written as in backend/cuda (vendor.h's spellings).
 #include <gtest/gtest.h>
 
+#include <omp.h>
+
 #include <string>
 #include <vector>
 
 #include "backend/cuda/device.h"
+#include "backend/cuda/gemm.h"
 #include "backend/cuda/vendor.h"
 #include "core/error.h"
 
@@ -103,9 +106,10 @@ TEST(CudaEmulator, RemovedBarrierIsARace) {
 
 TEST(CudaEmulator, BarrierInADivergentBranchIsRefused) {
   DeviceBuffer<float> out(static_cast<size_t>(kThreads));
-  const std::string e =
-      error_of([&] { ZAYA_LAUNCH(divergent_barrier_kernel, 1, kThreads, 0, 0)
-                     (out.get()); });
+  const std::string e = error_of([&] {
+    ZAYA_LAUNCH(divergent_barrier_kernel, 1, kThreads, 0, 0)
+    (out.get());
+  });
   EXPECT_NE(e.find("divergent_barrier_kernel"), std::string::npos) << e;
   EXPECT_NE(e.find("wait at different barriers"), std::string::npos) << e;
 }
@@ -135,9 +139,10 @@ TEST(CudaEmulator, ShuffleInADivergentBranchIsRefused) {
 TEST(CudaEmulator, HostAndFreedPointersAreRefused) {
   std::vector<float> host(16);
   DeviceBuffer<float> out(16);
-  std::string e =
-      error_of([&] { ZAYA_LAUNCH(copy_kernel, 1, 16, 0, 0)
-                     (out.get(), host.data(), 16); });
+  std::string e = error_of([&] {
+    ZAYA_LAUNCH(copy_kernel, 1, 16, 0, 0)
+    (out.get(), host.data(), 16);
+  });
   EXPECT_NE(e.find("copy_kernel"), std::string::npos) << e;
   EXPECT_NE(e.find("argument 1 points outside every device allocation"), std::string::npos) << e;
   float* freed = nullptr;
@@ -174,6 +179,36 @@ TEST(CudaEmulator, CopiesOutsideAllocationsAreRefused) {
     ZAYA_CUDA_CHECK(cudaMemcpy(a.get(), host.data(), sizeof(float) * 9, cudaMemcpyHostToDevice));
   });
   EXPECT_NE(e.find("not inside a device allocation"), std::string::npos) << e;
+}
+
+// The emulated cuBLASLt's products do not depend on the host's OpenMP thread count, as a GPU's
+// do not on the host's: the trainer changes the count while other work holds the CPU, and a bf16
+// run resumed under load once ended with other weights than the uninterrupted run (OpenBLAS
+// splits a product between its threads at shape-dependent boundaries). Shapes large enough for
+// OpenBLAS to split, with ragged edges; under the second test pass's Haswell kernels too.
+TEST(CudaEmulator, ProductsDoNotDependOnTheHostThreadCount) {
+  const int m = 333, n = 211, k = 197;
+  std::vector<float> a(size_t(m) * k), b(size_t(k) * n);
+  uint32_t state = 12345;
+  auto next = [&] {
+    state = state * 1664525u + 1013904223u;
+    return float(int(state >> 9) - (1 << 22)) / float(1 << 22);
+  };
+  for (float& x : a) x = next();
+  for (float& x : b) x = next();
+  const DeviceBuffer<float> da(a), db(b);
+  const int saved = omp_get_max_threads();
+  std::vector<std::vector<float>> results;
+  for (const int threads : {1, 2, 3, 4}) {
+    omp_set_num_threads(threads);
+    DeviceBuffer<float> dc(size_t(m) * n);
+    gemm_f32_batched(false, false, m, n, k, 1.0f, da.get(), m, db.get(), k, 0.0f, dc.get(), m,
+                     GemmBatch{});
+    results.push_back(dc.download());
+  }
+  omp_set_num_threads(saved);
+  for (size_t i = 1; i < results.size(); ++i)
+    EXPECT_EQ(results[i], results[0]) << "at " << i + 1 << " threads against 1";
 }
 
 }  // namespace

@@ -6,7 +6,9 @@
 
 #include <cmath>
 
+ZAYA_CPU_TARGET_BEGIN
 namespace zaya::cpu {
+ZAYA_CPU_PATH_BEGIN
 
 namespace {
 constexpr float kInvSqrt2 = 0.70710678118654752f;
@@ -100,4 +102,6 @@ void softmax_backward(float* din, const float* dout, const float* out, int n, in
   }
 }
 
+ZAYA_CPU_PATH_END
 }  // namespace zaya::cpu
+ZAYA_CPU_TARGET_END

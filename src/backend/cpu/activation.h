@@ -1,7 +1,10 @@
 // Pointwise activations and the row softmax.
 #pragma once
 
+#include "backend/cpu/cpu_path_target.h"
+
 namespace zaya::cpu {
+ZAYA_CPU_PATH_BEGIN
 
 // Exact (erf) GELU, PyTorch's nn.GELU() default: x · Φ(x).
 void gelu_forward(float* out, const float* in, long n);
@@ -20,4 +23,5 @@ void softmax_forward(float* out, const float* in, int n, int c);
 // din += out ⊙ (dout − Σ dout·out)
 void softmax_backward(float* din, const float* dout, const float* out, int n, int c);
 
+ZAYA_CPU_PATH_END
 }  // namespace zaya::cpu

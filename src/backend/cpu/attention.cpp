@@ -9,7 +9,9 @@
 #include "backend/cpu/fast_exp.h"
 #include "backend/cpu/matmul.h"
 
+ZAYA_CPU_TARGET_BEGIN
 namespace zaya::cpu {
+ZAYA_CPU_PATH_BEGIN
 
 namespace {
 
@@ -214,4 +216,6 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
   attention_block_backward(dq, dk, dv, dout, D.data(), lse, q, k, v, blk);
 }
 
+ZAYA_CPU_PATH_END
 }  // namespace zaya::cpu
+ZAYA_CPU_TARGET_END

@@ -4,11 +4,14 @@
 //   out[batch, seq, nq, d];  lse[batch, nq, seq] = log Σ_j exp(score) is saved for backward.
 #pragma once
 
+#include "backend/cpu/cpu_path_target.h"
+
 #include <cstddef>
 
 #include "backend/op_types.h"  // AttentionBlock
 
 namespace zaya::cpu {
+ZAYA_CPU_PATH_BEGIN
 
 void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
                        int batch, int seq, int nq, int nk, int d, float scale);
@@ -34,4 +37,5 @@ void attention_block_backward(float* dq, float* dk, float* dv, const float* dout
                               const float* lse, const float* q, const float* k, const float* v,
                               const AttentionBlock& blk);
 
+ZAYA_CPU_PATH_END
 }  // namespace zaya::cpu

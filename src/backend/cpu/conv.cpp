@@ -6,7 +6,9 @@
 
 #include "backend/cpu/matmul.h"
 
+ZAYA_CPU_TARGET_BEGIN
 namespace zaya::cpu {
+ZAYA_CPU_PATH_BEGIN
 
 namespace {
 // Columns whose float64 sums advance together in the parameter-gradient reductions.
@@ -161,4 +163,6 @@ void grouped_conv_backward(float* da, float* dw, float* dbias, const float* dz, 
   }
 }
 
+ZAYA_CPU_PATH_END
 }  // namespace zaya::cpu
+ZAYA_CPU_TARGET_END

@@ -3,7 +3,10 @@
 // u[t-2], u[t-1], u[t] and nothing later.
 #pragma once
 
+#include "backend/cpu/cpu_path_target.h"
+
 namespace zaya::cpu {
+ZAYA_CPU_PATH_BEGIN
 
 // Stage A, depthwise (groups = C), kernel 2, with bias:
 //   a[b, j, c] = w[c,0]·ũ[j-2] + w[c,1]·ũ[j-1] + bias[c],  j = 0..seq  (seq+1 outputs),
@@ -21,4 +24,5 @@ void grouped_conv_forward(float* z, const float* a, const float* w, const float*
 void grouped_conv_backward(float* da, float* dw, float* dbias, const float* dz, const float* a,
                            const float* w, int batch, int seq, int channels, int group_size);
 
+ZAYA_CPU_PATH_END
 }  // namespace zaya::cpu

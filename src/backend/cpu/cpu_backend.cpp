@@ -6,26 +6,69 @@
 #include <cstring>
 #include <new>
 
-#include "backend/cpu/activation.h"
-#include "backend/cpu/attention.h"
-#include "backend/cpu/bf16_ops.h"
-#include "backend/cpu/conv.h"
-#include "backend/cpu/decode_ops.h"
-#include "backend/cpu/lm_head_loss.h"
-#include "backend/cpu/loss.h"
-#include "backend/cpu/matmul.h"
-#include "backend/cpu/model_ops.h"
-#include "backend/cpu/norm.h"
-#include "backend/cpu/optim_ops.h"
-#include "backend/cpu/residual.h"
-#include "backend/cpu/rope.h"
-#include "backend/cpu/rowwise.h"
+#include "backend/cpu/cpu_op_table.h"
+#include "core/error.h"
 
 namespace zaya {
 
-const Backend& cpu_backend() {
-  static const CpuBackend backend;
+// The op tables of the path compiles (cpu_op_table.cpp compiled per path, CMakeLists.txt).
+#if defined(ZAYA_CPU_PATH_CLONE_AVX2)
+namespace cpu::avx2 {
+const CpuOpTable& op_table();
+}
+#endif
+#if defined(ZAYA_CPU_PATH_CLONE_AVX512)
+namespace cpu::avx512 {
+const CpuOpTable& op_table();
+}
+#endif
+
+namespace {
+
+// The table of `path`: the plain compile's when it is the build's own level, else the path
+// compile's. Null when the binary does not carry the path.
+const cpu::CpuOpTable* op_table_of(VectorPath path) {
+  if (path == own_vector_path()) return &cpu::op_table();
+#if defined(ZAYA_CPU_PATH_CLONE_AVX2)
+  if (path == VectorPath::kAvx2) return &cpu::avx2::op_table();
+#endif
+#if defined(ZAYA_CPU_PATH_CLONE_AVX512)
+  if (path == VectorPath::kAvx512) return &cpu::avx512::op_table();
+#endif
+  return nullptr;
+}
+
+}  // namespace
+
+CpuBackend::CpuBackend(VectorPath path) : path_(path), ops_(op_table_of(path)) {
+  if (ops_ == nullptr)
+    ZAYA_FAIL("the CPU backend's ", vector_path_name(path),
+              " vector path is not in this binary (it carries ", built_vector_paths_text(), ")");
+  const std::string missing = missing_cpu_features(path);
+  if (!missing.empty())
+    ZAYA_FAIL("the CPU backend's ", vector_path_name(path), " vector path needs ", missing,
+              ", which this CPU lacks");
+}
+
+const Backend& cpu_backend(VectorPath path) {
+  switch (path) {
+    case VectorPath::kAvx512: {
+      static const CpuBackend backend(VectorPath::kAvx512);
+      return backend;
+    }
+    case VectorPath::kAvx2: {
+      static const CpuBackend backend(VectorPath::kAvx2);
+      return backend;
+    }
+    case VectorPath::kBaseline:
+      break;
+  }
+  static const CpuBackend backend(VectorPath::kBaseline);
   return backend;
+}
+
+const Backend& cpu_backend() {
+  return cpu_backend(active_vector_path().path);
 }
 
 const char* CpuBackend::name() const {
@@ -91,10 +134,10 @@ void CpuBackend::copy_to_host(void* dst, const void* src, size_t bytes) const {
   copy(dst, src, bytes);
 }
 
-// Every op forwards to its cpu:: namesake.
+// Every op forwards to its cpu:: namesake, the path's.
 #define ZAYA_BACKEND_OP(ret, name, params, args) \
   ret CpuBackend::name params const {            \
-    return cpu::name args;                       \
+    return ops_->name args;                      \
   }
 #include "backend/backend_ops.inc"
 #undef ZAYA_BACKEND_OP

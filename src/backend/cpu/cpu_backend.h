@@ -1,15 +1,25 @@
 // The CPU backend: the Backend (backend/backend.h) over the op set of backend/cpu, in host
-// memory. Every op forwards to its cpu:: function unchanged, so a model run through it computes
+// memory. Every op forwards to its cpu:: function unchanged, on the vector path the backend was
+// made for (vector_path.h; every path computes the same bits), so a model run through it computes
 // bit for bit what the op set computes. (Not final: a test derives a backend of "separate"
 // memory from it, tests/unit/test_backend_seam.cpp.)
 #pragma once
 
 #include "backend/backend.h"
+#include "backend/vector_path.h"
 
 namespace zaya {
 
+namespace cpu {
+struct CpuOpTable;
+}
+
 class CpuBackend : public Backend {
  public:
+  // The ops of `path`, which this binary must carry (built_vector_paths) and this CPU must run
+  // (missing_cpu_features): checked by choose_vector_path; throws zaya::Error otherwise.
+  explicit CpuBackend(VectorPath path = active_vector_path().path);
+  VectorPath vector_path() const { return path_; }
   const char* name() const override;
   bool host_memory() const override { return true; }
   void* allocate(size_t bytes) const override;
@@ -23,9 +33,15 @@ class CpuBackend : public Backend {
 
  protected:
   void copy_to_host(void* dst, const void* src, size_t bytes) const override;
+
+ private:
+  VectorPath path_;
+  const cpu::CpuOpTable* ops_;
 };
 
-// The process's CPU backend (stateless; shared by every model).
+// The process's CPU backend, on the active vector path (stateless; shared by every model).
 const Backend& cpu_backend();
+// The CPU backend of one path (tests and benchmarks compare the paths side by side).
+const Backend& cpu_backend(VectorPath path);
 
 }  // namespace zaya

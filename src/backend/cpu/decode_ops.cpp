@@ -8,7 +8,9 @@
 #include "backend/cpu/fast_exp.h"
 #include "backend/cpu/parallel_threshold.h"
 
+ZAYA_CPU_TARGET_BEGIN
 namespace zaya::cpu {
+ZAYA_CPU_PATH_BEGIN
 
 void cca_decode_conv(float* z_out, const float* proj, const float* window, const int32_t* slots,
                      const CcaDecodeStep& s) {
@@ -143,4 +145,6 @@ void kv_attention_normalize(float* att, const float* sum, const float* out, int 
   }
 }
 
+ZAYA_CPU_PATH_END
 }  // namespace zaya::cpu
+ZAYA_CPU_TARGET_END

@@ -3,11 +3,14 @@
 // same bits alone or in a batch. The products are rows_matmul_forward (backend/cpu/rowwise.h).
 #pragma once
 
+#include "backend/cpu/cpu_path_target.h"
+
 #include <cstdint>
 
 #include "backend/op_types.h"
 
 namespace zaya::cpu {
+ZAYA_CPU_PATH_BEGIN
 
 // z[r] ([C], C = (nq+nk)·d) for each decode row r: the depthwise convolution rows a[t] (from the
 // state's u[t-2], u[t-1]) and a[t+1] (from u[t-1] and the row's u[t] = proj[r][0:C]), the grouped
@@ -36,4 +39,5 @@ void kv_attention_partials(float* max, float* sum, float* out, float* scores, co
 // att[i·d + x] = out[i·d + x] · (1 / sum[i]) for items i: one rank's partials made attention.
 void kv_attention_normalize(float* att, const float* sum, const float* out, int items, int d);
 
+ZAYA_CPU_PATH_END
 }  // namespace zaya::cpu

@@ -8,7 +8,9 @@
 #include "backend/cpu/loss.h"
 #include "backend/cpu/matmul.h"
 
+ZAYA_CPU_TARGET_BEGIN
 namespace zaya::cpu {
+ZAYA_CPU_PATH_BEGIN
 
 namespace {
 
@@ -94,4 +96,6 @@ void lm_head_loss_backward(float* dy, float* dw, const float* y, const float* w,
   });
 }
 
+ZAYA_CPU_PATH_END
 }  // namespace zaya::cpu
+ZAYA_CPU_TARGET_END

@@ -12,12 +12,15 @@
 // thread count.
 #pragma once
 
+#include "backend/cpu/cpu_path_target.h"
+
 #include <cstddef>
 #include <cstdint>
 
 #include "backend/op_types.h"  // LmHeadChunks, kIgnoreIndex
 
 namespace zaya::cpu {
+ZAYA_CPU_PATH_BEGIN
 
 // lse[n] of the logits y[n, E] · w[V, E]ᵀ; returns Σ over rows with a target (≠ kIgnoreIndex) of
 // lse − logit[target], and sets *count to the number of such rows.
@@ -30,4 +33,5 @@ void lm_head_loss_backward(float* dy, float* dw, const float* y, const float* w,
                            const int32_t* targets, int n, int e, int v, float loss_scale,
                            const LmHeadChunks& chunks, float* scratch);
 
+ZAYA_CPU_PATH_END
 }  // namespace zaya::cpu

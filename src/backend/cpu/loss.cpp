@@ -7,7 +7,9 @@
 #include <cmath>
 #include <vector>
 
+ZAYA_CPU_TARGET_BEGIN
 namespace zaya::cpu {
+ZAYA_CPU_PATH_BEGIN
 
 namespace {
 
@@ -104,4 +106,6 @@ void cross_entropy_backward_inplace(float* logits, const float* lse, const int32
   }
 }
 
+ZAYA_CPU_PATH_END
 }  // namespace zaya::cpu
+ZAYA_CPU_TARGET_END

@@ -1,11 +1,14 @@
 // Cross-entropy over the vocabulary.
 #pragma once
 
+#include "backend/cpu/cpu_path_target.h"
+
 #include <cstdint>
 
 #include "backend/op_types.h"  // kIgnoreIndex
 
 namespace zaya::cpu {
+ZAYA_CPU_PATH_BEGIN
 
 // Returns Σ over rows with target ≠ kIgnoreIndex of −log softmax(logits)[target], and sets
 // *count to the number of such rows. Also stores each row's logsumexp in lse[n].
@@ -17,4 +20,5 @@ double cross_entropy_forward(float* lse, const float* logits, const int32_t* tar
 void cross_entropy_backward_inplace(float* logits, const float* lse, const int32_t* targets, int n,
                                     int vocab, float loss_scale);
 
+ZAYA_CPU_PATH_END
 }  // namespace zaya::cpu

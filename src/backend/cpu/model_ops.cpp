@@ -7,7 +7,9 @@
 #include "backend/cpu/parallel_threshold.h"
 #include "core/error.h"
 
+ZAYA_CPU_TARGET_BEGIN
 namespace zaya::cpu {
+ZAYA_CPU_PATH_BEGIN
 
 void copy_rows(float* dst, size_t dst_stride, const float* src, size_t src_stride, int rows,
                int width) {
@@ -197,4 +199,6 @@ void moe_combine_backward(float* dprobs, float* dy, float* dx, const float* dout
   }
 }
 
+ZAYA_CPU_PATH_END
 }  // namespace zaya::cpu
+ZAYA_CPU_TARGET_END

@@ -5,10 +5,13 @@
 // (backend/backend.h); the definitions are in those files' comments.
 #pragma once
 
+#include "backend/cpu/cpu_path_target.h"
+
 #include <cstddef>
 #include <cstdint>
 
 namespace zaya::cpu {
+ZAYA_CPU_PATH_BEGIN
 
 // dst[r·dst_stride + j] = src[r·src_stride + j] for j < width; dst[0 : n] = value; dst += src.
 void copy_rows(float* dst, size_t dst_stride, const float* src, size_t src_stride, int rows,
@@ -70,4 +73,5 @@ void moe_combine_backward(float* dprobs, float* dy, float* dx, const float* dout
                           const float* x, const float* probs, const int32_t* route,
                           const int32_t* order, int n, int n_exp, int e, int routes);
 
+ZAYA_CPU_PATH_END
 }  // namespace zaya::cpu

@@ -8,7 +8,9 @@
 #include "backend/cpu/parallel_threshold.h"
 #include "backend/cpu/reduce.h"
 
+ZAYA_CPU_TARGET_BEGIN
 namespace zaya::cpu {
+ZAYA_CPU_PATH_BEGIN
 
 namespace {
 
@@ -130,4 +132,6 @@ void l2norm_backward(float* din, float* dtemp, const float* dout, const float* i
   }
 }
 
+ZAYA_CPU_PATH_END
 }  // namespace zaya::cpu
+ZAYA_CPU_TARGET_END

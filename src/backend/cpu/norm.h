@@ -2,7 +2,10 @@
 // L2 normalisation of CCA's queries and keys.
 #pragma once
 
+#include "backend/cpu/cpu_path_target.h"
+
 namespace zaya::cpu {
+ZAYA_CPU_PATH_BEGIN
 
 // y = x · rsqrt(mean(x²) + eps) · w   over the last dimension c; saves rstd[n] for backward.
 void rmsnorm_forward(float* out, float* rstd, const float* in, const float* w, int n, int c,
@@ -19,4 +22,5 @@ void l2norm_forward(float* out, float* inv_norm, const float* in, const float* t
 void l2norm_backward(float* din, float* dtemp, const float* dout, const float* in,
                      const float* temp, const float* inv_norm, int n, int heads, int d);
 
+ZAYA_CPU_PATH_END
 }  // namespace zaya::cpu

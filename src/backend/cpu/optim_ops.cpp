@@ -5,7 +5,9 @@
 
 #include "backend/newton_schulz.h"
 
+ZAYA_CPU_TARGET_BEGIN
 namespace zaya::cpu {
+ZAYA_CPU_PATH_BEGIN
 
 namespace {
 
@@ -88,4 +90,6 @@ void newton_schulz_batch(float* const* matrices, int count, int64_t rows, int64_
     newton_schulz(matrices[k], matrices[k], rows, cols, steps, workspace);
 }
 
+ZAYA_CPU_PATH_END
 }  // namespace zaya::cpu
+ZAYA_CPU_TARGET_END

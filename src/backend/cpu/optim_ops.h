@@ -3,11 +3,14 @@
 // and address every buffer of a call at the same offsets.
 #pragma once
 
+#include "backend/cpu/cpu_path_target.h"
+
 #include <cstdint>
 
 #include "backend/optim_types.h"
 
 namespace zaya::cpu {
+ZAYA_CPU_PATH_BEGIN
 
 // Σ over chunks, in table order, of each chunk's fp64 Σ x² (a chunk summed in element order):
 // the gradient norm's partition is fixed by the table, not by the thread count.
@@ -27,4 +30,5 @@ void decay_and_step(float* w, const float* d, const OptimSegment* segments, int 
 // one after another: each result is that of newton_schulz on the matrix alone.
 void newton_schulz_batch(float* const* matrices, int count, int64_t rows, int64_t cols, int steps);
 
+ZAYA_CPU_PATH_END
 }  // namespace zaya::cpu

@@ -3,7 +3,9 @@
 #include <cstddef>
 #include <vector>
 
+ZAYA_CPU_TARGET_BEGIN
 namespace zaya::cpu {
+ZAYA_CPU_PATH_BEGIN
 
 void column_dot(double* out, const float* a, const float* b, const float* b_shift,
                 const float* row_scale, int n, int c) {
@@ -39,4 +41,6 @@ void column_dot(double* out, const float* a, const float* b, const float* b_shif
     for (int j = 0; j < c; ++j) out[j] += sums[size_t(k) * c + j];
 }
 
+ZAYA_CPU_PATH_END
 }  // namespace zaya::cpu
+ZAYA_CPU_TARGET_END

@@ -7,7 +7,9 @@
 #include "backend/cpu/parallel_threshold.h"
 #include "backend/cpu/reduce.h"
 
+ZAYA_CPU_TARGET_BEGIN
 namespace zaya::cpu {
+ZAYA_CPU_PATH_BEGIN
 
 void residual_merge_forward(float* out, const float* h, const float* hb, const float* hs,
                             const float* r, const float* rb, const float* rs, int n, int c) {
@@ -57,4 +59,6 @@ void merge_rmsnorm_forward(float* r_out, float* x_out, float* rstd, const float*
   rmsnorm_forward(x_out, rstd, r_out, w, n, c, eps);
 }
 
+ZAYA_CPU_PATH_END
 }  // namespace zaya::cpu
+ZAYA_CPU_TARGET_END

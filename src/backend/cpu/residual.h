@@ -3,7 +3,10 @@
 //   out = (h + hb) ⊙ hs + (r + rb) ⊙ rs          (the r term is absent at stage 0)
 #pragma once
 
+#include "backend/cpu/cpu_path_target.h"
+
 namespace zaya::cpu {
+ZAYA_CPU_PATH_BEGIN
 
 void residual_merge_forward(float* out, const float* h, const float* hb, const float* hs,
                             const float* r, const float* rb, const float* rs, int n, int c);
@@ -18,4 +21,5 @@ void merge_rmsnorm_forward(float* r_out, float* x_out, float* rstd, const float*
                            const float* hs, const float* r, const float* rb, const float* rs,
                            const float* w, int n, int c, float eps);
 
+ZAYA_CPU_PATH_END
 }  // namespace zaya::cpu

@@ -1,28 +1,12 @@
 #include "backend/cpu/rope.h"
-#include <cstddef>
 
-#include <cmath>
+#include <cstddef>
 
 #include "backend/cpu/parallel_threshold.h"
 
-namespace zaya {
-
-void rope_tables(float* cos_out, float* sin_out, int seq, int rot, float theta) {
-  const int half = rot / 2;
-  for (int i = 0; i < half; ++i) {
-    const float exponent = float(2 * i) / float(rot);
-    const float inv_freq = 1.0f / std::pow(theta, exponent);
-    for (int s = 0; s < seq; ++s) {
-      const float angle = float(s) * inv_freq;
-      cos_out[size_t(s) * half + i] = std::cos(angle);
-      sin_out[size_t(s) * half + i] = std::sin(angle);
-    }
-  }
-}
-
-}  // namespace zaya
-
+ZAYA_CPU_TARGET_BEGIN
 namespace zaya::cpu {
+ZAYA_CPU_PATH_BEGIN
 
 void rope_apply(float* x, const float* cos_t, const float* sin_t, int batch, int seq, int heads,
                 int d, int rot, bool inverse) {
@@ -46,4 +30,6 @@ void rope_apply(float* x, const float* cos_t, const float* sin_t, int batch, int
   }
 }
 
+ZAYA_CPU_PATH_END
 }  // namespace zaya::cpu
+ZAYA_CPU_TARGET_END

@@ -5,27 +5,31 @@
 
 #include "backend/cpu/parallel_threshold.h"
 
+ZAYA_CPU_TARGET_BEGIN
 namespace zaya::cpu {
+ZAYA_CPU_PATH_BEGIN
 
 namespace {
 
-// 16 running sums in one vector (one zmm register with AVX-512, two ymm with AVX2). GCC's vector
-// extension makes every dot product of this file use the same vector operations, whatever the
-// surrounding code: lane j adds a[i]·b[i] for i ≡ j (mod 16) in order of i.
+// 16 running sums in one vector (one zmm register with AVX-512, two ymm with AVX2, four xmm on
+// the baseline). GCC's vector extension makes every dot product of this file use the same vector
+// operations, whatever the surrounding code and the vector path (vector_path.h): lane j adds
+// a[i]·b[i] for i ≡ j (mod 16) in order of i.
+//
+// A Lanes value never crosses a function boundary by value (loads write through a reference):
+// how a 64-byte vector is passed depends on whether AVX-512 is enabled, and GCC rejects such a
+// signature (-Wpsabi) in the compiles without it.
 typedef float Lanes __attribute__((vector_size(64)));
 constexpr int kLanes = 16;
 
-inline Lanes load(const float* p) {
-  Lanes v;
+inline void load(Lanes& v, const float* p) {
   std::memcpy(&v, p, sizeof v);
-  return v;
 }
 
 // The last k mod 16 elements, zero-padded: the padding adds 0·0 to the lanes it reaches.
-inline Lanes load_tail(const float* p, int n) {
-  Lanes v = {};
+inline void load_tail(Lanes& v, const float* p, int n) {
+  v = Lanes{};
   std::memcpy(&v, p, sizeof(float) * size_t(n));
-  return v;
 }
 
 // The lanes summed by a fixed pairwise tree, 16 → 8 → 4 → 2 → 1: lane j adds lane j + width. Done
@@ -33,7 +37,7 @@ inline Lanes load_tail(const float* p, int n) {
 // the scalar tree would be.
 typedef float Lanes8 __attribute__((vector_size(32)));
 typedef float Lanes4 __attribute__((vector_size(16)));
-inline float finish(Lanes acc) {
+inline float finish(const Lanes& acc) {
   Lanes8 lo8, hi8;
   std::memcpy(&lo8, &acc, sizeof lo8);
   std::memcpy(&hi8, reinterpret_cast<const char*>(&acc) + sizeof lo8, sizeof hi8);
@@ -74,16 +78,21 @@ inline void dots(float* out, size_t out_stride, const float* x, size_t x_stride,
   const int full = k / kLanes * kLanes;
   for (int i = 0; i < full; i += kLanes) {
     Lanes wv[W];
-    for (int q = 0; q < W; ++q) wv[q] = load(w + q * w_stride + i);
+    for (int q = 0; q < W; ++q) load(wv[q], w + q * w_stride + i);
     for (int r = 0; r < R; ++r) {
-      const Lanes xv = load(x + r * x_stride + i);
+      Lanes xv;
+      load(xv, x + r * x_stride + i);
       for (int q = 0; q < W; ++q) acc[r][q] += xv * wv[q];
     }
   }
   if (full < k) {
     for (int r = 0; r < R; ++r) {
-      const Lanes xv = load_tail(x + r * x_stride + full, k - full);
-      for (int q = 0; q < W; ++q) acc[r][q] += xv * load_tail(w + q * w_stride + full, k - full);
+      Lanes xv, wv;
+      load_tail(xv, x + r * x_stride + full, k - full);
+      for (int q = 0; q < W; ++q) {
+        load_tail(wv, w + q * w_stride + full, k - full);
+        acc[r][q] += xv * wv;
+      }
     }
   }
   for (int r = 0; r < R; ++r) {
@@ -141,4 +150,6 @@ void rows_matmul_forward(float* out, const float* in, const float* w, const floa
   }
 }
 
+ZAYA_CPU_PATH_END
 }  // namespace zaya::cpu
+ZAYA_CPU_TARGET_END

@@ -7,7 +7,10 @@
 // a sequence decodes to the same bits alone or in a batch of any size.
 #pragma once
 
+#include "backend/cpu/cpu_path_target.h"
+
 namespace zaya::cpu {
+ZAYA_CPU_PATH_BEGIN
 
 // out[n, m] = in[n, k] · w[m, k]ᵀ (+ bias[m]), each row independent of the others (see above).
 // The weights are read once per call: every block of weight rows meets every input row while it
@@ -18,4 +21,5 @@ void rows_matmul_forward(float* out, const float* in, const float* w, const floa
 // The fixed-order dot product every output element of rows_matmul_forward is.
 float fixed_order_dot(const float* a, const float* b, int k);
 
+ZAYA_CPU_PATH_END
 }  // namespace zaya::cpu
