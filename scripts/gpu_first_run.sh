@@ -15,8 +15,10 @@
 # preflight.log, gpu_ops.log, gpu_train.log, demo.log, bench.log, bench-results.tar. A gate that
 # fails prints facts.txt and stops within about two minutes, leaving the session time for a fixed
 # second try.
-# Usage: bash scripts/gpu_first_run.sh [--out DIR] [--budget SECONDS] [suite options...]
-#   (default: $OUT, 540 s in all; the suite's options, e.g. --demo-steps, pass through)
+# Usage: bash scripts/gpu_first_run.sh [--out DIR] [--budget SECONDS] [--gates-only]
+#          [suite options...]
+#   (default: $OUT, 540 s in all; the suite's options, e.g. --demo-steps, pass through;
+#   --gates-only stops after the gates, as the rehearsal's planted faults do)
 # Test hook: ZAYA_FIRST_RUN_PATH=DIRS replaces PATH (the rehearsal hides xz or gzip with it).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -24,9 +26,11 @@ ROOT=$PWD
 OUTDIR=${OUT:-$ROOT/gpu-out}
 BUDGET=540
 SUITE_ARGS=()
+GATES_ONLY=0
 while (($#)); do
   case $1 in
     --out) OUTDIR=$2; shift 2 ;;
+    --gates-only) GATES_ONLY=1; shift ;;
     --budget) BUDGET=$2; shift 2 ;;
     *) SUITE_ARGS+=("$1"); shift ;;
   esac
@@ -125,6 +129,7 @@ out=$(timeout 60 "$ZAYA_GPU_BIN/$tests_bin" --gtest_list_tests 2>&1); r=$?
 ((r != 0)) && gate_fail "$tests_bin --gtest_list_tests failed (rc $r): $(echo "$out" | tail -2 | tr '\n' ' ')"
 gate_ok "$tests_bin lists $(echo "$out" | grep -c '^  ') tests"
 say "gates passed in $(($(date +%s) - START)) s"
+((GATES_ONLY)) && exit 0
 
 # 3. The suite, in what is left of the budget.
 left=$((BUDGET - ($(date +%s) - START)))

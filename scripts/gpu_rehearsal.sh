@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# The first GPU run (docs/gpu.md), rehearsed here on the emulated device: the same bundle script,
-# the same two suite commands, from a copy of the tree as the device tool sends it (tracked and
-# untracked-not-ignored files, and the carried .gpu-bundle; no build/, no data/), with the output
-# folder checked against what the tool brings back (at most 8 files, 2 folders down). Only the
-# sizes are smaller, as the suite's own parameters: the emulator runs kernels a thousand times
-# slower than a GPU. Then, where this build has the CUDA target, the CUDA bundle's preflight:
-# the CUDA runtime and cuBLASLt found by search and every binary's libraries resolved.
-# Usage: scripts/gpu_rehearsal.sh [--build DIR] [--work DIR]   (about 9 minutes on 2 cores)
-# Exits non-zero if any step failed; prints each suite's summary.
+# The first GPU run (docs/gpu.md), rehearsed here on the emulated device: the same bundle script
+# and the same one command (scripts/gpu_first_run.sh), from a copy of the tree as the device tool
+# sends it (tracked and untracked-not-ignored files, and the carried .gpu-bundle; no build/, no
+# data/), with the output folder checked against what the tool brings back (at most 8 files, 2
+# folders down). Before it, a fault planted in each gate must stop the command at that gate with
+# its cause named, within two minutes (or be repaired by it, where the gate repairs: the run
+# bits, a /tmp that runs no programs, no xz or gzip). Only the sizes are smaller, as the suite's
+# own parameters: the emulator runs kernels a thousand times slower than a GPU. Then, where this
+# build has the CUDA target, the CUDA bundle's preflight: the CUDA runtime and cuBLASLt found by
+# search and every binary's libraries resolved.
+# Usage: scripts/gpu_rehearsal.sh [--build DIR] [--work DIR]   (about 10 minutes on 2 cores)
+# Exits non-zero if any step failed; prints the run's summary.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 SRC=$PWD
@@ -46,20 +49,81 @@ outputs_fit() {
   echo "  $1: $n files ($(cd "$1" && find . -type f | sort | tr '\n' ' '))"
   ((n <= 8)) && [[ -z $bad ]]
 }
-# The same two commands as on the GPU (docs/gpu.md), smaller: 1 demo step of 1 sequence, the
-# tiny config.
-(cd "$REH/tree" && OUT=$REH/out-tests bash scripts/gpu_suite.sh tests --demo-steps 1 --demo-batch 1)
-check "suite tests on cuda-emu: every step passed" test $? -eq 0
-check "suite tests: the output folder fits what the device tool brings back" outputs_fit "$REH/out-tests"
-(cd "$REH/tree" && OUT=$REH/out-bench bash scripts/gpu_suite.sh bench --bench configs/tiny.json:2:64:2)
+# A fresh copy of the tree for each planted fault.
+fresh() {  # fresh NAME: $REH/NAME, a copy of the tree
+  rm -rf "$REH/$1" && cp -r "$REH/tree" "$REH/$1"
+}
+# gates NAME [env...]: the one command, gates only, on the copy NAME; output in $REH/NAME.out,
+# seconds in $REH/NAME.s, exit code returned.
+gates() {
+  local name=$1 start r; shift
+  start=$(date +%s)
+  (cd "$REH/$name" && env "$@" OUT="$REH/$name-out" bash scripts/gpu_first_run.sh --gates-only) \
+    > "$REH/$name.out" 2>&1
+  r=$?
+  echo $(($(date +%s) - start)) > "$REH/$name.s"
+  return $r
+}
+stopped_at() {  # stopped_at NAME TEXT: the command failed, naming TEXT, within 120 s
+  ! gates_ok "$1" && grep -q "GATE FAILED: .*$2" "$REH/$1.out" && (($(cat "$REH/$1.s") <= 120)) ||
+    { tail -5 "$REH/$1.out"; return 1; }
+}
+gates_ok() { grep -q '^gates passed' "$REH/$1.out"; }
+
+fresh runbits && chmod -x "$REH"/runbits/.gpu-bundle/bin/*
+gates runbits
+check "planted: binaries without their run bit: the gate restores them" gates_ok runbits
+# No xz and no gzip on the PATH: the libraries unpack through Python's tarfile.
+mkdir -p "$REH/path"
+for d in /usr/local/bin /usr/bin /bin; do
+  for t in "$d"/*; do
+    n=$(basename "$t")
+    [[ $n == xz || $n == gzip || -e $REH/path/$n ]] || ln -s "$t" "$REH/path/$n"
+  done
+done
+fresh noxz
+gates noxz ZAYA_FIRST_RUN_PATH="$REH/path"
+check "planted: no xz and no gzip on the PATH: the bundle unpacks all the same" gates_ok noxz
+fresh nolib && echo "locate libzaya_planted_missing.so.1" >> "$REH/nolib/.gpu-bundle/manifest"
+gates nolib
+check "planted: a CUDA library missing: stops at the library gate, naming it" \
+  stopped_at nolib "a library is missing: MISSING: libzaya_planted_missing.so.1"
+fresh nobin && rm "$REH/nobin/.gpu-bundle/bin/zaya"
+gates nobin
+check "planted: a binary missing from the bundle: stops at the first gate, naming it" \
+  stopped_at nobin "the bundle lacks bin/zaya"
+# A plugin whose libraries resolve but which zaya refuses (another build's interface: the unit
+# tests' fake plugin).
+fresh badplugin
+cp "$BUILD/tests/unit/libzaya_test_wrong_abi_plugin.so" \
+  "$REH/badplugin/.gpu-bundle/bin/libzaya_cuda_emu_backend.so"
+gates badplugin
+check "planted: a plugin that will not load: stops at the device gate" \
+  stopped_at badplugin "--device cuda-emu is not usable: .*another zaya build"
+mkdir -p "$REH/noexec"
+if mount -t tmpfs -o noexec,size=64m tmpfs "$REH/noexec" 2> /dev/null; then
+  fresh noexectmp
+  gates noexectmp TMPDIR="$REH/noexec"
+  umount "$REH/noexec"
+  check "planted: a /tmp that runs no programs: the gate moves to the tree" gates_ok noexectmp
+  check "  ... and says so" grep -q "does not run programs (noexec?)" "$REH/noexectmp.out"
+else
+  echo "(a noexec /tmp is not rehearsed: mounting a tmpfs needs root)"
+fi
+
+# The one command as on the GPU (docs/gpu.md), smaller: 1 demo step of 1 sequence, the benchmark
+# on the tiny config, and the emulator's budget.
+(cd "$REH/tree" && OUT=$REH/out bash scripts/gpu_first_run.sh --budget 900 --demo-steps 1 \
+  --demo-batch 1 --bench configs/tiny.json:2:64:2)
 r=$?
-grep -q "^zaya (fwd+bwd)" "$REH/out-bench/bench.log" && grep -q "^pytorch .* eager" "$REH/out-bench/bench.log"
-check "suite bench on cuda-emu: zaya's figures and PyTorch eager's" test $? -eq 0
-# torch.compile is optional (a CPU PyTorch before 2.0 has none): only it may have failed.
-check "suite bench: every step but torch.compile passed" \
-  test "$(grep -E ': (FAILED|TIMED OUT|NOT RUN|SKIPPED)' "$REH/out-bench/summary.txt" | grep -vc compile)" -eq 0
-echo "  (bench exit $r; torch.compile: $(grep -o 'compile: [A-Za-z ]*' "$REH/out-bench/summary.txt" | head -1))"
-check "suite bench: the output folder fits what the device tool brings back" outputs_fit "$REH/out-bench"
+cat "$REH/out/summary.txt"
+check "the first run on cuda-emu: facts, gates and every test step passed" \
+  test "$(grep -cE ': (FAILED|TIMED OUT|NOT RUN|SKIPPED)' "$REH/out/summary.txt")" -eq 0
+grep -q "^zaya (fwd+bwd)" "$REH/out/bench.log" && grep -q "^pytorch .* eager" "$REH/out/bench.log"
+check "the first run: zaya's figures and PyTorch eager's" test $? -eq 0
+check "the first run: the machine's facts came first" grep -q "^-- GPU, driver, compute capability" "$REH/out/facts.txt"
+echo "  (exit $r)"
+check "the first run: the output folder fits what the device tool brings back" outputs_fit "$REH/out"
 
 # The CUDA bundle's preflight: the libraries it leaves out are found here by search.
 if cmake --build "$BUILD" --target help 2> /dev/null | grep -q '^zaya_gpu_tests:'; then

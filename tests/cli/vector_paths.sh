@@ -111,6 +111,11 @@ if [[ ", $carried, " == *", avx512, "* ]]; then
   check "auto on a CPU without avx512bw takes $want" \
     grep -q "^  chosen: *$want (auto" <(echo "$out")
 fi
+if [[ $own != baseline ]]; then  # plain code for AVX2: a CPU without it is refused before main
+  refused "a binary built for $own, on a CPU without avx2: refused at start, naming it" \
+    "this zaya was built for CPUs with AVX2 and FMA (-march), which this CPU lacks" \
+    env ZAYA_TEST_CPU_LACKS=avx2 "$ZAYA"
+fi
 for p in baseline avx2 avx512; do
   [[ ", $carried, " == *", $p, "* ]] && continue
   refused "$p, which this binary lacks, is refused" "the $p vector path is not in this binary" \

@@ -34,16 +34,14 @@
 #elif defined(ZAYA_CPU_PATH_AVX512)
 #define ZAYA_CPU_PATH_BEGIN inline namespace avx512 {
 #define ZAYA_CPU_PATH_END }
+// One string literal each: _Pragma takes no concatenation (hence no line breaks here).
+// clang-format off
 #if defined(__clang__)
-#define ZAYA_CPU_TARGET_BEGIN                                                                \
-  _Pragma(                                                                                   \
-      "clang attribute push(__attribute__((target(\"avx,avx2,fma,avx512f,avx512bw,avx512dq," \
-      "avx512vl,avx512cd\"))), apply_to = function)")
+#define ZAYA_CPU_TARGET_BEGIN _Pragma("clang attribute push(__attribute__((target(\"avx,avx2,fma,avx512f,avx512bw,avx512dq,avx512vl,avx512cd\"))), apply_to = function)")
 #else
-#define ZAYA_CPU_TARGET_BEGIN \
-  _Pragma("GCC push_options") \
-      _Pragma("GCC target(\"avx,avx2,fma,avx512f,avx512bw,avx512dq,avx512vl,avx512cd\")")
+#define ZAYA_CPU_TARGET_BEGIN _Pragma("GCC push_options") _Pragma("GCC target(\"avx,avx2,fma,avx512f,avx512bw,avx512dq,avx512vl,avx512cd\")")
 #endif
+// clang-format on
 #else
 #define ZAYA_CPU_PATH_BEGIN
 #define ZAYA_CPU_PATH_END
@@ -56,4 +54,19 @@
 #define ZAYA_CPU_TARGET_END _Pragma("clang attribute pop")
 #else
 #define ZAYA_CPU_TARGET_END _Pragma("GCC pop_options")
+#endif
+
+// The register file of the compile's path, for kernels that block their work to fit it: vector
+// registers and floats per register (AVX-512: 32 zmm of 16; AVX2: 16 ymm of 8; the baseline: 16
+// xmm of 4). GCC's pragma defines __AVX512F__ and __AVX2__ in a path's region, clang's does not:
+// hence the path macros first.
+#if defined(ZAYA_CPU_PATH_AVX512) || (!defined(ZAYA_CPU_PATH_AVX2) && defined(__AVX512F__))
+#define ZAYA_CPU_VECTOR_REGISTERS 32
+#define ZAYA_CPU_VECTOR_FLOATS 16
+#elif defined(ZAYA_CPU_PATH_AVX2) || defined(__AVX2__)
+#define ZAYA_CPU_VECTOR_REGISTERS 16
+#define ZAYA_CPU_VECTOR_FLOATS 8
+#else
+#define ZAYA_CPU_VECTOR_REGISTERS 16
+#define ZAYA_CPU_VECTOR_FLOATS 4
 #endif

@@ -11,62 +11,77 @@ ZAYA_CPU_PATH_BEGIN
 
 namespace {
 
-// 16 running sums in one vector (one zmm register with AVX-512, two ymm with AVX2, four xmm on
-// the baseline). GCC's vector extension makes every dot product of this file use the same vector
-// operations, whatever the surrounding code and the vector path (vector_path.h): lane j adds
-// a[i]·b[i] for i ≡ j (mod 16) in order of i.
-//
-// A Lanes value never crosses a function boundary by value (loads write through a reference):
-// how a 64-byte vector is passed depends on whether AVX-512 is enabled, and GCC rejects such a
-// signature (-Wpsabi) in the compiles without it.
-typedef float Lanes __attribute__((vector_size(64)));
+// 16 running sums, lane j adding a[i]·b[i] for i ≡ j (mod 16) in order of i, on every vector path
+// (vector_path.h): one zmm register with AVX-512, two ymm with AVX2, four xmm on the baseline. The
+// lanes are held as `kParts` vectors of the path's own width, never as one 64-byte vector where
+// the path has no 64-byte registers: GCC keeps such a vector in memory and moves it piecewise
+// (an AVX2 decode at a third of the AVX-512 path's speed), and rejects it as a function's value
+// (-Wpsabi). Each operation acts on each lane alone, so how the 16 are split never changes a bit.
 constexpr int kLanes = 16;
+constexpr int kWidth = ZAYA_CPU_VECTOR_FLOATS;
+constexpr int kParts = kLanes / kWidth;
+typedef float Vec __attribute__((vector_size(kWidth * sizeof(float))));
+typedef float UnalignedVec
+    __attribute__((vector_size(kWidth * sizeof(float)), aligned(4), may_alias));
+typedef float Lanes4 __attribute__((vector_size(16)));
+struct Lanes {
+  Vec part[kParts];  // lanes [kWidth·p, kWidth·(p + 1))
+};
 
 inline void load(Lanes& v, const float* p) {
-  std::memcpy(&v, p, sizeof v);
+  for (int i = 0; i < kParts; ++i)
+    v.part[i] = *reinterpret_cast<const UnalignedVec*>(p + i * kWidth);
 }
 
 // The last k mod 16 elements, zero-padded: the padding adds 0·0 to the lanes it reaches.
 inline void load_tail(Lanes& v, const float* p, int n) {
-  v = Lanes{};
-  std::memcpy(&v, p, sizeof(float) * size_t(n));
+  float padded[kLanes] = {};
+  std::memcpy(padded, p, sizeof(float) * size_t(n));
+  load(v, padded);
 }
 
-// The lanes summed by a fixed pairwise tree, 16 → 8 → 4 → 2 → 1: lane j adds lane j + width. Done
-// on halves of the vector; each addition is the same IEEE operation on the same two numbers as
-// the scalar tree would be.
-typedef float Lanes8 __attribute__((vector_size(32)));
-typedef float Lanes4 __attribute__((vector_size(16)));
+inline void multiply_add(Lanes& acc, const Lanes& x, const Lanes& w) {
+  for (int i = 0; i < kParts; ++i) acc.part[i] += x.part[i] * w.part[i];
+}
+
+// The first two levels of the fixed pairwise tree 16 → 8 → 4 → 2 → 1 in which lane j adds lane
+// j + width: s8[j] = a[j] + a[j + 8], then s4[j] = s8[j] + s8[j + 4]. Each addition is the same
+// IEEE operation on the same two numbers on every path.
+inline Lanes4 sum_to_4(const Lanes& a) {
+#if ZAYA_CPU_VECTOR_FLOATS == 16
+  typedef float Vec8 __attribute__((vector_size(32)));
+  const Vec8 s8 = __builtin_shufflevector(a.part[0], a.part[0], 0, 1, 2, 3, 4, 5, 6, 7) +
+                  __builtin_shufflevector(a.part[0], a.part[0], 8, 9, 10, 11, 12, 13, 14, 15);
+  return __builtin_shufflevector(s8, s8, 0, 1, 2, 3) + __builtin_shufflevector(s8, s8, 4, 5, 6, 7);
+#elif ZAYA_CPU_VECTOR_FLOATS == 8
+  const Vec s8 = a.part[0] + a.part[1];
+  return __builtin_shufflevector(s8, s8, 0, 1, 2, 3) + __builtin_shufflevector(s8, s8, 4, 5, 6, 7);
+#else
+  return (a.part[0] + a.part[2]) + (a.part[1] + a.part[3]);
+#endif
+}
+
+// The tree's last two levels: (s4[0] + s4[2]) + (s4[1] + s4[3]).
 inline float finish(const Lanes& acc) {
-  Lanes8 lo8, hi8;
-  std::memcpy(&lo8, &acc, sizeof lo8);
-  std::memcpy(&hi8, reinterpret_cast<const char*>(&acc) + sizeof lo8, sizeof hi8);
-  const Lanes8 s8 = lo8 + hi8;
-  Lanes4 lo4, hi4;
-  std::memcpy(&lo4, &s8, sizeof lo4);
-  std::memcpy(&hi4, reinterpret_cast<const char*>(&s8) + sizeof lo4, sizeof hi4);
-  const Lanes4 s4 = lo4 + hi4;
+  const Lanes4 s4 = sum_to_4(acc);
   const float s2a = s4[0] + s4[2], s2b = s4[1] + s4[3];
   return s2a + s2b;
 }
 
 // finish() of four accumulators at once (lane q: finish(acc[q])): the same additions of the same
-// two numbers each, side by side, so the same bits.
+// two numbers each, side by side (the four s4 transposed), so the same bits.
 inline Lanes4 finish4(const Lanes* acc) {
-  const Lanes ab = __builtin_shufflevector(acc[0], acc[1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19,
-                                           20, 21, 22, 23) +
-                   __builtin_shufflevector(acc[0], acc[1], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26,
-                                           27, 28, 29, 30, 31);
-  const Lanes cd = __builtin_shufflevector(acc[2], acc[3], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19,
-                                           20, 21, 22, 23) +
-                   __builtin_shufflevector(acc[2], acc[3], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26,
-                                           27, 28, 29, 30, 31);
-  const Lanes s4 =
-      __builtin_shufflevector(ab, cd, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27) +
-      __builtin_shufflevector(ab, cd, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
-  const Lanes8 s2 = __builtin_shufflevector(s4, s4, 0, 1, 4, 5, 8, 9, 12, 13) +
-                    __builtin_shufflevector(s4, s4, 2, 3, 6, 7, 10, 11, 14, 15);
-  return __builtin_shufflevector(s2, s2, 0, 2, 4, 6) + __builtin_shufflevector(s2, s2, 1, 3, 5, 7);
+  const Lanes4 a = sum_to_4(acc[0]), b = sum_to_4(acc[1]), c = sum_to_4(acc[2]),
+               d = sum_to_4(acc[3]);
+  const Lanes4 ab02 = __builtin_shufflevector(a, b, 0, 4, 2, 6);  // a0 b0 a2 b2
+  const Lanes4 cd02 = __builtin_shufflevector(c, d, 0, 4, 2, 6);
+  const Lanes4 ab13 = __builtin_shufflevector(a, b, 1, 5, 3, 7);
+  const Lanes4 cd13 = __builtin_shufflevector(c, d, 1, 5, 3, 7);
+  const Lanes4 col0 = __builtin_shufflevector(ab02, cd02, 0, 1, 4, 5);  // a0 b0 c0 d0
+  const Lanes4 col2 = __builtin_shufflevector(ab02, cd02, 2, 3, 6, 7);
+  const Lanes4 col1 = __builtin_shufflevector(ab13, cd13, 0, 1, 4, 5);
+  const Lanes4 col3 = __builtin_shufflevector(ab13, cd13, 2, 3, 6, 7);
+  return (col0 + col2) + (col1 + col3);
 }
 
 // R input rows × W weight rows: R·W independent sums (instruction-level parallelism), each one
@@ -82,7 +97,7 @@ inline void dots(float* out, size_t out_stride, const float* x, size_t x_stride,
     for (int r = 0; r < R; ++r) {
       Lanes xv;
       load(xv, x + r * x_stride + i);
-      for (int q = 0; q < W; ++q) acc[r][q] += xv * wv[q];
+      for (int q = 0; q < W; ++q) multiply_add(acc[r][q], xv, wv[q]);
     }
   }
   if (full < k) {
@@ -91,7 +106,7 @@ inline void dots(float* out, size_t out_stride, const float* x, size_t x_stride,
       load_tail(xv, x + r * x_stride + full, k - full);
       for (int q = 0; q < W; ++q) {
         load_tail(wv, w + q * w_stride + full, k - full);
-        acc[r][q] += xv * wv;
+        multiply_add(acc[r][q], xv, wv);
       }
     }
   }
@@ -121,6 +136,10 @@ void rows_matmul_forward(float* out, const float* in, const float* w, const floa
   // changes the operations of any one output element, so a row's results are the same in every
   // call.
   constexpr int kW = 4;
+  // Input rows a block takes at a time: their R × 4 sums of 16 lanes stay in registers. 32 zmm
+  // hold 4 × 4 of them beside the weights; 16 ymm (two per sum) hold one row's 4, and 4 rows' 16
+  // would spill to memory at every step of k (0.6x the AVX-512 path's decode, measured).
+  constexpr int kRowsPerBlock = ZAYA_CPU_VECTOR_REGISTERS * ZAYA_CPU_VECTOR_FLOATS >= 512 ? 4 : 1;
   const int blocks = (m + kW - 1) / kW;
   const size_t K = size_t(k), M = size_t(m);
   // Below about 256k multiply-adds (tens of microseconds on one core) waking the other threads
@@ -132,13 +151,15 @@ void rows_matmul_forward(float* out, const float* in, const float* w, const floa
     const float* wb = w + size_t(o0) * K;
     if (m - o0 >= kW) {
       int r = 0;
-      for (; r + 4 <= n; r += 4)
-        dots<4, kW>(out + size_t(r) * M + o0, M, in + size_t(r) * K, K, wb, K, k);
-      if (r + 2 <= n) {
-        dots<2, kW>(out + size_t(r) * M + o0, M, in + size_t(r) * K, K, wb, K, k);
-        r += 2;
+      if constexpr (kRowsPerBlock == 4) {
+        for (; r + 4 <= n; r += 4)
+          dots<4, kW>(out + size_t(r) * M + o0, M, in + size_t(r) * K, K, wb, K, k);
+        if (r + 2 <= n) {
+          dots<2, kW>(out + size_t(r) * M + o0, M, in + size_t(r) * K, K, wb, K, k);
+          r += 2;
+        }
       }
-      if (r < n) dots<1, kW>(out + size_t(r) * M + o0, M, in + size_t(r) * K, K, wb, K, k);
+      for (; r < n; ++r) dots<1, kW>(out + size_t(r) * M + o0, M, in + size_t(r) * K, K, wb, K, k);
     } else {
       for (int r = 0; r < n; ++r)
         for (int o = o0; o < m; ++o)

@@ -1,5 +1,7 @@
 #include "backend/vector_path.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <mutex>
 #include <optional>
@@ -89,6 +91,29 @@ VectorPathChoice auto_choice() {
 
 std::mutex g_mutex;
 std::optional<VectorPathChoice> g_active;
+
+#if defined(__x86_64__) && (defined(__AVX2__) || defined(__AVX512F__))
+// A binary whose plain code needs AVX2 (-march=x86-64-v3, native), started on a CPU without it,
+// would die of an illegal instruction somewhere in its start-up. This runs before the program's
+// own static initialisers (priority 101), is compiled for any x86-64 whatever the build's -march,
+// and calls only libgcc's feature test, the environment and write(2): it names what is missing
+// and ends the process instead. ZAYA_TEST_CPU_LACKS hides features as in cpu_has.
+__attribute__((constructor(101), target("arch=x86-64"))) void refuse_a_cpu_below_the_build() {
+  __builtin_cpu_init();
+  // (No string function of libc: their inline wrappers are compiled for the build's -march.)
+  const char* hidden = std::getenv("ZAYA_TEST_CPU_LACKS");
+  bool hides_avx2 = false;
+  for (const char* c = hidden; c != nullptr && *c != '\0' && !hides_avx2; ++c)
+    hides_avx2 = c[0] == 'a' && c[1] == 'v' && c[2] == 'x' && c[3] == '2';
+  if (!hides_avx2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return;
+  static const char kMessage[] =
+      "zaya: error: this zaya was built for CPUs with AVX2 and FMA (-march), which this CPU "
+      "lacks; build it with the default preset, which runs on any x86-64\n";
+  const ssize_t written = write(2, kMessage, sizeof kMessage - 1);
+  (void)written;
+  _exit(1);
+}
+#endif
 
 }  // namespace
 
