@@ -42,8 +42,12 @@ std::optional<TextPosition> json_too_deep(std::string_view text, int max_depth) 
 std::string json_depth_problem(std::string_view text, int max_depth) {
   const std::optional<TextPosition> at = json_too_deep(text, max_depth);
   if (!at) return {};
-  return str_cat("nested more than ", max_depth, " levels deep (at line ", at->line, ", column ",
-                 at->column, "); expected at most ", max_depth, " levels of arrays and objects");
+  // A one-line text (a JSON line, a request body) is named by its caller's FILE:LINE already.
+  const std::string where = text.find('\n') == std::string_view::npos
+                                ? str_cat("column ", at->column)
+                                : str_cat("line ", at->line, ", column ", at->column);
+  return str_cat("nested more than ", max_depth, " levels deep (at ", where, "); expected at most ",
+                 max_depth, " levels of arrays and objects");
 }
 
 void check_json_depth(std::string_view text, const std::string& where, int max_depth) {

@@ -41,7 +41,7 @@ PY
   > "$WORK/tok.log" 2>&1 || { cat "$WORK/tok.log"; exit 1; }
 "$ZAYA" data prepare --tokenizer "$WORK/tok.json" --input "$WORK/text.txt" --name s \
   --out "$WORK/data" --no-progress > "$WORK/prep.log" 2>&1 || { cat "$WORK/prep.log"; exit 1; }
-MODEL='"model": {"vocab_size": 320, "hidden_size": 64, "num_stages": 2, "num_q_heads": 4,
+MODEL='"model": {"vocab_size": 300, "hidden_size": 64, "num_stages": 2, "num_q_heads": 4,
   "num_kv_heads": 2, "head_dim": 8, "num_experts": 4, "expert_hidden": 16, "router_dim": 16,
   "rope_theta": 10000.0, "partial_rotary_factor": 0.5, "max_seq_len": 64}'
 echo "{$MODEL}" > "$WORK/model.json"
@@ -62,11 +62,11 @@ ms=$((($(date +%s%N) - start) / 1000000))
 rss_kb=$(tail -1 "$WORK/bomb.rss")
 msg=$(cat "$WORK/bomb.log")
 if [[ $rc -ge 1 && $rc -le 127 && $msg == *"bomb.gz: decompresses to"* &&
-      $msg == *"--max-decompression-ratio"* && $rss_kb -le 300000 ]]; then
+      $msg == *"--max-decompression-ratio"* && $rss_kb -le 300000 && $ms -le 5000 ]]; then
   echo "ok   gzip-bomb: rc $rc, ${ms} ms, peak RSS ${rss_kb} KB: $(grep -m1 error "$WORK/bomb.log")"
   passes=$((passes + 1))
 else
-  fail "gzip-bomb: rc $rc, peak RSS ${rss_kb} KB (want <= 300000), ${ms} ms"
+  fail "gzip-bomb: rc $rc, peak RSS ${rss_kb} KB (want <= 300000), ${ms} ms (want <= 5000)"
   tail -3 "$WORK/bomb.log"
 fi
 expect_error tokenizer-train-gzip-bomb "--max-decompression-ratio" -- \
@@ -95,7 +95,7 @@ python3 -c '
 import sys
 good = "{\"context\": \"the cat\", \"choices\": [\" sat\", \" ran\"], \"gold\": 0}\n"
 open(sys.argv[1], "w").write(good + "[" * 100000 + "]" * 100000 + "\n")
-open(sys.argv[2], "w").write("{\"prompt\": \"the\"}\n{\"prompt\": " + "[" * 100000 + "]" * 100000 + "}\n")
+open(sys.argv[2], "w").write("{\"prompt\": \"the\", \"max_tokens\": 4}\n{\"prompt\": " + "[" * 100000 + "]" * 100000 + "}\n")
 ' "$WORK/deep.jsonl" "$WORK/deep_prompts.jsonl"
 DEEP="nested more than 512 levels deep"
 expect_error eval-tasks-nested "$WORK/deep.jsonl:2: JSON $DEEP" -- \
