@@ -183,8 +183,7 @@ TEST(InputLimits, JsonDepthFoundWithItsPosition) {
   EXPECT_FALSE(
       json_too_deep("[\"" + std::string(1000, '[') + "\\\"" + std::string(1000, '{') + "\"]"));
   const std::string e = test::error_of([] { parse_json_checked(nested_json(100000), "x.json"); });
-  EXPECT_TRUE(
-      limit_msg_has(e, "x.json: JSON nested more than 512 levels deep (at column 513)"))
+  EXPECT_TRUE(limit_msg_has(e, "x.json: JSON nested more than 512 levels deep (at column 513)"))
       << e;
 }
 
