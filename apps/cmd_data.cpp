@@ -12,6 +12,7 @@
 #include "data/prepare.h"
 #include "data/text_encoder.h"
 #include "dist/communicator.h"
+#include "input_limit_flags.h"
 
 namespace zaya::cli {
 
@@ -64,6 +65,8 @@ void add_input_options(CLI::App* prepare, PrepareArgs& args) {
   prepare->add_option("--id-key", o.id_key,
                       "JSON Lines: a field (string or number) identifying each document; kept, "
                       "with its split and token offset, in DIR/NAME/documents.jsonl");
+  add_max_record_bytes_flag(*prepare, o.max_record_bytes, "line (JSON Lines) or document (text)");
+  add_max_decompression_ratio_flag(*prepare, o.max_decompression_ratio);
 }
 
 void add_cleaning_options(CLI::App* prepare, PrepareArgs& args) {

@@ -17,6 +17,7 @@
 #include "dist/communicator.h"
 #include "dist/rank_grid.h"
 #include "eval_tasks.h"
+#include "input_limit_flags.h"
 #include "model/context_shard.h"
 #include "train/evaluate.h"
 
@@ -69,6 +70,7 @@ void add_task_options(CLI::App& eval, TaskEvalOptions& t) {
                   "share its prefill")
       ->check(PositiveInt())
       ->capture_default_str();
+  add_max_record_bytes_flag(eval, t.max_record_bytes, "line of a --tasks file");
   eval.add_option(
           "--device", t.device,
           std::string("with --tasks: where the decoder computes, in fp32: ") + kDeviceFlagHelp)

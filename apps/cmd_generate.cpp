@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +18,10 @@
 #include "infer/generate.h"
 #include "infer/text_stream.h"
 #include "inference_model.h"
+#include "input_limit_flags.h"
+#include "io/input_files.h"
+#include "io/json_limits.h"
+#include "io/record_reader.h"
 #include "serve/completion_request.h"
 
 namespace zaya::cli {
@@ -37,6 +40,7 @@ struct GenerateArgs {
   std::string max_tokens, temperature, top_k, top_p, repetition_penalty, seed;
   bool no_eos = false, json_out = false;
   int batch = 16;
+  int64_t max_record_bytes = kDefaultMaxRecordBytes;  // the longest --prompts line
 };
 
 struct Request {
@@ -157,6 +161,10 @@ json flag_fields(const GenerateArgs& a) {
       {"seed", &a.seed}};
   for (const auto& [key, text] : numbers) {
     if (text->empty()) continue;
+    if (json_too_deep(*text)) {  // kept as text: the parser refuses it by name
+      j[key] = *text;
+      continue;
+    }
     try {
       j[key] = json::parse(*text);
     } catch (const json::exception&) {
@@ -210,17 +218,21 @@ Request make_request(const serve::CompletionRequest& cr, const Tokenizer& tok, i
 
 std::vector<Request> read_prompts(const std::string& path, const serve::CompletionRequest& defaults,
                                   const serve::RequestLimits& limits, const Tokenizer& tok,
-                                  int64_t context) {
-  std::ifstream f(path);
-  ZAYA_CHECK(f.good(), "--prompts: cannot open '", path, "'");
+                                  int64_t context, int64_t max_record_bytes) {
+  require_regular_file(path, "--prompts");
+  // The reader of zaya data prepare: each line bounded while it is read.
+  ReadOptions options;
+  options.format = InputFormat::kJsonl;
+  options.max_record_bytes = max_record_bytes;
+  RecordReader lines(path, options);
   std::vector<Request> out;
-  std::string line;
-  for (int n = 1; std::getline(f, line); ++n) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string where = path + ":" + std::to_string(n);
+  Record line;
+  while (lines.next(line)) {
+    const std::string where = path + ":" + std::to_string(line.line);
+    check_json_depth(line.bytes, where);
     json j;
     try {
-      j = json::parse(line);
+      j = json::parse(line.bytes);
     } catch (const json::exception& e) {
       throw Error(where + ": not JSON (" + e.what() + ")");
     }
@@ -275,6 +287,7 @@ Runner add_generate_commands(CLI::App& app) {
                   "request's slot goes to the next); each request's text is the same at any batch")
       ->check(IntIn(1, 1024))
       ->capture_default_str();
+  add_max_record_bytes_flag(*gen, a->max_record_bytes, "line of a --prompts file");
 
   return [=]() -> int {
     if (!*gen) return kNotMine;
@@ -282,6 +295,8 @@ Runner add_generate_commands(CLI::App& app) {
                "zaya generate takes --prompt TEXT or --prompts FILE.jsonl, not both");
     ZAYA_CHECK(!a->prompt.empty() || !a->prompts.empty(),
                "zaya generate needs --prompt TEXT or --prompts FILE.jsonl");
+    // Before the model loads: /dev/zero or a FIFO is refused at once, not after a minute.
+    if (!a->prompts.empty()) require_regular_file(a->prompts, "--prompts");
     const InferenceModel im = load_inference_model(a->model, a->tokenizer, a->device, a->precision);
     ZayaModel& model = *im.loaded.model;
     const Tokenizer& tokenizer = *im.tokenizer;
@@ -301,7 +316,8 @@ Runner add_generate_commands(CLI::App& app) {
     std::vector<Request> requests =
         a->prompts.empty()
             ? std::vector<Request>{make_request(defaults, tokenizer, c.max_seq_len, "--prompt")}
-            : read_prompts(a->prompts, defaults, limits, tokenizer, c.max_seq_len);
+            : read_prompts(a->prompts, defaults, limits, tokenizer, c.max_seq_len,
+                           a->max_record_bytes);
     const int32_t eos = a->no_eos ? -1 : tokenizer.end_of_text_id().value_or(-1);
     for (Request& rq : requests) {
       rq.opt.eos = eos;

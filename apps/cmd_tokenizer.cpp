@@ -13,6 +13,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "input_limit_flags.h"
 #include "io/byte_stream.h"
 #include "io/document_reader.h"
 #include "io/input_files.h"
@@ -51,18 +52,32 @@ std::vector<int32_t> parse_ids(const std::string& list) {
 struct TokenizerTrainArgs {
   std::vector<std::string> inputs;
   std::string out;
-  std::string text_key = "text";
+  ReadOptions read;  // text_key and the limits
   BpeTrainOptions options;
 };
+
+// A text file whole, as training takes it, refused once it passes the --max-record-bytes limit
+// (it is one document here), before the rest is read.
+std::string read_whole_text(const std::string& path, const ReadOptions& options) {
+  const auto stream = open_byte_stream(path, nullptr, options.stream);
+  std::string text, chunk(size_t(1) << 20, '\0');
+  while (const size_t n = stream->read(chunk)) {
+    text.append(chunk, 0, n);
+    ZAYA_CHECK(int64_t(text.size()) <= options.max_record_bytes, path,
+               ": a text file is one document for tokenizer training, and this one is longer "
+               "than the limit of ",
+               options.max_record_bytes, " bytes (at least ", text.size(),
+               " bytes); raise --max-record-bytes to read it");
+  }
+  return text;
+}
 
 // Calls `use` with the training text of each input, the same inputs `zaya data prepare` reads: a
 // JSON Lines file (plain, .gz or .zst) one document at a time, a text file whole (decompressed),
 // as training always took text files (so their word counts, and the tokenizer, are unchanged).
 // Returns the bytes of text seen.
-size_t for_each_text(const std::vector<std::string>& files, const std::string& text_key,
+size_t for_each_text(const std::vector<std::string>& files, const ReadOptions& options,
                      const std::function<void(std::string_view)>& use) {
-  ReadOptions options;
-  options.text_key = text_key;
   size_t bytes = 0;
   for (const std::string& path : files) {
     DocumentReader reader(path, options);
@@ -74,9 +89,7 @@ size_t for_each_text(const std::vector<std::string>& files, const std::string& t
       }
       continue;
     }
-    const auto stream = open_byte_stream(path);
-    std::string text, chunk(size_t(1) << 20, '\0');
-    while (const size_t n = stream->read(chunk)) text.append(chunk, 0, n);
+    const std::string text = read_whole_text(path, options);
     bytes += text.size();
     use(text);
   }
@@ -88,7 +101,7 @@ int run_train(const TokenizerTrainArgs& a) {
   const std::vector<std::string> files = expand_input_paths(a.inputs);
   WordCounts counts;
   const size_t bytes =
-      for_each_text(files, a.text_key, [&](std::string_view text) { count_words(text, counts); });
+      for_each_text(files, a.read, [&](std::string_view text) { count_words(text, counts); });
   std::fprintf(stderr, "tokenizer train: %zu file(s), %.2f MB, %zu distinct words (%.1f s)\n",
                files.size(), bytes / 1e6, counts.size(), seconds_since(t0));
   // A tokenizer of the 256 bytes alone, from no text, would be written without a word.
@@ -103,8 +116,7 @@ int run_train(const TokenizerTrainArgs& a) {
   const double train_s = seconds_since(t0);
   save_hf_tokenizer_json(tok, a.out);
   size_t tokens = 0;
-  for_each_text(files, a.text_key,
-                [&](std::string_view text) { tokens += tok.encode(text).size(); });
+  for_each_text(files, a.read, [&](std::string_view text) { tokens += tok.encode(text).size(); });
   std::printf(
       "tokenizer train: vocab %d (256 bytes + %d merges + %zu special), %.1f s, %.3f bytes/token "
       "on the training text; wrote %s\n",
@@ -173,7 +185,7 @@ Runner add_tokenizer_commands(CLI::App& app) {
                    "(plain, .gz, .zst), directories, quoted globs")
       ->required();
   train
-      ->add_option("--text-key", train_args->text_key,
+      ->add_option("--text-key", train_args->read.text_key,
                    "JSON Lines: the field holding the text (a dotted path reaches into objects)")
       ->capture_default_str();
   train
@@ -186,6 +198,9 @@ Runner add_tokenizer_commands(CLI::App& app) {
                    "never merge a pair seen fewer times")
       ->capture_default_str()
       ->check(PositiveInt<int64_t>());
+  add_max_record_bytes_flag(*train, train_args->read.max_record_bytes,
+                            "JSON line, or text file (read whole)");
+  add_max_decompression_ratio_flag(*train, train_args->read.stream.max_ratio);
   train->add_option("--out", train_args->out, "output tokenizer.json")
       ->required()
       ->check(OutputFile());

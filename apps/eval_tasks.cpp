@@ -13,12 +13,15 @@
 #include "eval/context_split.h"
 #include "eval/task_metrics.h"
 #include "inference_model.h"
+#include "io/input_files.h"
 
 namespace zaya::cli {
 
 int run_task_eval(const TaskEvalOptions& o) {
   const std::unique_ptr<dist::Communicator> comm = dist::make_communicator();
   const bool lead = comm->rank() == 0;
+  // Before the model loads: /dev/zero or a FIFO is refused at once.
+  for (const std::string& path : o.files) require_regular_file(path, "--tasks");
   const InferenceModel m = load_inference_model(o.model, o.tokenizer, o.device);
   const int32_t prefix_token = loglikelihood_prefix_token(*m.tokenizer);
   std::vector<PreparedTask> tasks;

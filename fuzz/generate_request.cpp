@@ -4,10 +4,12 @@
 #include <string_view>
 
 #include "fuzz_util.h"
+#include "io/json_limits.h"
 #include "serve/completion_request.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view line(reinterpret_cast<const char*>(data), size);
+  if (zaya::json_too_deep(line)) return 0;  // zaya generate refuses it before parsing
   const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
   if (j.is_discarded()) return 0;
   zaya::serve::CompletionRequest base;

@@ -6,6 +6,7 @@ ZAYA_BINARY (a release build of zaya) writes the tiny model and the byte-level t
 Gemma-3 tokenizer.json (tests/tokenizer/node_modules, 33 MB) is cut down to a few hundred tokens.
 Seeds are kept small (< 200 KB per target) so that the committed corpus stays cheap.
 """
+import gzip
 import json
 import os
 import shutil
@@ -163,7 +164,34 @@ def main():
                                      "gemm_m_n_k_gflops": []}],
                comm={"world": 8, "busbw_gbs": 450, "latency_us": 20})
     put("hardware_profile", "gpu.json", json.dumps(gpu, indent=1))
+    line_seeds()
     shutil.rmtree(tmp)
+
+
+def line_seeds():
+    """The line readers (task_file, jsonl_reader) and the request readers: well-formed lines, and
+    hostile ones: nested 20,000 deep (past the JSON depth limit of 512), a long line, NUL bytes."""
+    deep = "[" * 20000 + "]" * 20000
+    put("task_file", "plain.jsonl",
+        '{"context": "the cat", "choices": [" sat", " ran"], "gold": 0}\n'
+        '{"context": "a dog", "choices": [" barked", " flew"], "gold": 0}\n')
+    put("task_file", "hellaswag.jsonl",
+        '{"ctx": "He opens the door", "endings": ["and walks in.", "and flies."], "label": 0}\n')
+    put("task_file", "piqa.jsonl", '{"goal": "dry hair", "sol1": "towel", "sol2": "water", '
+        '"label": 0}\n\n{"goal": "x", "sol1": "y", "sol2": "z", "label": 1}\n')
+    put("task_file", "nested.jsonl",
+        '{"context": "c", "choices": ["a", "b"], "gold": 0}\n' + deep + "\n")
+    # jsonl_reader: the first byte picks the format (0 JSON Lines, 1 text, 2 by content; 8: id).
+    put("jsonl_reader", "docs.jsonl",
+        '\x08{"text": "one document", "id": 1}\n\n{"text": "two", "meta": {"id": "b"}}\n')
+    put("jsonl_reader", "text.txt", "\x01first document\n\nsecond one\nwith two lines\n\n\n")
+    put("jsonl_reader", "nested.jsonl", '\x00{"text": "ok"}\n{"text": ' + deep + "}\n")
+    put("jsonl_reader", "long.jsonl", '\x00{"text": "' + "x" * 5000 + '"}\n')
+    put("jsonl_reader", "nul.jsonl", '\x00{"text": "a\\u0000b"}\n\x00\x00\n')
+    put("jsonl_reader", "docs.jsonl.gz",
+        b"\x02" + gzip.compress(b'{"text": "a"}\n{"text": "b"}\n', mtime=0))
+    put("completion_request", "nested.json", '{"prompt": ' + deep + "}")
+    put("generate_request", "nested.json", '{"prompt": ' + deep + "}")
 
 
 if __name__ == "__main__":

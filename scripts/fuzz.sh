@@ -2,7 +2,8 @@
 # Builds the libFuzzer targets (preset fuzz: clang, ASan + UBSan) and runs each one over its
 # committed corpus fuzz/corpus/<target>/ for SECONDS_PER_TARGET (default 10). New inputs go to a
 # scratch corpus under build-fuzz/fuzz-run/, never into the committed one; a crash, sanitizer
-# report, leak, timeout (-timeout=5) or out-of-memory (-rss_limit_mb=2048) leaves its input in
+# report, leak, timeout (-timeout=5) or out-of-memory (-rss_limit_mb, 512 MB: every reader's memory
+# is bounded whatever its input; ZAYA_FUZZ_RSS_MB sets it) leaves its input in
 # build-fuzz/fuzz-run/artifacts/ and makes the script exit 1 after the remaining targets ran.
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]     (targets: the names of fuzz/*.cpp)
 # ZAYA_FUZZ_JOBS sets the build parallelism (default: all cores). ZAYA_FUZZ_PRESET picks the build:
@@ -47,7 +48,8 @@ fuzz_one() {  # fuzz_one TARGET: runs it, leaves ok or failed in $run/TARGET.res
   if [[ -f fuzz/$t.dict ]]; then dict=("-dict=fuzz/$t.dict"); fi
   # The scratch corpus comes first: libFuzzer writes new inputs into its first directory.
   if "$build/fuzz/fuzz_$t" "$scratch" "fuzz/corpus/$t" "${dict[@]}" \
-      -max_total_time="$seconds" -timeout=5 -rss_limit_mb=2048 -print_final_stats=1 \
+      -max_total_time="$seconds" -timeout=5 -rss_limit_mb="${ZAYA_FUZZ_RSS_MB:-512}" \
+      -print_final_stats=1 \
       -artifact_prefix="$run/artifacts/$t-" > "$log" 2>&1; then
     echo ok > "$run/$t.result"
   else

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "io/json_limits.h"
 #include "io/text_file.h"
 
 namespace zaya::aegis {
@@ -62,9 +63,11 @@ std::vector<LogRule> parse_log_rules(const json& list, const std::string& where)
 }
 
 std::vector<LogRule> load_log_rules(const std::string& path) {
+  const std::string text = read_text_file(path);
+  check_json_depth(text, path);
   json list;
   try {
-    list = json::parse(read_text_file(path));
+    list = json::parse(text);
   } catch (const json::exception& e) {
     ZAYA_FAIL(path, ": not valid JSON: ", e.what());
   }

@@ -10,6 +10,7 @@
 #include "core/json_number.h"
 #include "data/checksum.h"
 #include "dist/communicator.h"
+#include "io/json_limits.h"
 #include "io/safetensors.h"
 #include "optim/optimizer.h"
 #include "optim/router_balancer.h"
@@ -52,6 +53,7 @@ json verify_here(const std::string& dir, bool checksums, int my_rank, int ranks)
   ZAYA_CHECK(marker.find(want) != std::string::npos, where, ": manifest.json checksum ", want,
              " does not match the COMPLETE marker ('", marker.substr(0, marker.find('\n')),
              "'): corrupt manifest");
+  check_json_depth(text, where + "/manifest.json");
   json m;
   try {
     m = json::parse(text);

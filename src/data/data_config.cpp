@@ -5,6 +5,9 @@
 
 #include "core/error.h"
 #include "core/json_number.h"
+#include "io/input_files.h"
+#include "io/json_limits.h"
+#include "io/text_file.h"
 
 namespace zaya {
 
@@ -106,12 +109,8 @@ DataConfig data_config_from_json(const json& j, const std::string& where) {
 DataConfig load_data_config(const std::string& path) {
   std::ifstream in(path);
   ZAYA_CHECK(in.good(), path, ": cannot open config file");
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::exception& e) {
-    ZAYA_FAIL(path, ": malformed JSON: ", e.what());
-  }
+  require_regular_file(path, "config file");
+  const json j = parse_json_checked(read_text_file(path), path);
   ZAYA_CHECK(j.is_object() && j.contains("data"), path, ": missing required section 'data'");
   return data_config_from_json(j.at("data"), path);
 }

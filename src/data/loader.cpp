@@ -11,6 +11,8 @@
 #include "core/rng.h"
 #include "data/checksum.h"
 #include "data/permutation.h"
+#include "io/json_limits.h"
+#include "io/text_file.h"
 
 namespace zaya {
 
@@ -83,9 +85,11 @@ DataLoader::DataLoader(DataConfig config, uint64_t seed, bool verify_checksums)
     ZAYA_CHECK(in.good(), index_path.string(), ": cannot open the index of source '", source,
                "' (prepare it with: zaya data prepare --out ", config_.dir, " --name ", source,
                " --input ...)");
+    const std::string text = read_text_file(index_path.string());
+    check_json_depth(text, index_path.string());
     json index;
     try {
-      index = json::parse(in);
+      index = json::parse(text);
     } catch (const json::exception& e) {
       ZAYA_FAIL(index_path.string(), ": malformed JSON: ", e.what());
     }

@@ -104,7 +104,9 @@ PipelineConfig pipeline_config(const PrepareOptions& o, const std::vector<std::s
   c.read = {.format = o.format,
             .doc_separator = o.doc_separator,
             .text_key = o.text_key,
-            .id_key = o.id_key};
+            .id_key = o.id_key,
+            .max_record_bytes = o.max_record_bytes,
+            .stream = {.max_ratio = o.max_decompression_ratio}};
   c.threads = o.threads;
   c.hash_texts = o.dedup_exact;
   c.min_chars = o.min_chars;

@@ -28,13 +28,16 @@ struct PrepareOptions {
   InputFormat format = InputFormat::kAuto;
   std::string text_key = "text";  // JSON Lines: dotted path of the text
   std::string id_key;             // JSON Lines: dotted path of an id, kept in documents.jsonl
-  uint64_t seed = 0;              // seeds the train/val split
-  int threads = 1;                // tokenizer threads
-  bool dedup_exact = false;       // drop documents whose text was seen before
-  int64_t min_chars = 0;          // drop documents with fewer characters (code points)
-  bool skip_bad = false;          // skip and count bad records instead of stopping
-  bool progress = true;           // progress on stderr
-  bool resume = false;            // keep the finished parts of an interrupted run (prepare_parts.h)
+  // Bounds on the reading (not part of the output: a run that ends within them is unchanged).
+  int64_t max_record_bytes = kDefaultMaxRecordBytes;
+  double max_decompression_ratio = kDefaultMaxDecompressionRatio;
+  uint64_t seed = 0;         // seeds the train/val split
+  int threads = 1;           // tokenizer threads
+  bool dedup_exact = false;  // drop documents whose text was seen before
+  int64_t min_chars = 0;     // drop documents with fewer characters (code points)
+  bool skip_bad = false;     // skip and count bad records instead of stopping
+  bool progress = true;      // progress on stderr
+  bool resume = false;       // keep the finished parts of an interrupted run (prepare_parts.h)
 };
 
 struct PrepareSummary {

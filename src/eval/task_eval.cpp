@@ -16,7 +16,7 @@ PreparedTask prepare_task(const std::string& path, const TaskSettings& s,
   std::optional<TaskLayout> forced;
   if (!s.format.empty()) forced = parse_layout(s.format);
   PreparedTask p;
-  p.task = read_task_file(path, forced);
+  p.task = read_task_file(path, forced, s.max_record_bytes);
   p.items = s.limit > 0 ? std::min(p.task.items.size(), size_t(s.limit)) : p.task.items.size();
   for (size_t i = 0; i < p.items; ++i) {
     const auto prompts = item_prompts(p.task, i, s.shots, s.seed);

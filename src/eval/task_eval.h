@@ -29,7 +29,8 @@ struct TaskSettings {
   int limit = 0;       // items per task (0: all)
   int shots = 0;
   uint64_t seed = 1234;
-  int batch = 32;  // sequences decoded together
+  int batch = 32;                                     // sequences decoded together
+  int64_t max_record_bytes = kDefaultMaxRecordBytes;  // the longest line of a task file
 };
 
 // A task with the token ids of every choice of its first `items` items, in item order.

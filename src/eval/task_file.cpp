@@ -2,13 +2,14 @@
 
 #include <array>
 #include <filesystem>
-#include <fstream>
 #include <utility>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "eval/task_layouts.h"
+#include "io/input_files.h"
+#include "io/json_limits.h"
 
 namespace zaya {
 
@@ -44,18 +45,24 @@ TaskLayout parse_layout(std::string_view name) {
   ZAYA_FAIL("--task-format '", name, "' is not a task layout; the layouts: ", kLayoutFields);
 }
 
-Task read_task_file(const std::string& path, std::optional<TaskLayout> forced) {
-  std::ifstream in(path, std::ios::binary);
-  ZAYA_CHECK(in.good(), "--tasks: cannot open '", path, "'");
+Task read_task_file(const std::string& path, std::optional<TaskLayout> forced,
+                    int64_t max_record_bytes) {
+  require_regular_file(path, "--tasks");
+  // The reader of zaya data prepare: lines bounded by max_record_bytes while they are read.
+  ReadOptions options;
+  options.format = InputFormat::kJsonl;
+  options.max_record_bytes = max_record_bytes;
+  RecordReader lines(path, options);
   Task task;
   task.path = path;
   task.name = std::filesystem::path(path).stem().string();
   std::optional<TaskLayout> layout = forced;
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+  Record line;
+  while (lines.next(line)) {
+    const int64_t n = line.line;
     const std::string where = path + ":" + std::to_string(n);
-    const nlohmann::json doc = nlohmann::json::parse(line, nullptr, false);
+    check_json_depth(line.bytes, where);
+    const nlohmann::json doc = nlohmann::json::parse(line.bytes, nullptr, false);
     ZAYA_CHECK(!doc.is_discarded(), where, ": not a JSON object (task files hold one per line)");
     if (!layout) {
       layout = detect_layout(doc);
@@ -63,7 +70,7 @@ Task read_task_file(const std::string& path, std::optional<TaskLayout> forced) {
                  kLayoutFields, " (or pass --task-format)");
     }
     TaskItem item = item_from_json(*layout, doc, where);
-    item.line = n;
+    item.line = int(n);
     task.items.push_back(std::move(item));
   }
   ZAYA_CHECK(!task.items.empty(), path, ": the task file has no items");

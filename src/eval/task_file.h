@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "io/record_reader.h"
+
 namespace zaya {
 
 enum class TaskLayout { kHellaSwag, kArc, kMmlu, kPiqa, kWinogrande, kLambada, kPlain };
@@ -42,8 +44,11 @@ std::string_view layout_name(TaskLayout layout);
 // Throws on an unknown name, listing the known ones.
 TaskLayout parse_layout(std::string_view name);
 
-// Reads every line (blank lines skipped); the layout is `forced` or detected from the first item's
-// fields, and every item must have it. Errors name the file, the line and the field.
-Task read_task_file(const std::string& path, std::optional<TaskLayout> forced = std::nullopt);
+// Reads every line (blank lines skipped; a .gz or .zst file is decompressed); the layout is
+// `forced` or detected from the first item's fields, and every item must have it. Errors name the
+// file, the line and the field; a line longer than max_record_bytes or nested deeper than
+// kMaxJsonDepth is an error, as is a path that is not a regular file.
+Task read_task_file(const std::string& path, std::optional<TaskLayout> forced = std::nullopt,
+                    int64_t max_record_bytes = kDefaultMaxRecordBytes);
 
 }  // namespace zaya

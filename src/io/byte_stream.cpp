@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "io/decompress.h"
+#include "io/input_files.h"
 
 namespace zaya {
 
@@ -61,6 +62,7 @@ const char* compression_name(Compression c) {
 }
 
 FileBytes::FileBytes(std::string path) : path_(std::move(path)) {
+  require_regular_file(path_);
   fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
   ZAYA_CHECK(fd_ >= 0, path_, ": cannot open for reading: ", std::strerror(errno));
 }
@@ -79,15 +81,16 @@ size_t FileBytes::read(std::span<char> out) {
   }
 }
 
-std::unique_ptr<ByteStream> open_byte_stream(const std::string& path, Compression* found) {
+std::unique_ptr<ByteStream> open_byte_stream(const std::string& path, Compression* found,
+                                             const StreamLimits& limits) {
   const Compression c = sniff_compression(file_head(path, 4));
   if (found) *found = c;
   auto file = std::make_unique<FileBytes>(path);
   switch (c) {
     case Compression::kGzip:
-      return make_gzip_stream(std::move(file));
+      return make_gzip_stream(std::move(file), limits);
     case Compression::kZstd:
-      return make_zstd_stream(std::move(file));
+      return make_zstd_stream(std::move(file), limits);
     case Compression::kNone:
       break;
   }

@@ -16,6 +16,16 @@ enum class Compression { kNone, kGzip, kZstd };
 Compression sniff_compression(std::span<const unsigned char> head);
 const char* compression_name(Compression c);
 
+// A compressed file that expands past this many times its compressed size is refused as a likely
+// decompression bomb (10 GiB of zeros gzip to 10 MB, a ratio of 1000; text compresses 3 to 10
+// times). Checked once the content passes kRatioFloorBytes, so that small files never trip it.
+constexpr double kDefaultMaxDecompressionRatio = 100;
+constexpr int64_t kRatioFloorBytes = int64_t(16) << 20;
+
+struct StreamLimits {
+  double max_ratio = kDefaultMaxDecompressionRatio;  // 0: no limit
+};
+
 class ByteStream {
  public:
   virtual ~ByteStream() = default;
@@ -26,12 +36,17 @@ class ByteStream {
   virtual int64_t file_offset() const = 0;
 };
 
-// Opens `path` (an error names it when it cannot be read) and picks the decoder from its content.
-std::unique_ptr<ByteStream> open_byte_stream(const std::string& path, Compression* found = nullptr);
+// Opens `path` (an error names it when it cannot be read or is not a regular file) and picks the
+// decoder from its content. A decoder that expands past limits.max_ratio throws zaya::Error
+// naming the file, the bytes seen and --max-decompression-ratio.
+std::unique_ptr<ByteStream> open_byte_stream(const std::string& path, Compression* found = nullptr,
+                                             const StreamLimits& limits = {});
 
 // The raw file, read in chunks; the decompressors read through one.
 class FileBytes {
  public:
+  // Refuses anything but a regular file (a device, a FIFO, a directory) before opening it:
+  // /dev/zero never ends, and opening a FIFO blocks until a writer comes.
   explicit FileBytes(std::string path);
   ~FileBytes();
   FileBytes(const FileBytes&) = delete;

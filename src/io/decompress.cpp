@@ -3,6 +3,8 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <vector>
 
 #include "core/error.h"
@@ -13,11 +15,31 @@ namespace {
 
 constexpr size_t kInputChunk = size_t(1) << 18;
 
-// The compressed input both decoders share: a buffer refilled from the file, and whether the
-// file has ended.
+std::string bomb_megabytes(int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MB", double(bytes) / 1e6);
+  return text;
+}
+
+// The compressed input both decoders share: a buffer refilled from the file, whether the file has
+// ended, and the guard against decompression bombs.
 struct CompressedInput {
-  explicit CompressedInput(std::unique_ptr<FileBytes> f)
-      : file(std::move(f)), buffer(kInputChunk) {}
+  CompressedInput(std::unique_ptr<FileBytes> f, const StreamLimits& l)
+      : file(std::move(f)), buffer(kInputChunk), limits(l) {}
+  // Counts `produced` content bytes and refuses an expansion past the ratio. Called once per read
+  // (a chunk of content), so a bomb is stopped after at most a chunk past the floor.
+  void count_output(size_t produced) {
+    content += int64_t(produced);
+    if (limits.max_ratio <= 0 || content <= kRatioFloorBytes) return;
+    const int64_t compressed = std::max<int64_t>(1, offset());
+    const double ratio = double(content) / double(compressed);
+    ZAYA_CHECK(ratio <= limits.max_ratio, file->path(), ": decompresses to ",
+               bomb_megabytes(content), " from the first ", bomb_megabytes(compressed),
+               " of the file (", int64_t(ratio), " times its size, above the limit of ",
+               limits.max_ratio,
+               "): refused as a likely decompression bomb; if the file is genuine, raise "
+               "--max-decompression-ratio (0: no limit)");
+  }
   // Refills when empty; false when the file has no more bytes.
   bool fill() {
     if (pos < size) return true;
@@ -31,11 +53,14 @@ struct CompressedInput {
   std::unique_ptr<FileBytes> file;
   std::vector<char> buffer;
   size_t pos = 0, size = 0;
+  StreamLimits limits;
+  int64_t content = 0;  // decompressed bytes produced so far
 };
 
 class GzipStream final : public ByteStream {
  public:
-  explicit GzipStream(std::unique_ptr<FileBytes> file) : in_(std::move(file)) {
+  GzipStream(std::unique_ptr<FileBytes> file, const StreamLimits& limits)
+      : in_(std::move(file), limits) {
     // 16 + MAX_WBITS: gzip wrapper only (a zlib or raw deflate stream is not a .gz file).
     ZAYA_CHECK(inflateInit2(&z_, 16 + MAX_WBITS) == Z_OK, in_.file->path(),
                ": zlib could not start a gzip decoder");
@@ -71,6 +96,7 @@ class GzipStream final : public ByteStream {
         inflateReset(&z_);
       }
     }
+    in_.count_output(produced);
     return produced;
   }
   int64_t file_offset() const override { return in_.offset(); }
@@ -83,8 +109,8 @@ class GzipStream final : public ByteStream {
 
 class ZstdStream final : public ByteStream {
  public:
-  explicit ZstdStream(std::unique_ptr<FileBytes> file)
-      : in_(std::move(file)), dctx_(ZSTD_createDCtx()) {
+  ZstdStream(std::unique_ptr<FileBytes> file, const StreamLimits& limits)
+      : in_(std::move(file), limits), dctx_(ZSTD_createDCtx()) {
     ZAYA_CHECK(dctx_ != nullptr, in_.file->path(), ": libzstd could not start a decoder");
   }
   ~ZstdStream() override { ZSTD_freeDCtx(dctx_); }
@@ -109,6 +135,7 @@ class ZstdStream final : public ByteStream {
       // Output full: the decoder may hold more for this frame even with no input left.
       flushing_ = o.pos == o.size && !frame_done_;
     }
+    in_.count_output(o.pos);
     return o.pos;
   }
   int64_t file_offset() const override { return in_.offset(); }
@@ -121,12 +148,14 @@ class ZstdStream final : public ByteStream {
 
 }  // namespace
 
-std::unique_ptr<ByteStream> make_gzip_stream(std::unique_ptr<FileBytes> file) {
-  return std::make_unique<GzipStream>(std::move(file));
+std::unique_ptr<ByteStream> make_gzip_stream(std::unique_ptr<FileBytes> file,
+                                             const StreamLimits& limits) {
+  return std::make_unique<GzipStream>(std::move(file), limits);
 }
 
-std::unique_ptr<ByteStream> make_zstd_stream(std::unique_ptr<FileBytes> file) {
-  return std::make_unique<ZstdStream>(std::move(file));
+std::unique_ptr<ByteStream> make_zstd_stream(std::unique_ptr<FileBytes> file,
+                                             const StreamLimits& limits) {
+  return std::make_unique<ZstdStream>(std::move(file), limits);
 }
 
 }  // namespace zaya

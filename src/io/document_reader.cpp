@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "io/json_fields.h"
+#include "io/json_limits.h"
 #include "io/utf8_check.h"
 
 namespace zaya {
@@ -57,6 +58,10 @@ RecordVerdict take_json_fields(const Record& r, const ReadOptions& o, const std:
   if (bad != std::string::npos)
     return refuse(BadRecord::kInvalidUtf8, path, r.line,
                   str_cat("invalid UTF-8 at byte ", bad + 1, " of the line"));
+  // simdjson refuses a line nested past its own limit; nlohmann::json would build any depth.
+  const std::string too_deep = json_depth_problem(r.bytes);
+  if (!too_deep.empty())
+    return refuse(BadRecord::kBadJson, path, r.line, "not a JSON line: " + too_deep);
   json j;
   try {
     j = json::parse(r.bytes);

@@ -1,9 +1,12 @@
 #include "io/input_files.h"
 
 #include <glob.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 
@@ -39,7 +42,26 @@ std::vector<std::string> glob_inputs(const std::string& pattern) {
   return files;
 }
 
+// What a stat() mode says is there, for a message.
+const char* file_type_phrase(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
 }  // namespace
+
+void require_regular_file(const std::string& path, const char* flag) {
+  const std::string who = flag ? str_cat(flag, " ", path) : path;
+  struct stat st {};
+  // stat, not open: opening a FIFO would block until something writes to it.
+  ZAYA_CHECK(::stat(path.c_str(), &st) == 0, who, ": cannot read: ", std::strerror(errno));
+  ZAYA_CHECK(S_ISREG(st.st_mode), who, ": ", file_type_phrase(st.st_mode),
+             "; expected a regular file");
+}
 
 bool has_input_file_name(const std::string& path) {
   std::string name = fs::path(path).filename().string();
@@ -60,6 +82,7 @@ std::vector<std::string> expand_input_paths(const std::vector<std::string>& args
       ZAYA_CHECK(!found.empty(), flag, " ", arg, ": the directory holds no input file (names ",
                  "ending in .txt, .md, .jsonl, .json, .ndjson, .gz, .zst)");
     } else if (fs::exists(arg)) {
+      require_regular_file(arg, flag);
       found = {arg};
     } else if (arg.find_first_of("*?[") != std::string::npos) {
       found = glob_inputs(arg);

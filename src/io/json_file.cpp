@@ -3,17 +3,17 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "io/input_files.h"
+#include "io/json_limits.h"
+#include "io/text_file.h"
 
 namespace zaya {
 
 nlohmann::json read_json_file(const std::string& path, const std::string& what) {
   std::ifstream in(path);
   ZAYA_CHECK(in.good(), "cannot open ", what, " '", path, "'");
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    ZAYA_FAIL(path, ": malformed JSON: ", e.what());
-  }
+  require_regular_file(path, what.c_str());
+  return parse_json_checked(read_text_file(path), path);
 }
 
 }  // namespace zaya

@@ -53,9 +53,13 @@ const char* input_format_name(InputFormat f) {
 }
 
 RecordReader::RecordReader(std::string path, const ReadOptions& options)
-    : path_(std::move(path)), separator_(options.doc_separator) {
+    : path_(std::move(path)),
+      separator_(options.doc_separator),
+      max_record_bytes_(size_t(options.max_record_bytes)) {
   ZAYA_CHECK(!separator_.empty(), "--doc-separator must not be empty");
-  stream_ = open_byte_stream(path_, &compression_);
+  ZAYA_CHECK(options.max_record_bytes > 0, "--max-record-bytes ", options.max_record_bytes,
+             ": expected a positive number of bytes");
+  stream_ = open_byte_stream(path_, &compression_, options.stream);
   check_name_matches(path_, compression_);
   format_ = options.format == InputFormat::kAuto ? format_from_name(path_) : options.format;
   if (format_ != InputFormat::kAuto) return;
@@ -103,6 +107,14 @@ void RecordReader::advance(size_t bytes, int64_t newlines) {
   scan_from_ = std::max(scan_from_, begin_);
 }
 
+void RecordReader::check_length(size_t end) const {
+  if (end - begin_ <= max_record_bytes_) return;
+  const bool lines = format_ == InputFormat::kJsonl;
+  ZAYA_FAIL(path_, ":", line_, ": ", lines ? "a line" : "a document", " longer than the limit of ",
+            max_record_bytes_, " bytes (at least ", end - begin_,
+            " bytes); raise --max-record-bytes to read it");
+}
+
 bool RecordReader::next(Record& record) {
   return format_ == InputFormat::kJsonl ? next_line(record) : next_text_document(record);
 }
@@ -110,6 +122,8 @@ bool RecordReader::next(Record& record) {
 bool RecordReader::next_line(Record& record) {
   while (true) {
     const size_t nl = buffer_.find('\n', scan_from_);
+    // Checked per line or chunk read, never per byte; before the buffer grows past the limit.
+    check_length(nl == std::string::npos ? buffer_.size() : nl);
     if (nl == std::string::npos) scan_from_ = buffer_.size();  // a long line: scan each byte once
     const bool last = nl == std::string::npos && !fill();
     if (nl == std::string::npos && !last) continue;
@@ -132,6 +146,7 @@ bool RecordReader::next_line(Record& record) {
 bool RecordReader::next_text_document(Record& record) {
   while (true) {
     size_t sep = buffer_.find(separator_, scan_from_);
+    check_length(sep == std::string::npos ? buffer_.size() : sep);
     if (sep == std::string::npos) {
       // The separator may straddle the next chunk: rescan its possible start.
       scan_from_ =

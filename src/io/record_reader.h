@@ -1,7 +1,8 @@
 // Splits one input file, streamed through ByteStream, into records: the lines of a JSON Lines
 // file, or the separator-delimited documents of a text file (trimmed of surrounding whitespace,
 // empty ones dropped; the end of the file ends a document). Memory is one read chunk plus the
-// longest record, whatever the file's size. Records are raw bytes: parsing and checking them is
+// longest record, whatever the file's size, and a record longer than max_record_bytes is refused
+// as soon as that many bytes of it were read. Records are raw bytes: parsing and checking them is
 // to_document's job (document_reader.h), so that it can run on worker threads.
 #pragma once
 
@@ -16,11 +17,16 @@ namespace zaya {
 enum class InputFormat { kAuto, kText, kJsonl };
 const char* input_format_name(InputFormat f);
 
+// The longest line or document a reader buffers (--max-record-bytes): far above any real record,
+// far below the memory of the machine.
+constexpr int64_t kDefaultMaxRecordBytes = int64_t(64) << 20;
 struct ReadOptions {
   InputFormat format = InputFormat::kAuto;  // kAuto: by name, else by content
   std::string doc_separator = "\n\n";       // text files only
   std::string text_key = "text";            // JSON Lines: dotted path of the text field
   std::string id_key;                       // JSON Lines: dotted path of an id; empty = none
+  int64_t max_record_bytes = kDefaultMaxRecordBytes;  // a longer line or document is an error
+  StreamLimits stream;                                // the decompression guard
 };
 
 struct Record {
@@ -37,7 +43,8 @@ class RecordReader {
   RecordReader(std::string path, const ReadOptions& options);
 
   // The next record; false at the end of the file. A damaged or truncated compressed stream
-  // throws zaya::Error naming the file and byte offset (a record cut short is never returned).
+  // throws zaya::Error naming the file and byte offset (a record cut short is never returned); a
+  // record longer than max_record_bytes throws naming FILE:LINE, the limit and its flag.
   bool next(Record& record);
 
   InputFormat format() const { return format_; }
@@ -54,8 +61,11 @@ class RecordReader {
   void consume(size_t bytes);
   // The same, when the caller knows that those bytes hold `newlines` line ends.
   void advance(size_t bytes, int64_t newlines);
+  // Throws when the record from begin_ to `end` (not yet complete, or complete) is too long.
+  void check_length(size_t end) const;
 
   std::string path_, separator_;
+  size_t max_record_bytes_;
   std::unique_ptr<ByteStream> stream_;
   Compression compression_ = Compression::kNone;
   InputFormat format_ = InputFormat::kText;

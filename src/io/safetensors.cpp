@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "io/json_limits.h"
 
 namespace zaya {
 
@@ -53,6 +54,7 @@ SafetensorsIndex read_safetensors_index(const std::string& path) {
              " bytes): truncated or not safetensors");
   std::string header(header_len, '\0');
   in.read(header.data(), std::streamsize(header_len));
+  check_json_depth(header, path + ": safetensors header");
   json j;
   try {
     j = json::parse(header);

@@ -11,6 +11,9 @@
 
 #include "core/error.h"
 #include "core/json_number.h"
+#include "io/input_files.h"
+#include "io/json_limits.h"
+#include "io/text_file.h"
 
 namespace zaya {
 
@@ -154,12 +157,8 @@ json read_config_file(const std::string& path) {
              "' is a directory; name the JSON file in it");
   std::ifstream in(path);
   ZAYA_CHECK(in.good(), "cannot open config file '", path, "'");
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::exception& e) {
-    ZAYA_FAIL(path, ": malformed JSON: ", e.what());
-  }
+  require_regular_file(path, "config file");
+  const json j = parse_json_checked(read_text_file(path), path);
   ZAYA_CHECK(j.is_object(), path, ": a zaya config must be a JSON object with a 'model' section");
   for (const auto& [key, value] : j.items()) {
     ZAYA_CHECK(

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "io/json_limits.h"
+
 namespace zaya::serve {
 
 using nlohmann::json;
@@ -96,6 +98,9 @@ std::vector<PromptInput> parse_prompts(const json& v, int64_t vocab_size) {
 
 CompletionRequest parse_completion_request(std::string_view body, const std::string& served_model,
                                            int max_tokens_limit, int64_t vocab_size) {
+  // A body nested 100,000 deep would be built, and its destruction overflow the stack.
+  const std::string too_deep = json_depth_problem(body);
+  if (!too_deep.empty()) throw ApiError(400, "the body is JSON " + too_deep);
   json j;
   try {
     j = json::parse(body);

@@ -1,5 +1,6 @@
 #include "serve/tokenizer_endpoints.h"
 
+#include "io/json_limits.h"
 #include "serve/completion_request.h"
 
 namespace zaya::serve {
@@ -9,6 +10,8 @@ using nlohmann::json;
 namespace {
 
 json parse_object(std::string_view body) {
+  const std::string too_deep = json_depth_problem(body);
+  if (!too_deep.empty()) throw ApiError(400, "the body is JSON " + too_deep);
   json j = json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) throw ApiError(400, "the body must be a JSON object");
   return j;

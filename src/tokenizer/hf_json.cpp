@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "io/json_limits.h"
 
 namespace zaya {
 
@@ -19,11 +20,7 @@ std::string read_tokenizer_file(const std::string& path) {
 }
 
 nlohmann::json parse_json_file(const std::string& path) {
-  try {
-    return nlohmann::json::parse(read_tokenizer_file(path));
-  } catch (const nlohmann::json::exception& e) {
-    ZAYA_FAIL(path, ": malformed JSON: ", e.what());
-  }
+  return parse_json_checked(read_tokenizer_file(path), path);
 }
 
 std::string json_type_of(const nlohmann::json& j) {

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "io/json_limits.h"
 #include "io/text_file.h"
 
 namespace zaya {
@@ -25,9 +26,11 @@ SkipWindows::SkipWindows(std::vector<SkipWindow> windows) : windows_(std::move(w
 SkipWindows SkipWindows::load(const std::string& out_dir) {
   const std::string path = skip_windows_path(out_dir);
   if (!fs::exists(path)) return {};
+  const std::string text = read_text_file(path);
+  check_json_depth(text, path);
   json list;
   try {
-    list = json::parse(read_text_file(path));
+    list = json::parse(text);
   } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers like 1e400
     ZAYA_FAIL(path, ": not valid JSON: ", e.what());
   }

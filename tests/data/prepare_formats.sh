@@ -104,7 +104,10 @@ expect_fail "nokey.jsonl:7: no field 'text'" -- "$ZAYA" data prepare --input in/
 expect_fail "nul.txt:3: not a text file (a NUL byte at offset 17)" -- "$ZAYA" data prepare --input in/nul.txt
 expect_fail "latin1.txt:3: invalid UTF-8 at byte offset 7" -- "$ZAYA" data prepare --input in/latin1.txt
 PART_KEPT=1 expect_fail "--input: no training documents" -- "$ZAYA" data prepare --input in/empty.txt
-expect_fail "long.jsonl:2: not a JSON line" -- "$ZAYA" data prepare --input in/long.jsonl
+# Past the default --max-record-bytes (64 MiB): refused while read; under a higher limit the line
+# is read whole and refused as JSON.
+expect_fail "long.jsonl:2: a line longer than the limit of 67108864 bytes" -- "$ZAYA" data prepare --input in/long.jsonl
+expect_fail "long.jsonl:2: not a JSON line" -- "$ZAYA" data prepare --input in/long.jsonl --max-record-bytes 200000000
 rm in/long.jsonl
 expect_fail "in/nothing: the directory holds no input file" -- "$ZAYA" data prepare --input in/nothing
 expect_fail "the pattern matches no file" -- "$ZAYA" data prepare --input 'in/*.parquet'

@@ -3,7 +3,7 @@
 connections that trickle their headers while /health and a completion from other clients are
 answered; 64 concurrent streams equal to their one-at-a-time texts; a second server on the same
 port refused, naming it; a half-closed client answered; bad Content-Length answered 400 at once;
-SIGTERM under load ending the process with 0; an address-space limit never giving a server that
+a body nested 100,000 deep answered 400; SIGTERM under load ending the process with 0; an address-space limit never giving a server that
 says "listening" and cannot answer. No assertion on time beyond generous client timeouts.
   hostile.py ZAYA SRC WORK"""
 import concurrent.futures as futures
@@ -109,6 +109,16 @@ for length, want in (("-5", 400), ("99999999999999999999999", 400), ("abc", 400)
 status, _, _ = request(P, b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
                           b"Transfer-Encoding: chunked\r\n\r\n", timeout=5)
 check(status == 411, f"a chunked request body gets 411 ({status})")
+# A body nested 100,000 deep (200 KB, within the body limit): 400 naming the depth, never a crash.
+deep = b'{"model": "model", "prompt": ' + b"[" * 100000 + b"]" * 100000 + b"}"
+for path in ("/v1/completions", "/tokenize"):
+    raw = (f"POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+           f"Content-Type: application/json\r\nContent-Length: {len(deep)}\r\n\r\n").encode()
+    status, _, payload = request(P, raw + deep, timeout=10)
+    check(status == 400 and b"nested more than 512 levels deep" in payload,
+          f"a body nested 100,000 deep to {path} gets 400 naming the depth (got {status})")
+status, _ = http(P, "GET", "/health")
+check(status == 200, f"the server answers after the nested bodies ({status})")
 check(server.stop() == 0, "SIGTERM: exit 0")
 
 # SIGTERM under load (streams running, clients trickling headers): exit 0 within the stated
