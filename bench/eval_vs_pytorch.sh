@@ -6,6 +6,9 @@
 # forks it for the choices and decodes all choices of several items in batched steps. Also prints
 # the largest relative difference of the two sides' log-likelihoods.
 # Usage: bench/eval_vs_pytorch.sh [CONFIG] [ITEMS] [THREADS]   (CONFIG: default configs/small.json)
+# VECTOR_PATHS="avx512 avx2 baseline" runs zaya's side on each CPU vector path (docs/cpu-paths.md)
+# in turn, printing each one's items/s and whether its --log-samples are byte-identical to the
+# first path's; by default the path auto takes.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CONFIG=${1:-$ROOT/configs/small.json}
@@ -25,8 +28,18 @@ head -c 400000 "$BROWN" > "$WORK/brown.txt"
 "$ZAYA" debug-dump --config "$CONFIG" --seed 1 --out "$WORK/dump" > /dev/null
 /usr/bin/python3 "$ROOT/scripts/next_sentence_task.py" "$WORK/brown.txt" "$WORK/task.jsonl" --items "$ITEMS" > /dev/null
 
-"$ZAYA" --threads "$THREADS" eval --model "$WORK/dump/model" --tokenizer "$WORK/tokenizer.json" \
-  --tasks "$WORK/task.jsonl" --log-samples "$WORK/samples.jsonl" > "$WORK/zaya.json"
+PATHS=(${VECTOR_PATHS:-auto})
+for p in "${PATHS[@]}"; do
+  "$ZAYA" --threads "$THREADS" --vector-path "$p" eval --model "$WORK/dump/model" \
+    --tokenizer "$WORK/tokenizer.json" --tasks "$WORK/task.jsonl" \
+    --log-samples "$WORK/samples-$p.jsonl" > "$WORK/zaya-$p.json"
+  chosen=$("$ZAYA" --vector-path "$p" info --config "$CONFIG" | sed -n 's/^  chosen: *//p')
+  same=$(cmp -s "$WORK/samples-$p.jsonl" "$WORK/samples-${PATHS[0]}.jsonl" && echo "byte-identical" || echo "DIFFERENT")
+  rate=$(/usr/bin/python3 -c 'import json, sys; print("%.2f" % json.load(open(sys.argv[1]))["config"]["items_per_second"])' "$WORK/zaya-$p.json")
+  echo "zaya on vector path $chosen: $rate items/s, --log-samples $same to ${PATHS[0]}'s"
+done
+cp "$WORK/zaya-${PATHS[0]}.json" "$WORK/zaya.json"
+cp "$WORK/samples-${PATHS[0]}.jsonl" "$WORK/samples.jsonl"
 OMP_NUM_THREADS=$THREADS /usr/bin/python3 "$ROOT/bench/eval_torch.py" --zaya "$ZAYA" \
   --model "$WORK/dump/model" --tokenizer "$WORK/tokenizer.json" --task "$WORK/task.jsonl" \
   --threads "$THREADS" > "$WORK/torch.json"
