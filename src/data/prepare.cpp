@@ -223,9 +223,12 @@ bool set_up_work_dir(const PrepareOptions& o, const fs::path& dir, const fs::pat
   const fs::path plan_path = work / "plan.json";
   const bool resumable = o.resume && fs::exists(plan_path);
   // A fresh run replaces DIR/NAME: once, a prepare of other input turned a source of 200
-  // documents into one of 50 without a word. The same plan resumed is this run's own.
+  // documents into one of 50 without a word. The same plan resumed is this run's own, and an
+  // unfinished prepare (its work directory, no index.json) is started over as it always was.
   if (!resumable) {
-    OutputRule rule{"--out/--name", dir.string(), OutputKind::kDirectory, o.force, o.inputs};
+    const bool unfinished = fs::exists(work) && !fs::exists(dir / "index.json");
+    OutputRule rule{"--out/--name", dir.string(), OutputKind::kDirectory, o.force || unfinished,
+                    o.inputs};
     if (o.tokenizer != "bytes") rule.inputs.push_back(o.tokenizer);
     check_output(rule);
   }

@@ -103,9 +103,15 @@ refused "size --write (b)" "$W/tiny.json" -- "$ZAYA" size --profile h100 --activ
 refused "size profile --out (a)" "$E" -- "$ZAYA" size profile --out "$E"
 
 # ---- non-regular outputs: never exit 0 with nothing written
+fails_loudly() {  # fails_loudly EXIT MESSAGE PATH
+  [[ $1 -ge 1 && $1 -lt 128 && $2 == *"'$3'"* ]] || { echo "exit $1: $2" | tail -3; return 1; }
+}
 for dev in /dev/full /proc/version; do
   refused "eval --log-samples $dev" "$dev" "$W/task.jsonl" -- "$ZAYA" eval --model "$W/dump/model" \
-    --tokenizer "$W/tok.json" --tasks "$W/task.jsonl" --log-samples "$dev" --force
+    --tokenizer "$W/tok.json" --tasks "$W/task.jsonl" --log-samples "$dev"
+  out=$("$ZAYA" eval --model "$W/dump/model" --tokenizer "$W/tok.json" --tasks "$W/task.jsonl" \
+    --log-samples "$dev" --force 2>&1); rc=$?
+  check "eval --log-samples $dev --force: fails loudly, naming it" fails_loudly "$rc" "$out" "$dev"
 done
 
 # ---- --force replaces what the command may replace, whole

@@ -171,13 +171,23 @@ TEST(OutputPath, AWriteToDevFullFailsNamingThePath) {
 }
 
 TEST(OutputPath, ANonRegularOutputIsRefusedEvenWithForce) {
-  for (const char* path : {"/dev/full", "/proc/version"}) {
-    const std::string e = error_of([&] {
-      write_output_file({"--log-samples", path, OutputKind::kFile, true, {}}, "x\n");
-    });
-    EXPECT_TRUE(op_has(e, std::string("--log-samples: '") + path + "'")) << e;
-    EXPECT_TRUE(op_has(e, "not a regular file")) << e;
-  }
+  const std::string e = error_of([] {
+    write_output_file({"--log-samples", "/dev/full", OutputKind::kFile, true, {}}, "x\n");
+  });
+  EXPECT_TRUE(op_has(e, "--log-samples: '/dev/full' exists and is not a regular file")) << e;
+}
+
+// /proc/version passes for a regular file, but nothing can be made beside it: a loud failure.
+TEST(OutputPath, AnOutputWhereNothingCanBeMadeFailsLoudly) {
+  EXPECT_TRUE(
+      op_has(error_of([] {
+               write_output_file({"--out", "/proc/version", OutputKind::kFile, false, {}}, "x\n");
+             }),
+             "--out: '/proc/version' already exists"));
+  const std::string e = error_of([] {
+    write_output_file({"--out", "/proc/version", OutputKind::kFile, true, {}}, "x\n");
+  });
+  EXPECT_TRUE(op_has(e, "--out: cannot create '/proc/version.tmp-")) << e;
 }
 
 // A disk that fills mid-write, made small with RLIMIT_FSIZE (writes past it fail with EFBIG).
