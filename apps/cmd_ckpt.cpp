@@ -11,6 +11,7 @@
 #include "ckpt/checkpoint.h"
 #include "ckpt/hf_interop.h"
 #include "core/error.h"
+#include "io/output_path.h"
 
 namespace zaya::cli {
 
@@ -61,6 +62,7 @@ bool inspect_one(const std::string& dir) {
 
 struct HfArgs {
   std::string from, to, dtype = "fp32", max_shard_size = "5GB";
+  bool force = false;
 };
 
 // export-hf's source: a checkpoint, or a run's ckpt/ root, whose newest complete checkpoint is
@@ -85,8 +87,12 @@ int export_hf(const HfArgs& a) {
              "' is not one of fp32, bf16");
   opt.dtype = a.dtype == "fp32" ? DType::F32 : DType::BF16;
   opt.max_shard_bytes = parse_hf_size(a.max_shard_size, "--max-shard-size");
+  // Checked before any weight is read. The source a root resolves to is an input too; a run
+  // directory's own model/ is an existing directory like any other.
   const std::string from = export_source(a.from);
-  export_checkpoint_to_hf(from, a.to, opt);
+  StagedOutput out({"OUT_DIR", a.to, OutputKind::kDirectory, a.force, {a.from, from}});
+  export_checkpoint_to_hf(from, out.path(), opt);
+  out.commit();
   const bool sharded = fs::exists(fs::path(a.to) / "model.safetensors.index.json");
   std::printf("exported %s to %s (%s, %s)\n", from.c_str(), a.to.c_str(), a.dtype.c_str(),
               sharded ? "sharded, model.safetensors.index.json" : "model.safetensors");
@@ -95,7 +101,11 @@ int export_hf(const HfArgs& a) {
 
 int import_hf(const HfArgs& a) {
   std::vector<std::string> warnings;
-  const std::string dir = import_hf_to_checkpoint(a.from, a.to, &warnings);
+  // The checkpoint is written into a temporary root beside its final place, then moved there.
+  const std::string target = checkpoint_dir_name(a.to, 0);
+  StagedOutput out({"OUT_ROOT", target, OutputKind::kDirectory, a.force, {a.from}});
+  out.commit(import_hf_to_checkpoint(a.from, out.path(), &warnings));
+  const std::string dir = target;
   for (const std::string& w : warnings) std::fprintf(stderr, "zaya: warning: %s\n", w.c_str());
   std::printf("imported %s as checkpoint %s (step 0, fresh optimizer state)\n", a.from.c_str(),
               dir.c_str());
@@ -131,6 +141,7 @@ Runner add_ckpt_commands(CLI::App& app) {
   exp->add_option("--max-shard-size", hf->max_shard_size,
                   "shard the weights above this size, e.g. 5GB, 200MB, 64MiB")
       ->capture_default_str();
+  exp->add_flag("--force", hf->force, "replace an existing, non-empty OUT_DIR");
   auto* imp = ckpt->add_subcommand(
       "import-hf",
       "Turn a Hugging Face ZAYA1 model directory into a zaya checkpoint (step 0, "
@@ -139,6 +150,7 @@ Runner add_ckpt_commands(CLI::App& app) {
       ->required()
       ->check(ExistingDir());
   imp->add_option("out_root", hf->to, "checkpoint root directory")->required()->check(OutputDir());
+  imp->add_flag("--force", hf->force, "replace an existing OUT_ROOT/step-00000000");
 
   return [=]() -> int {
     if (*exp) return export_hf(*hf);

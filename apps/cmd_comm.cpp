@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "dist/communicator.h"
 #include "dist/dist_context.h"
+#include "io/output_path.h"
 #ifdef ZAYA_HAVE_MPI
 #include "dist/mpi_native_communicator.h"
 #endif
@@ -25,6 +26,7 @@ struct CommArgs {
   bool peer = false;
   std::string device = "cpu";
   CkptBenchOptions ckpt;
+  bool ckpt_force = false;  // bench ckpt --force: --dir may be an existing, non-empty directory
 };
 
 }  // namespace
@@ -82,10 +84,20 @@ Runner add_comm_commands(CLI::App& bench) {
   ckpt->add_option("--repeats", args->ckpt.repeats, "saves per scheme; the median is reported")
       ->capture_default_str()
       ->check(PositiveInt());
+  ckpt->add_flag("--force", args->ckpt_force,
+                 "use (and at the end remove) an existing, non-empty --dir");
 
   return [=]() -> int {
     if (*ckpt) {
       auto communicator = dist::make_communicator();
+      // The scratch directory is removed at the end: one that holds anything else is refused.
+      // Every rank looks before any writes.
+      check_output({"--dir",
+                    args->ckpt.dir,
+                    OutputKind::kDirectory,
+                    args->ckpt_force,
+                    {args->ckpt.config_path}});
+      communicator->barrier();
       run_ckpt_bench(*communicator, args->ckpt, stdout);
       return 0;
     }

@@ -116,6 +116,9 @@ void add_output_options(CLI::App* prepare, PrepareArgs& args) {
           "output is byte-identical at any count")
       ->capture_default_str()
       ->check(IntIn(0, 4096));
+  prepare->add_flag("--force", o.force,
+                    "replace an existing DIR/NAME (without it, a source already there is kept and "
+                    "the run refused; --resume continues this run's own)");
   prepare->add_flag("--resume", o.resume,
                     "continue an interrupted run: input files already tokenized (their parts in "
                     "DIR/NAME/.prepare) are kept, the rest redone; the output is byte-identical "

@@ -1,4 +1,4 @@
-// zaya debug-dump --config C --out DIR [--seed N] [--batch N] [--seq N]
+// zaya debug-dump --config C --out DIR [--seed N] [--batch N] [--seq N] [--force]
 #include "cmd_debug_dump.h"
 
 #include <cstdio>
@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "io/output_path.h"
 #include "model/config.h"
 #include "model/debug_dump.h"
 
@@ -16,6 +17,7 @@ namespace {
 struct DumpArgs {
   std::string config, out;
   DumpOptions opt;
+  bool force = false;
 };
 
 }  // namespace
@@ -37,13 +39,16 @@ Runner add_debug_dump_command(CLI::App& app) {
   dump->add_option("--seq", args->opt.seq, "tokens per sequence")
       ->capture_default_str()
       ->check(PositiveInt());
+  dump->add_flag("--force", args->force, "replace an existing, non-empty --out directory");
   return [=]() -> int {
     if (!*dump) return kNotMine;
     const ModelConfig c = load_model_config(args->config);
     ZAYA_CHECK(args->opt.seq <= c.max_seq_len, "--seq: ", args->opt.seq,
                " is past the model's max_seq_len ", c.max_seq_len, " ('model.max_seq_len' of ",
                args->config, ")");
-    debug_dump(c, args->opt, args->out);
+    StagedOutput out({"--out", args->out, OutputKind::kDirectory, args->force, {args->config}});
+    debug_dump(c, args->opt, out.path());
+    out.commit();
     std::printf("debug-dump: wrote %s/model and %s/outputs.safetensors\n", args->out.c_str(),
                 args->out.c_str());
     return 0;

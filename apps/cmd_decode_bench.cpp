@@ -4,8 +4,8 @@
 #include "cmd_decode_bench.h"
 
 #include <cstdio>
-#include <fstream>
 #include <memory>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -13,6 +13,7 @@
 #include "backend/vector_path.h"
 #include "bench/decode_bench.h"
 #include "core/error.h"
+#include "io/output_path.h"
 #include "model/config.h"
 
 namespace zaya::cli {
@@ -22,6 +23,7 @@ Runner add_decode_bench_command(CLI::App& bench) {
     std::string config, json_out;
     std::vector<int> batches = {1, 16};
     DecodeBenchOptions opt;
+    bool force = false;
   };
   auto a = std::make_shared<Args>();
   auto* dec = bench.add_subcommand(
@@ -50,16 +52,27 @@ Runner add_decode_bench_command(CLI::App& bench) {
       ->check(OutputDir());
   dec->add_option("--json", a->json_out, "also write the results to this JSON file")
       ->check(OutputFile());
+  dec->add_flag("--force", a->force, "replace an existing --json file or --save-model directory");
   return [=]() -> int {
     if (!*dec) return kNotMine;
     const ModelConfig c = load_model_config(a->config);
     DecodeBenchOptions opt = a->opt;
     opt.batches = a->batches;
+    // Both outputs are checked before the benchmark runs, so a refusal costs nothing.
+    const OutputRule json_out_rule{"--json", a->json_out, OutputKind::kFile, a->force, {a->config}};
+    if (!a->json_out.empty()) check_output(json_out_rule);
+    std::optional<StagedOutput> model_out;
+    if (!opt.save_model_dir.empty()) {
+      model_out.emplace(OutputRule{
+          "--save-model", opt.save_model_dir, OutputKind::kDirectory, a->force, {a->config}});
+      opt.save_model_dir = model_out->path();
+    }
     std::printf("decode: %s, prompts of %d tokens, %d new tokens per sequence\n", a->config.c_str(),
                 opt.prompt, opt.new_tokens);
     std::printf("%s\n", blas_summary_line().c_str());
     std::printf("%s\n", vector_path_summary_line().c_str());
     const DecodeBenchResult r = run_decode_bench(c, opt, stdout);
+    if (model_out) model_out->commit();
     std::printf(
         "cache: %lld bytes per token of context (grouped-query attention over the hidden "
         "size: %lld, %.1fx; multi-head: %lld, %.1fx)\n",
@@ -85,9 +98,7 @@ Runner add_decode_bench_command(CLI::App& bench) {
                              {"bytes_per_step", row.bytes_per_step},
                              {"experts_per_stage", row.experts_per_stage},
                              {"bound_tokens_per_s", row.bound_tokens_per_s}});
-      std::ofstream f(a->json_out);
-      f << j.dump(2) << "\n";
-      ZAYA_CHECK(f.good(), "--json: cannot write '", a->json_out, "'");
+      write_output_file(json_out_rule, j.dump(2) + "\n");
     }
     return 0;
   };

@@ -1,7 +1,7 @@
 // zaya eval --model M --config C [--phase NAME | --seq N --rope-theta T] [--windows K]
 //           [--micro-batch B] [--context-parallel N]
 // zaya eval --model M --tasks FILE[,FILE...] [--task-format F] [--limit N] [--shots K --seed S]
-//           [--log-samples OUT.jsonl] [--tokenizer T] [--batch B]
+//           [--log-samples OUT.jsonl [--force]] [--tokenizer T] [--batch B]
 #include "cmd_eval.h"
 
 #include <cstdio>
@@ -65,6 +65,7 @@ void add_task_options(CLI::App& eval, TaskEvalOptions& t) {
                   "with --tasks: write one JSON line per item: task, doc_id, line, target, "
                   "loglikelihoods (one per choice), is_greedy, acc, acc_norm")
       ->check(OutputFile());
+  eval.add_flag("--force", t.force, "with --log-samples: replace an existing file");
   eval.add_option("--batch", t.batch,
                   "with --tasks: sequences (choices) decoded together; the choices of one context "
                   "share its prefill")

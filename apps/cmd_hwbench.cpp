@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
 #include <memory>
 #include <string>
 
@@ -18,6 +17,7 @@
 #include "bench/gemm_bench.h"
 #include "bench/membw_bench.h"
 #include "core/error.h"
+#include "io/output_path.h"
 #include "model/config.h"
 #include "model/model_gemms.h"
 
@@ -33,6 +33,7 @@ struct HwBenchArgs {
   double min_time = 0.3;
   MembwOptions membw;
   std::string membw_json;
+  bool force = false;  // --force: --json may replace an existing file
 };
 
 // The device timed: one with timings of its own (a plugin's: cuda, cuda-emu), or else the host's
@@ -110,11 +111,12 @@ json timings_json(const std::vector<GemmTiming>& t) {
   return rows;
 }
 
-void write_json(const std::string& path, const json& j) {
-  std::ofstream out(path);
-  ZAYA_CHECK(out.good(), "--json: cannot write '", path, "'");
-  out << j.dump(1) << "\n";
-  ZAYA_CHECK(out.good(), "--json: writing '", path, "' failed");
+OutputRule hwbench_json_rule(const std::string& path, bool force) {
+  return {"--json", path, OutputKind::kFile, force, {}};
+}
+
+void write_json(const std::string& path, bool force, const json& j) {
+  write_output_file(hwbench_json_rule(path, force), j.dump(1) + "\n");
 }
 
 // --shapes: the sweep, the grid, a model's products (then `muon` gets Muon's, and batch and seq
@@ -169,7 +171,7 @@ int run_gemm(const HwBenchArgs& a) {
     std::printf("\nMuon (one optimizer step, Newton-Schulz):\n");
     j["muon"] = timings_json(run_gemm_bench(muon, a.min_time, true, tty, stdout, timer));
   }
-  if (!a.json_out.empty()) write_json(a.json_out, j);
+  if (!a.json_out.empty()) write_json(a.json_out, a.force, j);
   return 0;
 }
 
@@ -199,7 +201,7 @@ int run_membw(const HwBenchArgs& a) {
                    {"scale", m.scale},
                    {"add", m.add},
                    {"triad", m.triad}});
-    write_json(a.membw_json, {{"device", device.name}, {"unit", "GB/s"}, {"rows", r}});
+    write_json(a.membw_json, a.force, {{"device", device.name}, {"unit", "GB/s"}, {"rows", r}});
   }
   return 0;
 }
@@ -228,6 +230,7 @@ void add_gemm_options(CLI::App& gemm, HwBenchArgs& a) {
       ->capture_default_str();
   gemm.add_option("--json", a.json_out, "also write the results to this JSON file")
       ->check(OutputFile());
+  gemm.add_flag("--force", a.force, "replace an existing --json file");
 }
 
 void add_membw_options(CLI::App& membw, HwBenchArgs& a) {
@@ -249,6 +252,7 @@ void add_membw_options(CLI::App& membw, HwBenchArgs& a) {
       ->check(IntIn(1, 4096));
   membw.add_option("--json", a.membw_json, "also write the results to this JSON file")
       ->check(OutputFile());
+  membw.add_flag("--force", a.force, "replace an existing --json file");
 }
 
 }  // namespace
@@ -264,6 +268,11 @@ Runner add_hwbench_commands(CLI::App& bench) {
       "membw", "Memory bandwidth: STREAM's copy, scale, add and triad per thread count");
   add_membw_options(*membw, *args);
   return [=]() -> int {
+    // Checked before the benchmark runs, so a refused --json costs nothing.
+    if (*gemm && !args->json_out.empty())
+      check_output(hwbench_json_rule(args->json_out, args->force));
+    if (*membw && !args->membw_json.empty())
+      check_output(hwbench_json_rule(args->membw_json, args->force));
     if (*gemm) return run_gemm(*args);
     if (*membw) return run_membw(*args);
     return kNotMine;

@@ -1,10 +1,11 @@
-// zaya plot --metrics METRICS.jsonl --out PLOT.svg [--baseline LOSS]
+// zaya plot --metrics METRICS.jsonl --out PLOT.svg [--baseline LOSS] [--force]
 #include "cmd_plot.h"
 
 #include <cstdio>
 #include <memory>
 #include <string>
 
+#include "io/output_path.h"
 #include "train/plot.h"
 
 namespace zaya::cli {
@@ -14,6 +15,7 @@ namespace {
 struct PlotArgs {
   std::string metrics, out;
   double baseline = -1;
+  bool force = false;
 };
 
 }  // namespace
@@ -26,11 +28,14 @@ Runner add_plot_command(CLI::App& app) {
       ->check(ExistingFile());
   plot->add_option("--out", args->out, "output .svg")->required()->check(OutputFile());
   plot->add_option("--baseline", args->baseline, "draw a horizontal baseline at this loss");
+  plot->add_flag("--force", args->force, "replace an existing --out file");
   return [=]() -> int {
     if (!*plot) return kNotMine;
     PlotOptions po;
     po.baseline = args->baseline;
-    plot_loss_svg(args->metrics, args->out, po);
+    StagedOutput out({"--out", args->out, OutputKind::kFile, args->force, {args->metrics}});
+    plot_loss_svg(args->metrics, out.path(), po);
+    out.commit();
     std::printf("wrote %s\n", args->out.c_str());
     return 0;
   };

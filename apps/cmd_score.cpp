@@ -11,6 +11,7 @@
 #include "ckpt/hf_interop.h"
 #include "core/error.h"
 #include "eval/score.h"
+#include "io/output_path.h"
 #include "tokenizer/tokenizer_files.h"
 
 namespace zaya::cli {
@@ -22,7 +23,7 @@ namespace fs = std::filesystem;
 struct ScoreArgs {
   std::string model, tokens, text, tokenizer, out;
   std::string device = "auto", precision = "auto";
-  bool grads = false, bos = false;
+  bool grads = false, bos = false, force = false;
 };
 
 // The text file's tokens as one sequence, optionally after the model's BOS id.
@@ -78,6 +79,7 @@ Runner add_score_commands(CLI::App& app) {
       ->required()
       ->check(OutputFile());
   score->add_flag("--grads", a->grads, "also write the gradient of the mean loss");
+  score->add_flag("--force", a->force, "replace an existing --out file");
   score->add_option("--device", a->device, kDeviceFlagHelp)->capture_default_str();
   score->add_option("--precision", a->precision, kPrecisionFlagHelp)->capture_default_str();
 
@@ -85,6 +87,10 @@ Runner add_score_commands(CLI::App& app) {
     if (!*score) return kNotMine;
     ZAYA_CHECK(!a->tokens.empty() || !a->text.empty(), "zaya score needs --tokens FILE.json or ",
                "--text FILE");
+    std::vector<std::string> inputs{a->model};
+    for (const std::string* in : {&a->tokens, &a->text, &a->tokenizer})
+      if (!in->empty()) inputs.push_back(*in);
+    StagedOutput out({"--out", a->out, OutputKind::kFile, a->force, inputs});
     const ComputeDevice device = open_device(a->device, a->precision);
     LoadedModel m = load_model_any(a->model);
     m.model->set_backend(*device.backend);
@@ -92,7 +98,8 @@ Runner add_score_commands(CLI::App& app) {
     const TokenBatch batch =
         a->tokens.empty() ? encode_text_file(*a, m.model->config()) : read_token_file(a->tokens);
     const ScoreResult r = score_tokens(*m.model, batch, a->grads);
-    write_score_file(a->out, r);
+    write_score_file(out.path(), r);
+    out.commit();
     std::printf("%s\n", score_summary_json(batch, r).c_str());
     return 0;
   };

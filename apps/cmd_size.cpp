@@ -16,7 +16,7 @@
 
 #include "core/error.h"
 #include "dist/communicator.h"
-#include "io/text_file.h"
+#include "io/output_path.h"
 #include "model/config.h"
 #include "sizing/hardware_profile.h"
 #include "sizing/profile_measure.h"
@@ -319,10 +319,8 @@ int run_profile(const SizeArgs& a) {
     add_shared_rates(a, *comm);
     return 0;
   }
-  struct stat st {};
-  ZAYA_CHECK(a.force || ::stat(a.out.c_str(), &st) != 0, "--out: '", a.out,
-             "' exists; pass --force to replace it (or run under mpirun to add the "
-             "collectives to it)");
+  // (Under mpirun the profile is updated in place: that is the point of the run.)
+  check_output({"--out", a.out, OutputKind::kFile, a.force, {}});
   HardwareProfile p = measure_compute_profile(a.popt, stdout);
   char host[256] = "this machine";
   gethostname(host, sizeof host);
@@ -389,11 +387,11 @@ void report_candidates(const SizeArgs& a, const std::vector<Candidate>& cands, c
   if (!a.write.empty()) {
     ZAYA_CHECK(a.pick <= int(cands.size()), "--pick ", a.pick, ": only ", cands.size(),
                " shape(s) listed");
-    struct stat st {};
-    ZAYA_CHECK(a.force || ::stat(a.write.c_str(), &st) != 0, "--write: '", a.write,
-               "' exists; pass --force to replace it");
-    write_file_atomically(a.write,
-                          written_config(cands[size_t(a.pick - 1)], a.base, p).dump(2) + "\n");
+    std::vector<std::string> inputs;
+    for (const std::string* in : {&a.config, &a.base, &a.profile})
+      if (!in->empty()) inputs.push_back(*in);
+    write_output_file({"--write", a.write, OutputKind::kFile, a.force, inputs},
+                      written_config(cands[size_t(a.pick - 1)], a.base, p).dump(2) + "\n");
     if (!a.json_out) std::printf("wrote %s\n", a.write.c_str());
   }
 }

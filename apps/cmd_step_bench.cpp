@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <omp.h>
@@ -14,6 +15,7 @@
 #include "backend/vector_path.h"
 #include "bench/step_bench.h"
 #include "core/error.h"
+#include "io/output_path.h"
 #include "model/config.h"
 
 namespace zaya::cli {
@@ -23,7 +25,7 @@ namespace {
 struct StepArgs {
   std::string config, chunks;
   StepBenchOptions opt;
-  bool json = false;
+  bool json = false, force = false;
 };
 
 void add_step_options(CLI::App& step, StepArgs& a) {
@@ -47,6 +49,7 @@ void add_step_options(CLI::App& step, StepArgs& a) {
                   "write the benchmarked model (config.json + model.safetensors) to this "
                   "directory, e.g. for the PyTorch peer")
       ->check(OutputDir());
+  step.add_flag("--force", a.force, "replace an existing, non-empty --save-model directory");
   step.add_option("--device", a.opt.device, kDeviceFlagHelp)->capture_default_str();
   step.add_option("--precision", a.opt.precision, kPrecisionFlagHelp)->capture_default_str();
   step.add_flag("--optimizer", a.opt.optimizer,
@@ -113,7 +116,14 @@ int run_step(StepArgs& a) {
     std::printf("%s\n", blas_summary_line().c_str());
     std::printf("%s\n", vector_path_summary_line().c_str());
   }
+  std::optional<StagedOutput> model_out;
+  if (!sopt.save_model_dir.empty()) {
+    model_out.emplace(OutputRule{
+        "--save-model", sopt.save_model_dir, OutputKind::kDirectory, a.force, {a.config}});
+    sopt.save_model_dir = model_out->path();
+  }
   const StepBenchResult r = run_step_bench(c, sopt, !a.json);
+  if (model_out) model_out->commit();
   print_step_result(r, sopt, nthreads, a.json);
   return 0;
 }

@@ -17,6 +17,7 @@
 #include "io/byte_stream.h"
 #include "io/document_reader.h"
 #include "io/input_files.h"
+#include "io/output_path.h"
 #include "tokenizer/bpe_trainer.h"
 #include "tokenizer/tokenizer_files.h"
 
@@ -53,6 +54,7 @@ struct TokenizerTrainArgs {
   std::vector<std::string> inputs;
   std::string out;
   ReadOptions read;  // text_key and the limits
+  bool force = false;
   BpeTrainOptions options;
 };
 
@@ -99,6 +101,8 @@ size_t for_each_text(const std::vector<std::string>& files, const ReadOptions& o
 int run_train(const TokenizerTrainArgs& a) {
   const auto t0 = Clock::now();
   const std::vector<std::string> files = expand_input_paths(a.inputs);
+  // Checked before the training, so a refused --out costs nothing.
+  StagedOutput out({"--out", a.out, OutputKind::kFile, a.force, files});
   WordCounts counts;
   const size_t bytes =
       for_each_text(files, a.read, [&](std::string_view text) { count_words(text, counts); });
@@ -114,7 +118,8 @@ int run_train(const TokenizerTrainArgs& a) {
   };
   const BpeTokenizer tok = train_bpe(counts, options);
   const double train_s = seconds_since(t0);
-  save_hf_tokenizer_json(tok, a.out);
+  save_hf_tokenizer_json(tok, out.path());
+  out.commit();
   size_t tokens = 0;
   for_each_text(files, a.read, [&](std::string_view text) { tokens += tok.encode(text).size(); });
   std::printf(
@@ -204,6 +209,7 @@ Runner add_tokenizer_commands(CLI::App& app) {
   train->add_option("--out", train_args->out, "output tokenizer.json")
       ->required()
       ->check(OutputFile());
+  train->add_flag("--force", train_args->force, "replace an existing --out file");
 
   auto enc = std::make_shared<EncodeArgs>();
   auto* encode = tok->add_subcommand("encode", "Print the token ids of a text");

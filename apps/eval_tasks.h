@@ -16,6 +16,7 @@ struct TaskEvalOptions : TaskSettings {
   std::string model, tokenizer;
   std::vector<std::string> files;
   std::string log_samples;      // JSON lines, one per item of every task
+  bool force = false;           // --force: --log-samples may replace an existing file
   std::string device = "auto";  // --device (backend/device_select.h), in fp32
 };
 

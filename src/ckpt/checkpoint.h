@@ -118,11 +118,19 @@ uint64_t restore_checkpoint_range(const LoadedCheckpoint& header, ParamStore& pa
 uint64_t restore_checkpoint_weights(const LoadedCheckpoint& header, ParamStore& params);
 
 // The newest checkpoint under root that verifies; each skipped one is reported through `skipped`
-// ("checkpoint DIR: reason, skipped"). Empty when none qualifies.
+// ("checkpoint DIR: reason, skipped") and, when `damaged` is given, the committed step-N dirs
+// that failed to verify are listed there. Empty when none qualifies.
 // With a communicator, collective: the checksums are shared as in verify_checkpoint.
 std::string find_latest_checkpoint(const std::string& root,
                                    const std::function<void(const std::string&)>& skipped,
-                                   dist::Communicator* comm = nullptr);
+                                   dist::Communicator* comm = nullptr,
+                                   std::vector<std::string>* damaged = nullptr);
+
+// Moves a damaged checkpoint step-N/ aside, to step-N.damaged-YYYYmmddTHHMMSS/ (UTC) beside it,
+// and returns the new path. Damaged checkpoints are evidence of a fault: under its own name the
+// next save of step N would replace it and retention would delete it; under this name neither a
+// save, retention nor a resume ever touches it.
+std::string set_aside_damaged_checkpoint(const std::string& dir);
 
 // Retention after the save of step `saved_step`: among the complete checkpoints of steps up to
 // saved_step, keeps the newest keep_last (≥ 1, so never the one just saved) and every one whose

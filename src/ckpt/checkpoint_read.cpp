@@ -244,16 +244,18 @@ void restore_checkpoint(const LoadedCheckpoint& ck, ParamStore& params, Optimize
 
 std::string find_latest_checkpoint(const std::string& root,
                                    const std::function<void(const std::string&)>& skipped,
-                                   dist::Communicator* comm) {
+                                   dist::Communicator* comm, std::vector<std::string>* damaged) {
   if (!fs::is_directory(root)) return "";
   std::vector<std::pair<int64_t, std::string>> found;
   for (const auto& d : fs::directory_iterator(root)) {
     const std::string n = d.path().filename().string();
     if (!d.is_directory() || n.rfind("step-", 0) != 0) continue;
     const auto step = committed_checkpoint_step(n);
-    if (!step) {  // step-N.tmp / .old: a save that never finished
+    if (!step) {  // step-N.tmp / .old: a save that never finished; .damaged-*: set aside
       skipped("checkpoint " + d.path().string() +
-              ": temporary directory of an unfinished save, skipped");
+              (n.find(".damaged-") != std::string::npos
+                   ? ": a damaged checkpoint set aside for inspection, skipped"
+                   : ": temporary directory of an unfinished save, skipped"));
       continue;
     }
     found.emplace_back(*step, d.path().string());
@@ -267,6 +269,7 @@ std::string find_latest_checkpoint(const std::string& root,
       std::string msg = e.what();
       msg = msg.substr(0, msg.rfind(" ["));  // the source location is noise here
       skipped(msg + ", skipped");
+      if (damaged) damaged->push_back(dir);
     }
   }
   return "";

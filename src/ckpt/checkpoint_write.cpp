@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 
 #include "ckpt/checkpoint.h"
@@ -244,6 +245,23 @@ std::string write_checkpoint(const std::string& root, const CheckpointSnapshot& 
   }
   part.world_size = world_size;
   return commit_checkpoint(root, part, files);
+}
+
+std::string set_aside_damaged_checkpoint(const std::string& dir) {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%S", &tm);
+  std::string aside = dir + ".damaged-" + stamp;
+  // Two resumes within a second (or a clock set back) must not meet: a suffix keeps both.
+  for (int i = 2; fs::exists(aside); ++i)
+    aside = dir + ".damaged-" + stamp + "-" + std::to_string(i);
+  std::error_code ec;
+  fs::rename(dir, aside, ec);
+  ZAYA_CHECK(!ec, "cannot move the damaged checkpoint '", dir, "' aside to '", aside,
+             "': ", ec.message(), "; nothing was deleted. Move it away by hand and resume again");
+  return aside;
 }
 
 std::vector<std::string> apply_retention(const std::string& root, int keep_last, int64_t keep_every,

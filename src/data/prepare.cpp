@@ -25,6 +25,7 @@
 #include "data/shard.h"
 #include "dist/communicator.h"
 #include "io/input_files.h"
+#include "io/output_path.h"
 
 namespace zaya {
 
@@ -217,13 +218,24 @@ void on_every_rank(dist::Communicator* comm, bool mine, Work&& work) {
 // keeps the parts of the same plan. True when --resume finds the source already complete.
 bool set_up_work_dir(const PrepareOptions& o, const fs::path& dir, const fs::path& work,
                      const json& plan) {
-  fs::create_directories(dir);
   if (o.resume && fs::exists(dir / "index.json")) {
     fs::remove_all(work);
     return true;
   }
   const fs::path plan_path = work / "plan.json";
-  if (o.resume && fs::exists(plan_path)) {
+  const bool resumable = o.resume && fs::exists(plan_path);
+  // A fresh run replaces DIR/NAME: once, a prepare of other input turned a source of 200
+  // documents into one of 50 without a word. The same plan resumed is this run's own, and an
+  // unfinished prepare (its work directory, no index.json) is started over as it always was.
+  if (!resumable) {
+    const bool unfinished = fs::exists(work) && !fs::exists(dir / "index.json");
+    OutputRule rule{"--out/--name", dir.string(), OutputKind::kDirectory, o.force || unfinished,
+                    o.inputs};
+    if (o.tokenizer != "bytes") rule.inputs.push_back(o.tokenizer);
+    check_output(rule);
+  }
+  fs::create_directories(dir);
+  if (resumable) {
     std::ifstream in(plan_path);
     const std::string diff = plan_difference(json::parse(in, nullptr, false), plan);
     ZAYA_CHECK(diff.empty(), "--resume: ", work.string(), " was made for other inputs or options (",

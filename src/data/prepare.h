@@ -38,6 +38,7 @@ struct PrepareOptions {
   bool skip_bad = false;     // skip and count bad records instead of stopping
   bool progress = true;      // progress on stderr
   bool resume = false;       // keep the finished parts of an interrupted run (prepare_parts.h)
+  bool force = false;        // replace an existing DIR/NAME that this run did not make
 };
 
 struct PrepareSummary {

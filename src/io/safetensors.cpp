@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <system_error>
 
 #include <nlohmann/json.hpp>
 
@@ -220,8 +221,12 @@ void write_safetensors(const std::string& path,
     out.write(h.data(), std::streamsize(h.size()));
     for (const auto& [name, t] : tensors)
       out.write(reinterpret_cast<const char*>(t.raw()), std::streamsize(t.nbytes()));
-    out.flush();
-    ZAYA_CHECK(out.good(), "writing '", tmp, "' failed (disk full?)");
+    out.close();  // the last bytes are written here: a full disk must not pass as success
+    if (out.fail()) {
+      std::error_code ec;
+      std::filesystem::remove(tmp, ec);  // nothing half-written is left behind
+      ZAYA_FAIL("writing '", tmp, "' failed (disk full?)");
+    }
   }
   std::filesystem::rename(tmp, path);
 }

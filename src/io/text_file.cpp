@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "io/output_path.h"
 
 namespace zaya {
 
@@ -26,23 +27,20 @@ void write_file_atomically(const std::string& path, const std::string& text, boo
   // POSIX calls rather than streams: one write, an optional fsync, and errno for the message.
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   ZAYA_CHECK(fd >= 0, "cannot create '", tmp, "': ", std::strerror(errno));
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());  // a failed write leaves nothing behind
-      ZAYA_FAIL("writing '", tmp, "' failed: ", std::strerror(err));
-    }
-    done += size_t(n);
+  try {
+    write_fully(fd, text.data(), text.size(), tmp);
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmp.c_str());  // a failed write leaves nothing behind
+    throw;
   }
   const bool synced = !durable || ::fsync(fd) == 0;
   const int sync_err = errno;
-  ::close(fd);
-  if (!synced) ::unlink(tmp.c_str());
+  const bool closed = ::close(fd) == 0;
+  const int close_err = errno;
+  if (!synced || !closed) ::unlink(tmp.c_str());
   ZAYA_CHECK(synced, "fsync of '", tmp, "' failed: ", std::strerror(sync_err));
+  ZAYA_CHECK(closed, "closing '", tmp, "' failed: ", std::strerror(close_err));
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <system_error>
 
 #include "core/error.h"
 #include "tokenizer/byte_level.h"
@@ -239,7 +240,12 @@ void save_hf_tokenizer_json(const BpeTokenizer& tokenizer, const std::string& pa
     std::ofstream out(tmp, std::ios::binary);
     ZAYA_CHECK(out, path, ": cannot open for writing");
     out << j.dump(1) << '\n';
-    ZAYA_CHECK(out.good(), path, ": write failed");
+    out.close();  // the last bytes are written here: a full disk must not pass as success
+    if (out.fail()) {
+      std::error_code ec;
+      fs::remove(tmp, ec);  // nothing half-written is left behind
+      ZAYA_FAIL(path, ": write failed (disk full?)");
+    }
   }
   fs::rename(tmp, path);
 }

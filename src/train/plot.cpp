@@ -78,7 +78,8 @@ void write_chart(const std::string& out_path, const std::string& title, const st
         << "<text x=\"" << W - R - 160 << "\" y=\"" << y + 4 << "\">" << s.label << "</text>\n";
   }
   out << "</svg>\n";
-  ZAYA_CHECK(out.good(), "writing plot '", out_path, "' failed");
+  out.close();  // the last bytes are written here: a full disk must not pass as success
+  ZAYA_CHECK(!out.fail(), "writing plot '", out_path, "' failed");
 }
 
 const char* const kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"};

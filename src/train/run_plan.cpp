@@ -119,12 +119,26 @@ void truncate_metrics(const std::string& path, int64_t last_step) {
 // --resume auto: the newest checkpoint that verifies, or none (step 0).
 std::string find_resume_checkpoint(const RunPlan& p, dist::Communicator& comm, bool lead) {
   // Collective: the ranks share the checksums of the files (each file is read by one rank).
+  std::vector<std::string> damaged;
   const std::string dir = find_latest_checkpoint(
       p.ckpt_root,
       [&](const std::string& msg) {
         if (lead) std::fprintf(stderr, "%s\n", msg.c_str());
       },
-      &comm);
+      &comm, &damaged);
+  // Resuming from an older step: the skipped ones move aside, out of reach of the saves of their
+  // steps and of retention, and stay for inspection.
+  if (!dir.empty()) {
+    for (const std::string& d : damaged) {
+      if (!lead) continue;
+      const std::string aside = set_aside_damaged_checkpoint(d);
+      std::fprintf(stderr,
+                   "resume: damaged checkpoint %s moved aside to %s for inspection (later saves "
+                   "and retention never touch it)\n",
+                   d.c_str(), aside.c_str());
+    }
+    comm.barrier();
+  }
   // Damaged checkpoints are evidence, not garbage: starting over would let retention delete
   // them. Step 0 only when no checkpoint was ever committed here.
   ZAYA_CHECK(!dir.empty() || !has_committed_checkpoints(p.ckpt_root),

@@ -3,7 +3,8 @@
 # Run A goes straight through; run B stops at step 10 and resumes with --resume auto: its final
 # model.safetensors must be byte-identical to A's. Then the newest checkpoint of B's first half is
 # damaged three ways (truncated shard, flipped byte, missing COMPLETE): each is detected and named,
-# --resume auto falls back to step 5, and the run still ends bitwise equal to A.
+# moved aside for inspection, --resume auto falls back to step 5, and the run still ends bitwise
+# equal to A.
 # With NP > 1 every zaya train runs as NP data-parallel ranks under MPIRUN (ZeRO-1, one file per
 # rank), and the damage hits the last rank's file.
 set -uo pipefail
@@ -93,8 +94,11 @@ damage() {  # damage NAME "what to do in the copy" "expected message"
   check "$name: falls back to step 5" grep -q "resumed from $d/ckpt/step-00000005 (saved by $RANKS, now $NP): step 5" "$d.log"
   check "$name: final model still bitwise equal to run A" \
     cmp "$WORK/A/model/model.safetensors" "$d/model/model.safetensors"
-  check "$name: the damaged step 10 was rewritten; every kept checkpoint verifies" bash -c \
-    "'$ZAYA' ckpt inspect '$d/ckpt' > '$d.inspect2.log' && test \$(grep -c 'checksums verified' '$d.inspect2.log') = 3"
+  check "$name: the damaged step 10 was moved aside, and the log says so" bash -c \
+    "ls -d '$d/ckpt/step-00000010.damaged-'* > /dev/null && grep -q 'damaged checkpoint $d/ckpt/step-00000010 moved aside to $d/ckpt/step-00000010.damaged-' '$d.log'"
+  # ckpt inspect of the root lists the damaged one too (INVALID, so its exit status is 1).
+  check "$name: step 10 was saved anew; every kept checkpoint verifies" bash -c \
+    "'$ZAYA' ckpt inspect '$d/ckpt' > '$d.inspect2.log'; test \$(grep -c 'checksums verified' '$d.inspect2.log') = 3 && test \$(grep -c ': INVALID' '$d.inspect2.log') = 1"
 }
 damage truncated 'truncate -s -64 $LAST' "truncated or overwritten file"
 damage flipped "printf '\\x5a' | dd of=$LAST bs=1 seek=5000 conv=notrunc status=none" \

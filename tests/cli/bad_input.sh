@@ -66,7 +66,7 @@ expect_error size-budget-no-tokens "--flops and --gpu-hours need --tokens" -- "$
 expect_error size-config-and-goal "--config evaluates one shape" -- "$ZAYA" size --profile h100 --config "$SRC/configs/tiny.json" --active-params 1M
 expect_error size-bad-global-batch "global batch 6 is not a multiple of micro-batch 4" -- "$ZAYA" size --profile h100 --config "$SRC/configs/tiny.json" --micro-batch 4 --global-batch 6
 echo '{}' > "$WORK/exists.json"
-expect_error size-profile-exists "'$WORK/exists.json' exists; pass --force" -- "$ZAYA" size profile --out "$WORK/exists.json"
+expect_error size-profile-exists "'$WORK/exists.json' already exists and this command did not make it; nothing was changed. Pass --force" -- "$ZAYA" size profile --out "$WORK/exists.json"
 expect_error size-pick "--pick 9: only" -- "$ZAYA" size --profile h100 --active-params 760M --world 64 --candidates 2 --pick 9
 expect_error membw-threads "--threads-list" -- "$ZAYA" bench membw --elements 4096 --threads-list 0
 

@@ -34,7 +34,7 @@ a = int(re.search(r'active non-embedding \(top-1\)\s+([\d,]+)', t).group(1).repl
 print(int(abs(a / 760e6 - 1) < 0.15))")
 check "$ok" "the written config reads back with ~760M active parameters"
 out=$("$ZAYA" size --profile h100 --active-params 760M --world 64 --write "$WORK/proposed.json" 2>&1) && rc=0 || rc=$?
-check "$([[ $rc -ne 0 && $out == *"exists; pass --force"* ]] && echo 1 || echo 0)" \
+check "$([[ $rc -ne 0 && $out == *"already exists and this command did not make it; nothing was changed. Pass --force"* ]] && echo 1 || echo 0)" \
   "--write does not replace an existing file"
 
 # 3. A measured profile of this machine (quick), then a prediction from it.

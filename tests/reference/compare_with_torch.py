@@ -47,7 +47,8 @@ class SeedFailure(Exception):
 def run_seed(args, seed):
     """Returns (summary line, list of failure messages). Raises SeedFailure for fatal problems."""
     out_dir = os.path.join(args.workdir, f"seed{seed}")
-    cmd = [args.zaya, "debug-dump", "--config", args.config, "--seed", str(seed), "--out", out_dir]
+    cmd = [args.zaya, "debug-dump", "--config", args.config, "--seed", str(seed), "--out", out_dir,
+           "--force"]
     try:
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=args.timeout)
     except FileNotFoundError:

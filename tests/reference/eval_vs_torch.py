@@ -228,7 +228,7 @@ def train_model(args, work, tokenizer, paths):
     for d in (data, work):  # zaya train never writes into an earlier run's directory
         shutil.rmtree(d, ignore_errors=True)
     run([args.zaya, "data", "prepare", "--tokenizer", tokenizer, "--input", os.path.join(args.workdir, "brown.txt"),
-         "--name", "brown", "--out", data, "--val-fraction", "0.1"])
+         "--name", "brown", "--out", data, "--val-fraction", "0.1", "--force"])
     cfg = json.load(open(os.path.join(args.workdir, "tiny512.json"), encoding="utf-8"))
     cfg["data"] = {"dir": data, "sources": ["brown"], "phases": [
         {"name": "a", "tokens": 40 * 8 * 32, "seq_len": 32, "rope_theta": 10000.0, "mixture": {"brown": 1.0}}]}
@@ -250,11 +250,11 @@ def check_seed(args, seed, tokenizer, tasks, paths):
         model_dir, in_training = train_model(args, work, tokenizer, paths)
     else:
         run([args.zaya, "debug-dump", "--config", os.path.join(args.workdir, "tiny512.json"), "--seed", str(seed),
-             "--out", work])
+             "--out", work, "--force"])
         model_dir = os.path.join(work, "model")
     samples_path = os.path.join(work, "samples.jsonl")
     out = run([args.zaya, "eval", "--model", model_dir, "--tokenizer", tokenizer, "--tasks", ",".join(paths),
-               "--log-samples", samples_path, "--batch", "3"])
+               "--log-samples", samples_path, "--force", "--batch", "3"])
     results = {}
     for line in out.strip().splitlines():
         r = json.loads(line)
@@ -302,7 +302,8 @@ def main():
     slice_path = os.path.join(args.workdir, "brown.txt")
     open(slice_path, "w", encoding="utf-8").write(open(brown, encoding="utf-8").read(200000))
     tokenizer = os.path.join(args.workdir, "tokenizer.json")
-    run([args.zaya, "tokenizer", "train", "--input", slice_path, "--vocab-size", "512", "--out", tokenizer])
+    run([args.zaya, "tokenizer", "train", "--input", slice_path, "--vocab-size", "512", "--out", tokenizer,
+         "--force"])
     tasks, paths = make_tasks(brown_sentences(brown, 40), args.workdir)
     check_seeds("eval_vs_torch", args.seeds, lambda seed: check_seed(args, seed, tokenizer, tasks, paths))
 

@@ -37,7 +37,8 @@ from zaya_torch import missing_routes  # noqa: E402
 def check_seed(args, seed):
     """Returns (summary line, list of failures)."""
     work = os.path.join(args.workdir, f"seed{seed}")
-    run([args.zaya, "debug-dump", "--config", args.config, "--seed", str(seed), "--out", work], args.timeout)
+    run([args.zaya, "debug-dump", "--config", args.config, "--seed", str(seed), "--out", work, "--force"],
+        args.timeout)
     model_dir = os.path.join(work, "model")
     tokens_np = read_safetensors(os.path.join(work, "outputs.safetensors"))["tokens"]
     tokens_path = os.path.join(work, "tokens.json")

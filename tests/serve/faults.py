@@ -55,7 +55,7 @@ def pad_model(model, first_pad, scale=1000.0):
 pw = f"{work}/padded"
 os.makedirs(pw, exist_ok=True)
 subprocess.run([zaya, "tokenizer", "train", "--input", f"{work}/brown.txt", "--vocab-size", "508",
-                "--out", f"{pw}/tokenizer.json"], check=True, stdout=subprocess.DEVNULL,
+                "--out", f"{pw}/tokenizer.json", "--force"], check=True, stdout=subprocess.DEVNULL,
                stderr=subprocess.DEVNULL)
 subprocess.run(["cp", "-r", M, f"{pw}/model"], check=True)
 pad_model(f"{pw}/model", 508)

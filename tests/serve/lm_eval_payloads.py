@@ -58,10 +58,12 @@ def setup():
     text = open(brown, encoding="utf-8").read(200000)
     open(os.path.join(WORK, "brown.txt"), "w", encoding="utf-8").write(text)
     tok = os.path.join(WORK, "tokenizer.json")
-    run(ZAYA, "tokenizer", "train", "--input", os.path.join(WORK, "brown.txt"), "--vocab-size", "512", "--out", tok)
+    run(ZAYA, "tokenizer", "train", "--input", os.path.join(WORK, "brown.txt"), "--vocab-size", "512", "--out", tok,
+        "--force")
     cfg = open(os.path.join(SRC, "configs/tiny.json"), encoding="utf-8").read()
     open(os.path.join(WORK, "tiny.json"), "w").write(cfg.replace('"vocab_size": 97', '"vocab_size": 512'))
-    run(ZAYA, "debug-dump", "--config", os.path.join(WORK, "tiny.json"), "--seed", "3", "--out", os.path.join(WORK, "m"))
+    run(ZAYA, "debug-dump", "--config", os.path.join(WORK, "tiny.json"), "--seed", "3", "--out", os.path.join(WORK, "m"),
+        "--force")
     sents = [" ".join(s.split()) for s in re.split(r"(?<=[.!?])\s+", text) if 6 <= len(s.split()) <= 12][:12]
     items = [{"context": " ".join(s.split()[:4]) + (" " if i % 2 else ""),
               "choices": [" ".join(s.split()[4:]), " ".join(sents[i + 1].split()[4:])], "gold": 0}
@@ -92,7 +94,7 @@ def serve(model, tok):
 def main():
     tok, model, task, items = setup()
     samples = os.path.join(WORK, "samples.jsonl")
-    run(ZAYA, "eval", "--model", model, "--tokenizer", tok, "--tasks", task, "--log-samples", samples)
+    run(ZAYA, "eval", "--model", model, "--tokenizer", tok, "--tasks", task, "--log-samples", samples, "--force")
     want = [json.loads(line) for line in open(samples, encoding="utf-8")]
     proc, url = serve(model, tok)
     try:

@@ -27,14 +27,14 @@ def fixtures(zaya, src, work, vocabs=(512,)):
     with open(brown, "rb") as f, open(os.path.join(work, "brown.txt"), "wb") as out:
         out.write(f.read(100000))
     subprocess.run([zaya, "tokenizer", "train", "--input", f"{work}/brown.txt", "--vocab-size",
-                    "512", "--out", f"{work}/tokenizer.json"], check=True,
+                    "512", "--out", f"{work}/tokenizer.json", "--force"], check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     config = json.load(open(os.path.join(src, "configs/tiny.json")))
     for v in vocabs:
         config["model"]["vocab_size"] = v
         json.dump(config, open(f"{work}/m{v}.json", "w"))
         subprocess.run([zaya, "debug-dump", "--config", f"{work}/m{v}.json", "--out",
-                        f"{work}/m{v}", "--seed", "3"], check=True, stdout=subprocess.DEVNULL)
+                        f"{work}/m{v}", "--seed", "3", "--force"], check=True, stdout=subprocess.DEVNULL)
 
 
 class Server:

@@ -90,8 +90,11 @@ TEST(DataPrepare, ShardsDecodeBackToDocuments) {
   EXPECT_EQ(index.at("train").at("shards").size(), size_t(s.train_shards));
   EXPECT_EQ(int64_t(text.size()), index.at("made_by").at("input_bytes").get<int64_t>());
 
-  // Same inputs and seed: identical shards.
+  // Same inputs and seed: identical shards. A finished source is replaced only with --force.
   const auto first = ShardReader((src / "train-00000.bin").string()).info().checksum;
+  EXPECT_NE(test::error_of([&] { prepare_source(o, ByteEncoder()); }).find("Pass --force"),
+            std::string::npos);
+  o.force = true;
   prepare_source(o, ByteEncoder());
   EXPECT_EQ(ShardReader((src / "train-00000.bin").string()).info().checksum, first);
 }
