@@ -9,31 +9,11 @@
 #include <vector>
 
 #include "backend/cpu/reduce.h"
+#include "backend/cpu/single_threaded_blas.h"
 
 namespace zaya::cpu {
 
 namespace {
-
-// Makes OpenBLAS compute on the calling thread alone while it lives. Debian's OpenMP build of
-// OpenBLAS takes its thread count from omp_get_max_threads() at every call
-// (openblas_set_num_threads is overridden by it), and it splits a product between its threads at
-// row and column boundaries that depend on how many there are: the same product came out different
-// by an ulp at 1 and 2 threads. Setting this thread's OpenMP thread count is a per-thread variable
-// write, free.
-class SingleThreadedBlas {
- public:
-  SingleThreadedBlas() : saved_(omp_get_max_threads()) {
-    if (saved_ > 1) omp_set_num_threads(1);
-  }
-  ~SingleThreadedBlas() {
-    if (saved_ > 1) omp_set_num_threads(saved_);
-  }
-  SingleThreadedBlas(const SingleThreadedBlas&) = delete;
-  SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
-
- private:
-  int saved_;
-};
 
 // How gemm cuts C into tiles: a function of the product's shape and of the machine's core count,
 // never of the thread count, so that a run's numbers do not change when its thread count does (the

@@ -1,11 +1,11 @@
 #include "backend/cuda_emu/emu_gemm.h"
 
 #include <cblas.h>
-#include <omp.h>
 
 #include <cstring>
 #include <vector>
 
+#include "backend/cpu/single_threaded_blas.h"
 #include "backend/cuda_emu/device_memory.h"
 #include "backend/cuda_emu/emu_cuda.h"
 #include "core/error.h"
@@ -37,28 +37,6 @@ const float* as_fp32(const void* p, bool bf16, size_t n, std::vector<float>& scr
   return scratch.data();
 }
 
-// OpenBLAS on the calling thread alone while it lives. Debian's OpenMP OpenBLAS splits a product
-// between omp_get_max_threads() threads at row and column boundaries that depend on how many there
-// are, and its kernels (Haswell's among them) round a row differently with the piece's shape: at
-// another thread count the same product came out different in the last bit. The trainer changes
-// the thread count while other work holds the CPU, so a bf16 run resumed beside a busy loop ended
-// with other weights than the uninterrupted one. A GPU's product does not depend on the host's
-// threads; nor does this one.
-class CallingThreadBlas {
- public:
-  CallingThreadBlas() : saved_(omp_get_max_threads()) {
-    if (saved_ > 1) omp_set_num_threads(1);
-  }
-  ~CallingThreadBlas() {
-    if (saved_ > 1) omp_set_num_threads(saved_);
-  }
-  CallingThreadBlas(const CallingThreadBlas&) = delete;
-  CallingThreadBlas& operator=(const CallingThreadBlas&) = delete;
-
- private:
-  int saved_;
-};
-
 }  // namespace
 
 void gemm_column_major(const GemmCall& g) {
@@ -68,7 +46,10 @@ void gemm_column_major(const GemmCall& g) {
   const size_t b_span = span_of(g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.ldb);
   const size_t c_span = span_of(g.m, g.n, g.ldc);
   std::vector<float> a32, b32, c32;
-  const CallingThreadBlas calling_thread;
+  // On the calling thread alone (backend/cpu/single_threaded_blas.h): a GPU's product does not
+  // depend on the host's threads, and a bf16 run resumed beside a busy loop once ended with other
+  // weights than the uninterrupted one when this one did.
+  const cpu::SingleThreadedBlas calling_thread;
   for (int i = 0; i < g.count; ++i) {
     const char* a = static_cast<const char*>(g.a) + size_t(i) * size_t(g.stride_a) * in_elem;
     const char* b = static_cast<const char*>(g.b) + size_t(i) * size_t(g.stride_b) * in_elem;
