@@ -51,7 +51,8 @@ M=$WORK/dump/model
 
 # 1. A gzip bomb: 2 GiB of zeros in 2 MB (32 concatenated members of 64 MiB each). Refused by the
 #    decompression guard (not by the record limit, which would let a bomb of short lines through)
-#    in bounded memory.
+#    in bounded memory. (Its time is printed, not asserted: tests never assert on time; the
+#    issue's "within 5 s" is measured by hand in the closing note.)
 head -c 64M /dev/zero | gzip -1 > "$WORK/member.gz"
 for _ in $(seq 32); do cat "$WORK/member.gz"; done > "$WORK/bomb.gz"
 start=$(date +%s%N)
@@ -62,11 +63,11 @@ ms=$((($(date +%s%N) - start) / 1000000))
 rss_kb=$(tail -1 "$WORK/bomb.rss")
 msg=$(cat "$WORK/bomb.log")
 if [[ $rc -ge 1 && $rc -le 127 && $msg == *"bomb.gz: decompresses to"* &&
-      $msg == *"--max-decompression-ratio"* && $rss_kb -le 300000 && $ms -le 5000 ]]; then
+      $msg == *"--max-decompression-ratio"* && $rss_kb -le 300000 ]]; then
   echo "ok   gzip-bomb: rc $rc, ${ms} ms, peak RSS ${rss_kb} KB: $(grep -m1 error "$WORK/bomb.log")"
   passes=$((passes + 1))
 else
-  fail "gzip-bomb: rc $rc, peak RSS ${rss_kb} KB (want <= 300000), ${ms} ms (want <= 5000)"
+  fail "gzip-bomb: rc $rc, peak RSS ${rss_kb} KB (want <= 300000), ${ms} ms"
   tail -3 "$WORK/bomb.log"
 fi
 expect_error tokenizer-train-gzip-bomb "--max-decompression-ratio" -- \
