@@ -9,6 +9,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/host_memory.h"
 #include "dist/communicator.h"
 #include "eval/context_split.h"
 #include "eval/task_metrics.h"
@@ -42,6 +43,12 @@ int run_task_eval(const TaskEvalOptions& o) {
   std::vector<PreparedTask> tasks;
   for (const std::string& path : o.files)
     tasks.push_back(prepare_task(path, o, *m.tokenizer, prefix_token));
+  // Before anything is scored: every choice within the model's context, and the batch's decoder
+  // within this machine's memory (the caches live on the host for host-memory backends).
+  const ModelConfig& config = m.loaded.model->config();
+  for (const PreparedTask& p : tasks) check_task_fits_context(p, config);
+  if (m.loaded.model->backend().host_memory())
+    check_scoring_memory(tasks, config, o.batch, host_memory_bytes(), "--batch");
   std::optional<StagedOutput> samples;
   std::string lines;  // written once every task is scored: a failed run leaves no partial file
   if (lead && !o.log_samples.empty()) samples.emplace(samples_rule(o));

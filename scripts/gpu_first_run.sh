@@ -16,9 +16,12 @@
 # fails prints facts.txt and stops within about two minutes, leaving the session time for a fixed
 # second try.
 # Usage: bash scripts/gpu_first_run.sh [--out DIR] [--budget SECONDS] [--gates-only]
-#          [suite options...]
+#          [--part all|profile|tests|bench] [suite options...]
 #   (default: $OUT, 540 s in all; the suite's options, e.g. --demo-steps, pass through;
-#   --gates-only stops after the gates, as the rehearsal's planted faults do)
+#   --gates-only stops after the gates, as the rehearsal's planted faults do; --part profile is
+#   the second session's run: the op tests, then where a step's time goes, then the benchmark,
+#   writing facts.txt, summary.txt, preflight.log, gpu_ops.log, profile-step.tsv,
+#   profile-optimizer.tsv, bench.log and bench-results.tar)
 # Test hook: ZAYA_FIRST_RUN_PATH=DIRS replaces PATH (the rehearsal hides xz or gzip with it).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -27,11 +30,13 @@ OUTDIR=${OUT:-$ROOT/gpu-out}
 BUDGET=540
 SUITE_ARGS=()
 GATES_ONLY=0
+PART=all
 while (($#)); do
   case $1 in
     --out) OUTDIR=$2; shift 2 ;;
     --gates-only) GATES_ONLY=1; shift ;;
     --budget) BUDGET=$2; shift 2 ;;
+    --part) PART=$2; shift 2 ;;
     *) SUITE_ARGS+=("$1"); shift ;;
   esac
 done
@@ -133,7 +138,7 @@ say "gates passed in $(($(date +%s) - START)) s"
 
 # 3. The suite, in what is left of the budget.
 left=$((BUDGET - ($(date +%s) - START)))
-OUT=$OUTDIR bash scripts/gpu_suite.sh all --out "$OUTDIR" --budget "$left" "${SUITE_ARGS[@]}"
+OUT=$OUTDIR bash scripts/gpu_suite.sh "$PART" --out "$OUTDIR" --budget "$left" "${SUITE_ARGS[@]}"
 rc=$?
 say "gpu_first_run: suite exit $rc, $(($(date +%s) - START)) s in all"
 exit $rc

@@ -6,7 +6,8 @@
 # folders down). Before it, a fault planted in each gate must stop the command at that gate with
 # its cause named, within two minutes (or be repaired by it, where the gate repairs: the run
 # bits, a /tmp that runs no programs, no xz or gzip). Only the sizes are smaller, as the suite's
-# own parameters: the emulator runs kernels a thousand times slower than a GPU. Then, where this
+# own parameters: the emulator runs kernels a thousand times slower than a GPU. Then a later
+# session's call, `--part profile`, with its op profiles checked. Then, where this
 # build has the CUDA target, the CUDA bundle's preflight: the CUDA runtime and cuBLASLt found by
 # search and every binary's libraries resolved.
 # Usage: scripts/gpu_rehearsal.sh [--build DIR] [--work DIR]   (about 10 minutes on 2 cores)
@@ -124,6 +125,24 @@ check "the first run: zaya's figures and PyTorch eager's" test $? -eq 0
 check "the first run: the machine's facts came first" grep -q "^-- GPU, driver, compute capability" "$REH/out/facts.txt"
 echo "  (exit $r)"
 check "the first run: the output folder fits what the device tool brings back" outputs_fit "$REH/out"
+
+# A later session's call: the profile part (the op tests filtered to the bf16 ones on the emulator).
+(cd "$REH/tree" && OUT=$REH/profile-out bash scripts/gpu_first_run.sh --part profile --budget 700 \
+  --gtest-filter 'GpuBf16.*' --bench configs/tiny.json:2:64:2) > "$REH/profile.log" 2>&1
+r=$?
+cat "$REH/profile-out/summary.txt"
+check "the profile run: every step passed" \
+  test "$(grep -cE ': (FAILED|TIMED OUT|NOT RUN|SKIPPED)' "$REH/profile-out/summary.txt")" -eq 0
+for what in step optimizer; do
+  check "the profile run: profile-$what.tsv times the ops and the products" bash -c \
+    'grep -q "^# device time in ops" "$1" && grep -q "^op	attention_backward	" "$1" &&
+     grep -q "^gemm	bf16->fp32 " "$1"' _ "$REH/profile-out/profile-$what.tsv"
+done
+check "the profile run: the optimizer's profile has Newton-Schulz" \
+  grep -q "^op	newton_schulz_batch	" "$REH/profile-out/profile-optimizer.tsv"
+echo "  (exit $r)"
+check "the profile run: the output folder fits what the device tool brings back" \
+  outputs_fit "$REH/profile-out"
 
 # The CUDA bundle's preflight: the libraries it leaves out are found here by search.
 if cmake --build "$BUILD" --target help 2> /dev/null | grep -q '^zaya_gpu_tests:'; then

@@ -7,19 +7,22 @@
 #           (configs/small.json, bf16 on the device against the CPU's fp32)
 #   bench   bench/gpu_step_vs_pytorch.sh on each config: zaya's figures for all first, then
 #           PyTorch eager, then torch.compile while time is left
+#   profile gpu.ops, then the first --bench config's step and optimizer under the op profile
+#           (ZAYA_CUDA_OP_PROFILE: profile-step.tsv, profile-optimizer.tsv), then `bench` on that
+#           config in what is left (zaya's figures, then PyTorch eager)
 # Each step runs under `timeout` (its own share of --budget, so that a hang in one leaves the
 # others their time) with its log in the output folder ($OUT on
 # the GPU machine, which the device tool brings back; at most 8 files there), and a line in
 # summary.txt. The device is the bundle's (cuda, or cuda-emu in the rehearsal).
-# Usage: bash scripts/gpu_suite.sh tests|bench|all [--out DIR] [--budget SECONDS] [--demo-steps N]
+# Usage: bash scripts/gpu_suite.sh tests|bench|all|profile [--out DIR] [--budget SECONDS] [--demo-steps N]
 #          [--demo-batch SEQUENCES] [--gtest-filter PATTERN] [--bench CONFIG:BATCH:SEQ:STEPS]... [--no-compile]
 # Exits non-zero if any step failed, was skipped or ran out of time.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
 PART=${1:-}
-case $PART in tests | bench | all) shift ;; *)
-  echo "gpu_suite.sh: the first argument is the part, tests, bench or all (got '$PART')" >&2; exit 2 ;;
+case $PART in tests | bench | all | profile) shift ;; *)
+  echo "gpu_suite.sh: the first argument is the part, tests, bench, all or profile (got '$PART')" >&2; exit 2 ;;
 esac
 OUTDIR=${OUT:-$ROOT/gpu-out}
 BUDGET=560
@@ -28,7 +31,7 @@ DEMO_BATCH=
 GTEST_FILTER='*'
 BENCHES=()
 COMPILE=1
-[[ $PART == all ]] && COMPILE=0  # the first run: zaya's figures and PyTorch eager's first
+[[ $PART == all || $PART == profile ]] && COMPILE=0  # zaya's figures and PyTorch eager's first
 while (($#)); do
   case $1 in
     --out) OUTDIR=$2; shift 2 ;;
@@ -86,7 +89,24 @@ fi
 tests_bin=$(printf '%s\n' "${zaya_gpu_bins[@]}" | grep -m1 '_tests$')
 export ZAYA_BROWN_TEXT=$ZAYA_BUNDLE/brown.txt
 WORK=${TMPDIR:-/tmp}/zaya-gpu-suite
-if [[ $PART != bench ]]; then
+if [[ $PART == profile ]]; then
+  # Where the time of a step goes: the ops and products of a few steps, each timed on the device.
+  step gpu.ops 60 "$OUTDIR/gpu_ops.log" "$ZAYA_GPU_BIN/$tests_bin" --gtest_filter="$GTEST_FILTER"
+  grep -E '^\[  (PASSED|FAILED) ' "$OUTDIR/gpu_ops.log" | head -20
+  IFS=: read -r config batch seq steps <<< "${BENCHES[0]}"
+  BENCHES=("${BENCHES[0]}")
+  profiled=(bench step --device "$ZAYA_GPU_DEVICE" --precision bf16 --config "$config" --batch "$batch"
+    --seq "$seq" --steps 3 --warmup 1 --lm-head-chunks 4096,32768)
+  for what in step optimizer; do  # a quarter of the budget, and 3/10 with the optimizer
+    extra=() cap=$((BUDGET / 4))
+    [[ $what == optimizer ]] && extra=(--optimizer) cap=$((BUDGET * 3 / 10))
+    ZAYA_CUDA_OP_PROFILE=$OUTDIR/profile-$what.tsv step "profile $what" $cap \
+      "$OUTDIR/bench.log" "$ZAYA_GPU_BIN/zaya" "${profiled[@]}" "${extra[@]}"
+    grep -E '^(  setup|zaya \()' "$OUTDIR/bench.log" | tail -2
+    head -12 "$OUTDIR/profile-$what.tsv" 2> /dev/null
+  done
+fi
+if [[ $PART == tests || $PART == all ]]; then
   step gpu.ops $CAP_OPS "$OUTDIR/gpu_ops.log" "$ZAYA_GPU_BIN/$tests_bin" --gtest_filter="$GTEST_FILTER"
   grep -E '^\[  (PASSED|FAILED) ' "$OUTDIR/gpu_ops.log" | head -20
   step gpu.train $CAP_TRAIN "$OUTDIR/gpu_train.log" bash tests/gpu/gpu_train.sh "$ZAYA_GPU_BIN/zaya" \
@@ -97,12 +117,12 @@ if [[ $PART != bench ]]; then
     "$WORK/demo"
   grep -E '^(device:|trained|PASS|FAIL|  step)' "$OUTDIR/demo.log"
 fi
-if [[ $PART != tests ]]; then
+if [[ $PART != tests ]]; then  # bench, all or profile
   # zaya's figures for every config, then PyTorch eager for each, then torch.compile: what comes
   # back first is what matters most. A config's work folder carries its results between phases.
   # Each phase's share (seconds a config): zaya 240, PyTorch eager 180, compile what is left.
   phases=(zaya:240 torch:180)
-  if [[ $PART == all ]]; then  # what is left after the tests, 11 : 9
+  if [[ $PART != bench ]]; then  # what is left after the tests or the profile, 11 : 9
     left=$((DEADLINE - $(date +%s)))
     phases=(zaya:$((left * 11 / 20 / ${#BENCHES[@]})) torch:$((left * 9 / 20 / ${#BENCHES[@]} - 20)))
   fi

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "core/error.h"
+#include "core/host_memory.h"
 
 namespace zaya {
 
@@ -19,7 +20,7 @@ int64_t default_elements() {
   if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
   // At most 2^27 doubles (1 GiB) per array and an eighth of the memory for all three: some
   // virtual machines report the host's whole last-level cache.
-  const int64_t memory = int64_t(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+  const int64_t memory = host_memory_bytes();
   const int64_t most = std::min<int64_t>(int64_t(1) << 27, memory / 8 / 3 / 8);
   return std::clamp<int64_t>(4 * int64_t(std::max(llc, 0L)) / 8, int64_t(1) << 22,
                              std::max<int64_t>(most, int64_t(1) << 22));

@@ -15,6 +15,7 @@ namespace zaya {
 
 StepBenchResult run_step_bench(const ModelConfig& config, const StepBenchOptions& opt,
                                bool progress) {
+  const auto setup_start = std::chrono::steady_clock::now();
   const ComputeDevice device = open_device(opt.device, opt.precision);
   ZayaModel model(config);
   model.params().init(opt.seed);
@@ -31,6 +32,10 @@ StepBenchResult run_step_bench(const ModelConfig& config, const StepBenchOptions
   std::unique_ptr<ParameterUpdate> update;
   if (opt.optimizer) update = std::make_unique<ParameterUpdate>(placement, OptimConfig{});
   if (!opt.save_model_dir.empty()) save_model_dir(opt.save_model_dir, model);
+  if (progress)
+    std::fprintf(
+        stderr, "  setup: %.1f s (the device, the weights' initialisation and placement)\n",
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - setup_start).count());
   const int N = opt.batch * opt.seq;
   std::vector<int32_t> tokens(N);
   const Philox rng(opt.seed, hash_name("bench tokens"));

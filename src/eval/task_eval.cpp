@@ -1,12 +1,15 @@
 #include "eval/task_eval.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <optional>
+#include <string>
 
 #include "core/error.h"
 #include "dist/communicator.h"
 #include "eval/context_split.h"
 #include "eval/task_prompts.h"
+#include "infer/batch_decoder.h"
 #include "model/zaya_model.h"
 
 namespace zaya {
@@ -38,6 +41,62 @@ namespace {
 size_t choices_of(const PreparedTask& p, size_t item) {
   return p.task.items[item].queries.size();
 }
+
+std::string gib(int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f GiB", double(bytes) / double(int64_t(1) << 30));
+  return text;
+}
+
+}  // namespace
+
+void check_task_fits_context(const PreparedTask& p, const ModelConfig& c) {
+  for (size_t i = 0, r = 0; i < p.items; r += choices_of(p, i), ++i) {
+    for (size_t k = 0; k < choices_of(p, i); ++k) {
+      const size_t tokens = p.requests[r + k].continuation.size();
+      ZAYA_CHECK(int64_t(tokens) <= c.max_seq_len, p.task.path, ":", p.task.items[i].line,
+                 ": choice ", k, " has ", tokens, " tokens, more than the model's context of ",
+                 c.max_seq_len,
+                 " ('max_seq_len'; a context is cut on the left, a choice cannot "
+                 "be); the ",
+                 i, " items before it fit ('limit' ", i, " stops short of it)");
+    }
+  }
+}
+
+ScoringMemory scoring_memory(const PreparedTask& p, const ModelConfig& c, int batch) {
+  ScoringMemory m;
+  m.sequences = int(std::min(size_t(std::max(batch, 1)), std::max<size_t>(p.requests.size(), 1)));
+  m.capacity = 1;
+  for (const ContinuationRequest& rq : p.requests) {
+    const int64_t positions = int64_t(rq.context.size() + rq.continuation.size()) - 1;
+    m.capacity = std::max(m.capacity, std::min<int64_t>(positions, c.max_seq_len));
+  }
+  DecoderLimits limits;
+  limits.max_sequences = m.sequences;
+  limits.capacity = m.capacity;
+  m.bytes = BatchDecoder::least_memory_bytes(c, limits);
+  return m;
+}
+
+void check_scoring_memory(std::span<const PreparedTask> tasks, const ModelConfig& c, int batch,
+                          int64_t memory_bytes, const std::string& batch_field) {
+  for (const PreparedTask& p : tasks) {
+    const ScoringMemory m = scoring_memory(p, c, batch);
+    if (m.bytes <= memory_bytes) continue;
+    int fits = 0;  // the largest batch that fits: the memory grows with the sequences
+    for (int step = 1 << 30; step > 0; step /= 2)
+      if (fits + step <= m.sequences && scoring_memory(p, c, fits + step).bytes <= memory_bytes)
+        fits += step;
+    ZAYA_FAIL(batch_field, " ", batch, ": scoring ", p.task.path, " holds ", m.sequences,
+              " sequences of up to ", m.capacity, " positions at once, at least ", gib(m.bytes),
+              " (their caches and logits), more than this machine's ", gib(memory_bytes), "; ",
+              fits > 0 ? "a batch of at most " + std::to_string(fits) + " fits"
+                       : std::string("not even a batch of 1 fits"));
+  }
+}
+
+namespace {
 
 // The flat request indices of the items rank `rank` of `world` scores (item i: rank i mod world).
 std::vector<size_t> rank_requests(const PreparedTask& p, int rank, int world) {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 namespace zaya {
 
 class ZayaModel;
+struct ModelConfig;
 namespace dist {
 class Communicator;
 }
@@ -43,6 +45,26 @@ struct PreparedTask {
 // Reads and tokenizes; errors name the file, the line and the field (or the choice).
 PreparedTask prepare_task(const std::string& path, const TaskSettings& settings,
                           const Tokenizer& tokenizer, int32_t prefix_token);
+
+// Refuses a task that a model of config `c` cannot score, before anything is scored: a choice whose
+// continuation alone is longer than the model's context (a longer context is cut on the left, as
+// lm-eval cuts it). The error names the file, the line, the choice, its tokens, the context, and
+// the items before it (the 'limit' that would stop short of it).
+void check_task_fits_context(const PreparedTask& task, const ModelConfig& c);
+
+// Scoring `task` with `batch` sequences at once: the sequences the decoder holds (no more than
+// the task's choices) and the least memory it takes for them (BatchDecoder::least_memory_bytes).
+struct ScoringMemory {
+  int sequences = 0;
+  int64_t capacity = 0;  // positions of the longest request, up to the model's context
+  int64_t bytes = 0;
+};
+ScoringMemory scoring_memory(const PreparedTask& task, const ModelConfig& c, int batch);
+
+// Refuses a `batch` (named `batch_field`, e.g. "'eval.batch'" or "--batch") whose decoder would
+// not fit in `memory_bytes` for one of `tasks`, with the largest batch that fits.
+void check_scoring_memory(std::span<const PreparedTask> tasks, const ModelConfig& c, int batch,
+                          int64_t memory_bytes, const std::string& batch_field);
 
 // Every item's per-choice scores, on every rank. Collective when comm has several ranks.
 std::vector<ChoiceScores> score_task(ZayaModel& model, const PreparedTask& task, int batch,

@@ -93,6 +93,16 @@ int64_t BatchDecoder::cache_bytes_allocated() const {
   return pool_.bytes() + int64_t(seqs_.size()) * c.num_attention_stages() * conv * 4;
 }
 
+int64_t BatchDecoder::least_memory_bytes(const ModelConfig& c, const DecoderLimits& l) {
+  const int64_t capacity = l.capacity > 0 ? l.capacity : c.max_seq_len;
+  const int64_t blocks = l.cache_blocks > 0 ? l.cache_blocks
+                                            : int64_t(l.max_sequences) *
+                                                  ((capacity + l.block_size - 1) / l.block_size);
+  const int64_t conv = 2 * c.conv_channels() + c.kv_dim() / 2;
+  const int64_t per_slot = c.num_attention_stages() * conv * 4 + 3 * c.vocab_size * 4;
+  return blocks * l.block_size * cache_bytes_per_token(c) + int64_t(l.max_sequences) * per_slot;
+}
+
 BatchDecoder::Sequence& BatchDecoder::seq(int id) {
   ZAYA_CHECK(id >= 0 && id < int(seqs_.size()) && seqs_[size_t(id)].active, "decoder: sequence ",
              id, " is not in the decoder");

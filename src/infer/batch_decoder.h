@@ -82,6 +82,11 @@ class BatchDecoder {
   static int64_t mha_cache_bytes_per_token(const ModelConfig& c);
   static int64_t gqa_cache_bytes_per_token(const ModelConfig& c);
   int64_t cache_bytes_allocated() const;
+  // The least memory a decoder of `limits` takes on one rank before its first step: its cache
+  // blocks and every slot's constant states, and three rows of logits per sequence (its own, the
+  // step's and the host's copy). Enough to refuse a batch that cannot fit (the eval.batch of a
+  // run, checked before step 1); the prefill's and the step's activations come on top.
+  static int64_t least_memory_bytes(const ModelConfig& c, const DecoderLimits& limits);
   const KvBlockPool& pool() const { return pool_; }
 
  private:

@@ -132,7 +132,9 @@ std::vector<ContinuationScore> score_continuations(ZayaModel& model,
   if (requests.empty()) return out;
   const std::vector<Group> groups = groups_of(prepared, size_t(max_sequences));
   DecoderLimits limits;
-  limits.max_sequences = max_sequences;
+  // No more slots than requests: a batch larger than the work would only hold idle memory (the
+  // scores do not depend on the batch).
+  limits.max_sequences = int(std::min(size_t(max_sequences), requests.size()));
   limits.capacity = capacity;
   BatchDecoder decoder(model, limits);
   // Continuous batching: whenever a group's requests fit beside the rows still decoding, it joins;

@@ -147,9 +147,17 @@ void ParameterPlacement::lay_out_bf16_storage() {
   stored_runs_.clear();
   size_t fp32 = 0, grad_fp32 = 0;
   for (const ParamSpec& spec : params_.registry().specs()) {
-    ZAYA_CHECK(spec.offset ==
-                   (stored_runs_.empty() ? 0 : stored_runs_.back().begin + stored_runs_.back().n),
-               "bf16 weight storage: the parameter layout has a gap before ", spec.name);
+    if (!stored_runs_.empty()) {  // the alignment padding before spec joins the run before it
+      StoredRun& last = stored_runs_.back();
+      ZAYA_CHECK(spec.offset >= last.begin + last.n,
+                 "bf16 weight storage: the parameter layout overlaps at ", spec.name);
+      const size_t padding = spec.offset - (last.begin + last.n);
+      last.n += padding;
+      if (!last.bf16) fp32 += padding;
+      if (!last.bf16_grads) grad_fp32 += padding;
+    } else {
+      ZAYA_CHECK(spec.offset == 0, "bf16 weight storage: the layout does not start at 0");
+    }
     const bool bf16 = weight_in_bf16(spec), bf16_grads = bf16_grads_wanted_ && grad_in_bf16(spec);
     if (!stored_runs_.empty() && stored_runs_.back().bf16 == bf16 &&
         stored_runs_.back().bf16_grads == bf16_grads) {

@@ -33,9 +33,20 @@ struct ParamSpec {
   bool trainable() const { return group != OptimGroup::Buffer; }
 };
 
-// Lays specs out back to back in one flat buffer (sets numel from shape, offset in order) and
-// returns the buffer's size in floats: the registry's layout, for tests and tools that build
-// their own list of tensors.
+// Every tensor of the flat buffer starts at a multiple of this many floats (32 bytes; 16 in a bf16
+// copy), with zeros in the few floats of padding before it. Why: cuBLASLt chooses its kernel by
+// the operands' alignment, and a bf16 operand at an odd offset gets a slow kernel without vector
+// loads (the experts' weights followed the 17 balancing biases). The same choice is why a weight
+// read from the model's bf16 copy gives the bits of the weight rounded into aligned scratch only
+// when the copy is aligned too. The padding belongs to no tensor: no gradient, no optimizer state.
+inline constexpr size_t kParamAlignFloats = 8;
+inline size_t aligned_param_offset(size_t offset) {
+  return (offset + kParamAlignFloats - 1) / kParamAlignFloats * kParamAlignFloats;
+}
+
+// Lays specs out in one flat buffer in order, each at the next aligned offset (sets numel from
+// shape and the offsets) and returns the buffer's size in floats: the registry's layout, for tests
+// and tools that build their own list of tensors.
 size_t assign_flat_offsets(std::vector<ParamSpec>& specs);
 
 class ParamRegistry {
@@ -47,8 +58,11 @@ class ParamRegistry {
   size_t total_floats() const { return total_; }
 
  private:
+  // The next tensor; Start::RightAfterPrevious places it directly after the previous one (the CCA
+  // projections that form one matrix).
+  enum class Start { Aligned, RightAfterPrevious };
   void add(std::string name, Shape shape, OptimGroup group, InitKind init, float scale, int stage,
-           int expert = -1);
+           int expert = -1, Start start = Start::Aligned);
   std::vector<ParamSpec> specs_;
   std::unordered_map<std::string, size_t> index_;
   size_t total_ = 0;

@@ -1,7 +1,6 @@
 #include "sizing/profile_measure.h"
 
 #include <omp.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -16,6 +15,7 @@
 #include "bench/membw_bench.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/host_memory.h"
 #include "model/zaya_model.h"
 #include "sizing/step_model.h"
 
@@ -130,7 +130,7 @@ HardwareProfile measure_compute_profile(const ProfileOptions& opt, std::FILE* lo
   p.device = "cpu";
   p.measured = true;
   p.cores = std::max(1, int(std::thread::hardware_concurrency()));
-  p.memory_bytes = int64_t(sysconf(_SC_PHYS_PAGES)) * int64_t(sysconf(_SC_PAGE_SIZE));
+  p.memory_bytes = host_memory_bytes();
   p.dtype = "f32";
   const int saved = omp_get_max_threads();
   // The process before any model: start every thread count's OpenMP team and BLAS once.

@@ -6,6 +6,7 @@
 #include <system_error>
 
 #include "core/error.h"
+#include "core/host_memory.h"
 #include "dist/communicator.h"
 #include "model/context_shard.h"
 #include "model/hf_config.h"
@@ -243,6 +244,7 @@ void plan_eval_tasks(RunPlan& p) {
                        "'eval.tasks' would be tokenized by another tokenizer than the one the "
                        "data was encoded with");
   p.tasks = std::make_unique<TrainTasks>(config, path, *tokenizer, p.train.eval_every);
+  p.tasks->check_fits(p.model, host_memory_bytes(), path);
 }
 
 // A finished run resumed with --resume auto: nothing to do, unless the config changed in a way a

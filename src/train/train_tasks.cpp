@@ -61,6 +61,16 @@ TrainTasks::TrainTasks(const TrainTasksConfig& config, const std::string& where,
   }
 }
 
+void TrainTasks::check_fits(const ModelConfig& c, int64_t memory_bytes,
+                            const std::string& where) const {
+  try {
+    for (const PreparedTask& p : tasks_) check_task_fits_context(p, c);
+    check_scoring_memory(tasks_, c, batch_, memory_bytes, "'eval.batch'");
+  } catch (const Error& e) {
+    ZAYA_FAIL(where, ": ", e.what());
+  }
+}
+
 const json& TrainTasks::evaluate(ZayaModel& model, dist::Communicator* comm) {
   last_ = json::object();
   for (const PreparedTask& p : tasks_) {

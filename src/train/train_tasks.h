@@ -22,6 +22,7 @@
 namespace zaya {
 
 class Tokenizer;
+struct ModelConfig;
 
 struct TrainTasksConfig {
   std::vector<std::string> files;
@@ -37,6 +38,10 @@ class TrainTasks {
   // Reads and tokenizes every file; throws naming `where`, the field, the file and the line.
   TrainTasks(const TrainTasksConfig& config, const std::string& where, const Tokenizer& tokenizer,
              int eval_every);
+
+  // Refuses, naming `where`, tasks a model of `c` cannot score (a choice longer than its context,
+  // with the file and line) and an 'eval.batch' whose decoder would not fit in `memory_bytes`.
+  void check_fits(const ModelConfig& c, int64_t memory_bytes, const std::string& where) const;
 
   bool due(int64_t step, bool last) const { return last || step % every_ == 0; }
   // Scores every task (collective over comm's ranks) and keeps the result: per task name,

@@ -6,6 +6,8 @@
 #   - the tasks are scored every `every` steps and at the end: in metrics.jsonl, in the progress
 #     line, in summary.json, tasks.svg; the last scores equal `zaya eval --tasks` on the saved model;
 #   - a bad task file refuses the run before step 1, naming the file and the line, writing nothing;
+#     so does a choice longer than the model's context (and `zaya eval --tasks` before scoring);
+#     a batch of 2147483647 scores as a batch of 5;
 #   - with MPI: `mpirun -np 2 zaya eval --tasks` prints the results and writes the samples of one
 #     rank (items split over the ranks), and a 2-rank training run with tasks keeps its losses and
 #     scores its tasks as `zaya eval --tasks` does on its saved model.
@@ -129,6 +131,37 @@ config "$WORK/bad" ", \"eval\": {\"tasks\": [\"$WORK/next_sentence.jsonl\"], \"e
 out=$(train --config "$WORK/bad.json" 2>&1); rc=$?
 check "eval.every 0 is refused, naming the field: $out" \
   bash -c "[[ $rc -ne 0 ]] && grep -q \"field 'eval.every'\" <<< \"\$1\""  _ "$out"
+# A choice longer than the model's context (max_seq_len 128): refused before step 1, naming the
+# file, the line and the choice, and the 'limit' that stops short of it (issue 39). It used to
+# pass the plan and kill the run at its first evaluation.
+$PY - "$WORK/next_sentence.jsonl" "$WORK/long_choice.jsonl" <<'PY' || exit 1
+import json, sys
+items = [json.loads(l) for l in open(sys.argv[1])][:3]
+items[2]["choices"][1] = " ".join(["the long choice"] * 200)
+open(sys.argv[2], "w").write("".join(json.dumps(i) + "\n" for i in items))
+PY
+config "$WORK/long" ", \"eval\": {\"tasks\": [\"$WORK/long_choice.jsonl\"]}" > "$WORK/long.json"
+out=$(train --config "$WORK/long.json" 2>&1); rc=$?
+check "a choice longer than the context refuses the run (exit $rc): $out" \
+  bash -c "[[ $rc -ne 0 ]] && grep -q \"$WORK/long_choice.jsonl:3: choice 1 has [0-9]* tokens, more than the model's context of 128 .*the 2 items before it fit ('limit' 2\" <<< \"\$1\"" _ "$out"
+check "... before anything of the run is written" test ! -e "$WORK/long"
+out=$("$ZAYA" --threads 1 eval --model "$WORK/tasks/model" --tokenizer "$WORK/tokenizer.json" \
+  --tasks "$WORK/long_choice.jsonl" 2>&1); rc=$?
+check "... and zaya eval --tasks refuses it before scoring (exit $rc)" \
+  bash -c "[[ $rc -ne 0 ]] && grep -q \"long_choice.jsonl:3: choice 1 has\" <<< \"\$1\"" _ "$out"
+out=$("$ZAYA" --threads 1 eval --model "$WORK/tasks/model" --tokenizer "$WORK/tokenizer.json" \
+  --tasks "$WORK/long_choice.jsonl" --limit 2 2>&1); rc=$?
+check "... which scores with the limit it names (exit $rc)" test $rc -eq 0
+# A batch of 2147483647 holds no more sequences than the task has choices: the same scores as
+# batch 5 (it used to reserve memory for every slot and die out of memory).
+"$ZAYA" --threads 1 eval --model "$WORK/tasks/model" --tokenizer "$WORK/tokenizer.json" \
+  --tasks "$WORK/next_sentence.jsonl,$WORK/cloze.jsonl" --limit 20 --batch 2147483647 \
+  > "$WORK/huge_batch.json" 2> "$WORK/huge_batch.err"
+check "eval --batch 2147483647 scores as --batch 5 does" $PY - "$WORK/one.json" "$WORK/huge_batch.json" <<'PY'
+import json, sys
+results = lambda path: [json.loads(l)["results"] for l in open(path)]
+sys.exit(0 if results(sys.argv[1]) == results(sys.argv[2]) and results(sys.argv[1]) else 1)
+PY
 
 if [[ -n $MPIEXEC ]]; then
   mpi=("$MPIEXEC" -np 2 --oversubscribe --allow-run-as-root -x OMP_NUM_THREADS)

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "decoder_test_util.h"
 #include "eval/context_split.h"
+#include "eval/task_eval.h"
 #include "eval/task_file.h"
 #include "eval/task_layouts.h"
 #include "eval/task_metrics.h"
@@ -299,6 +300,74 @@ TEST(ContinuationScorer, AScoreDoesNotDependOnWhatSharesItsSteps) {
   std::vector<ContinuationRequest> rq2;
   for (const size_t i : reversed) rq2.push_back(rqs[i]);
   same(score_continuations(model, rq2, 5), reversed, alone, "reversed");
+}
+
+// A task of `items` items of two choices on lines 1, 3, 5, ...: contexts of 5 tokens and
+// continuations of 2, except `long_item`'s choice 1, of `long_tokens`.
+PreparedTask two_choice_task(size_t items, size_t long_item, size_t long_tokens) {
+  PreparedTask p;
+  p.task.path = "tasks.jsonl";
+  for (size_t i = 0; i < items; ++i) {
+    TaskItem item;
+    item.line = int(2 * i + 1);
+    item.queries = {"q", "q"};
+    item.continuations = item.choices = {"a", "b"};
+    p.task.items.push_back(item);
+    for (size_t c = 0; c < 2; ++c)
+      p.requests.push_back({std::vector<int32_t>(5, 1),
+                            std::vector<int32_t>(i == long_item && c == 1 ? long_tokens : 2, 2)});
+  }
+  p.items = items;
+  return p;
+}
+
+// A choice longer than the context is refused before scoring with its file, line and choice,
+// and the limit that stops short of it; a context longer than the model's is not (it is cut).
+TEST(TaskChecks, AChoiceLongerThanTheContextNamesItsLine) {
+  ModelConfig c = test::tiny_config();
+  c.max_seq_len = 16;
+  EXPECT_NO_THROW(check_task_fits_context(two_choice_task(4, 2, 16), c));
+  const std::string e =
+      test::error_of([&] { check_task_fits_context(two_choice_task(4, 2, 17), c); });
+  EXPECT_NE(e.find("tasks.jsonl:5: choice 1 has 17 tokens, more than the model's context of 16"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("the 2 items before it fit ('limit' 2 stops short of it)"), std::string::npos)
+      << e;
+  PreparedTask long_context = two_choice_task(4, 9, 0);
+  long_context.requests[3].context.assign(40, 1);
+  EXPECT_NO_THROW(check_task_fits_context(long_context, c));
+}
+
+// The decoder's memory for a batch: no more sequences than the task's choices, each holding its
+// cache blocks up to the longest request, its convolution states and three rows of logits. The
+// largest batch that fits is named.
+TEST(TaskChecks, TheBatchIsCheckedAgainstTheMemoryItImplies) {
+  const ModelConfig c = test::tiny_config();
+  const PreparedTask task = two_choice_task(10, 0, 2);  // 20 requests of 5 + 2 tokens
+  EXPECT_EQ(scoring_memory(task, c, 2147483647).sequences, 20);
+  EXPECT_EQ(scoring_memory(task, c, 3).sequences, 3);
+  EXPECT_EQ(scoring_memory(task, c, 3).capacity, 6);  // 7 tokens, the last never fed
+  // Written out from the shapes: 1 block of 16 positions per sequence (capacity 6), CCA's
+  // compressed keys and values (2 × kv_dim floats) per position and attention stage; per slot the
+  // convolution state (2 C + kv_dim / 2 floats per attention stage) and 3 × vocab floats.
+  const int64_t stages = c.num_stages / 2, kv = c.num_kv_heads * c.head_dim;
+  const int64_t channels = (c.num_q_heads + c.num_kv_heads) * c.head_dim;
+  const int64_t per_sequence =
+      16 * stages * 2 * kv * 4 + stages * (2 * channels + kv / 2) * 4 + 3 * c.vocab_size * 4;
+  EXPECT_EQ(scoring_memory(task, c, 3).bytes, 3 * per_sequence);
+  const PreparedTask tasks[] = {task};
+  EXPECT_NO_THROW(check_scoring_memory(tasks, c, 3, 3 * per_sequence, "'eval.batch'"));
+  const std::string e = test::error_of(
+      [&] { check_scoring_memory(tasks, c, 2147483647, 3 * per_sequence, "'eval.batch'"); });
+  EXPECT_NE(e.find("'eval.batch' 2147483647: scoring tasks.jsonl holds 20 sequences"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("a batch of at most 3 fits"), std::string::npos) << e;
+  const std::string none =
+      test::error_of([&] { check_scoring_memory(tasks, c, 1, per_sequence - 1, "--batch"); });
+  EXPECT_NE(none.find("--batch 1: "), std::string::npos) << none;
+  EXPECT_NE(none.find("not even a batch of 1 fits"), std::string::npos) << none;
 }
 
 }  // namespace

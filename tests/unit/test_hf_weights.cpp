@@ -24,9 +24,11 @@ using test::tiny_config;
 std::unique_ptr<ZayaModel> random_model(uint64_t seed) {
   auto m = std::make_unique<ZayaModel>(tiny_config());
   m->params().init(seed);
-  // Every element distinct from its init pattern, so a mixed-up tensor cannot go unnoticed.
-  for (size_t i = 0; i < m->params().size(); ++i)
-    m->params().weights()[i] += float(int(i * 2654435761u % 1000) - 500) * 1e-5f;
+  // Every element distinct from its init pattern, so a mixed-up tensor cannot go unnoticed (the
+  // alignment padding between tensors stays zero: it belongs to no tensor, model/params.h).
+  for (const ParamSpec& spec : m->params().registry().specs())
+    for (size_t i = spec.offset; i < spec.offset + size_t(spec.numel); ++i)
+      m->params().weights()[i] += float(int(i * 2654435761u % 1000) - 500) * 1e-5f;
   return m;
 }
 

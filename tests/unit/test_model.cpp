@@ -12,6 +12,7 @@
 
 #include "backend/cpu/loss.h"
 #include "core/error.h"
+#include "core/rng.h"
 #include "model/config.h"
 #include "model/model_info.h"
 #include "model/params.h"
@@ -59,6 +60,35 @@ TEST(ParamRegistry, SixStageModelHoldsTheZyphraTensorList) {
   EXPECT_EQ(reg.get("model.layers.1.zaya_block.router.balancing_biases").group, OptimGroup::Buffer);
 }
 
+// Every tensor starts at a multiple of kParamAlignFloats (so a bf16 copy of a weight is 16-byte
+// aligned, as cuBLASLt's fast kernels need), except the CCA projections, which follow linear_q
+// directly to form one matrix; nothing overlaps and the padding stays under the alignment. Before
+// the alignment, ZAYA1-base's experts started one float past a multiple of 8 (the 17 balancing
+// biases), and the GPU's bf16 products read them through 2-byte aligned kernels.
+TEST(ParamRegistry, EveryTensorStartsAlignedExceptTheFusedProjections) {
+  for (const char* name : {"tiny.json", "small.json", "zaya1-base.json"}) {
+    const ParamRegistry reg(load_model_config(std::string(ZAYA_SOURCE_DIR "/configs/") + name));
+    size_t end = 0, padding = 0;
+    for (const ParamSpec& s : reg.specs()) {
+      const bool fused = s.name.find("qkv.linear_k") != std::string::npos ||
+                         s.name.find("qkv.val_proj") != std::string::npos;
+      if (fused) {
+        EXPECT_EQ(s.offset, end) << name << ": " << s.name;
+      } else {
+        EXPECT_EQ(s.offset % kParamAlignFloats, 0u) << name << ": " << s.name;
+        EXPECT_GE(s.offset, end) << name << ": " << s.name;
+        EXPECT_LT(s.offset - end, kParamAlignFloats) << name << ": " << s.name;
+        padding += s.offset - end;
+      }
+      end = s.offset + size_t(s.numel);
+    }
+    EXPECT_EQ(end, reg.total_floats()) << name;
+    if (std::string(name) == "zaya1-base.json") {
+      EXPECT_GT(padding, 0u) << "ZAYA1-base has tensors of odd sizes: padding expected";
+    }
+  }
+}
+
 TEST(ParamStore, InitIsAPureFunctionOfSeedAndName) {
   ParamStore a(tiny()), b(tiny()), c(tiny());
   a.init(5);
@@ -69,6 +99,27 @@ TEST(ParamStore, InitIsAPureFunctionOfSeedAndName) {
   const float* bb = b.weight_ptr("model.layers.1.zaya_block.router.balancing_biases");
   EXPECT_EQ(bb[0], 0.0f);
   EXPECT_EQ(bb[tiny().num_experts], -1.0f);  // the skip route starts at −1
+}
+
+// The initialisation runs on every thread (the depth-8 config's 1.4 billion values took a minute
+// on one): its values may not depend on the thread count. small.json's embedding and experts are
+// large enough to be split between threads.
+TEST(ParamStore, InitDoesNotDependOnTheThreadCount) {
+  const ModelConfig c = load_model_config(ZAYA_SOURCE_DIR "/configs/small.json");
+  const int saved = omp_get_max_threads();
+  ParamStore one(c), three(c);
+  omp_set_num_threads(1);
+  one.init(7);
+  omp_set_num_threads(3);
+  three.init(7);
+  omp_set_num_threads(saved);
+  EXPECT_EQ(std::memcmp(one.weights(), three.weights(), one.size() * 4), 0);
+  // Each value is Philox's for its tensor and index: element 70,000 of the embedding (a slice
+  // a second thread computes) is the generator's value at that index.
+  const ParamSpec& e = one.registry().get("model.embed_tokens.weight");
+  ASSERT_GT(e.numel, 140000);
+  const Philox rng(7, hash_name(e.name.c_str()));
+  EXPECT_EQ(three.weights()[e.offset + 70000], e.init_scale * rng.normal(70000));
 }
 
 // Perturbs every parameter away from its trivial init so that no gradient is zero by accident.

@@ -103,7 +103,9 @@ TEST(TrainMemory, ZeroOneShardsTheOptimizerState) {
   const ModelConfig c = config_from("small.json");
   const TrainMemory one = train_memory(c, 8, 256, 1, 1000);
   const TrainMemory four = train_memory(c, 8, 256, 4, 1000);
-  const int64_t P = 7898312 + 36;  // zaya info: trained values + routing biases
+  // zaya info: trained values + routing biases, and the 52 floats of alignment padding between
+  // tensors in the flat buffers (model/params.h).
+  const int64_t P = 7898312 + 36 + 52;
   EXPECT_EQ(one.weights, 4 * P);
   EXPECT_EQ(one.gradients, 4 * P);
   EXPECT_EQ(four.weights, one.weights);

@@ -1,6 +1,7 @@
 #include "backend/cuda/cuda_backend.h"
 
 #include "backend/cuda/device.h"
+#include "backend/cuda/op_profile.h"
 #include "backend/cuda/ops.h"
 
 namespace zaya {
@@ -50,26 +51,32 @@ void CudaBackend::release(void* p) const noexcept {
 }
 
 void CudaBackend::copy(void* dst, const void* src, size_t bytes) const {
+  const cuda::OpTimer timer(cuda::ProfileKind::Op, "copy");
   cuda::copy_on_device(dst, src, bytes);
 }
 
 void CudaBackend::fill_zero(void* dst, size_t bytes) const {
+  const cuda::OpTimer timer(cuda::ProfileKind::Op, "fill_zero");
   if (bytes) cuda::fill_zero(dst, bytes);
 }
 
 void CudaBackend::to_device(void* dst, const void* src, size_t bytes) const {
+  const cuda::OpTimer timer(cuda::ProfileKind::Op, "to_device");
   if (bytes) cuda::copy_to_device(dst, src, bytes);
 }
 
 void CudaBackend::copy_to_host(void* dst, const void* src, size_t bytes) const {
+  const cuda::OpTimer timer(cuda::ProfileKind::Op, "to_host");
   if (bytes) cuda::copy_to_host(dst, src, bytes);
 }
 
-// Every op forwards to its cuda:: namesake, in the backend's GEMM precision.
-#define ZAYA_BACKEND_OP(ret, name, params, args) \
-  ret CudaBackend::name params const {           \
-    const cuda::Bf16Gemms gemm_precision(bf16_); \
-    return cuda::name args;                      \
+// Every op forwards to its cuda:: namesake, in the backend's GEMM precision (timed under
+// ZAYA_CUDA_OP_PROFILE, op_profile.h).
+#define ZAYA_BACKEND_OP(ret, name, params, args)             \
+  ret CudaBackend::name params const {                       \
+    const cuda::OpTimer timer(cuda::ProfileKind::Op, #name); \
+    const cuda::Bf16Gemms gemm_precision(bf16_);             \
+    return cuda::name args;                                  \
   }
 #include "backend/backend_ops.inc"
 #undef ZAYA_BACKEND_OP

@@ -18,11 +18,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <utility>
 
 #include "backend/cuda/device.h"
 #include "backend/cuda/events.cuh"
 #include "backend/cuda/gemm.h"
+#include "backend/cuda/op_profile.h"
 #include "backend/cuda/ops.h"
 #include "backend/cuda/reduce.cuh"
 #include "backend/cuda/timing.h"
@@ -31,6 +33,22 @@
 namespace zaya::cuda {
 
 namespace {
+
+// The product's line of the op profile (op_profile.h): types, shape and operand alignments.
+std::string gemm_profile_name(bool bf16_in, bool bf16_out, bool trans_a, bool trans_b, int m, int n,
+                              int k, const void* A, const void* B, const void* C, int batch) {
+  auto align = [](const void* p) {
+    const uintptr_t address = reinterpret_cast<uintptr_t>(p);
+    int alignment = 256;
+    while (alignment > 1 && address % uintptr_t(alignment) != 0) alignment /= 2;
+    return std::to_string(alignment);
+  };
+  return std::string(bf16_in ? "bf16" : "fp32") + "->" + (bf16_out ? "bf16 " : "fp32 ") +
+         (trans_a ? "T" : "N") + (trans_b ? "T" : "N") + " m" + std::to_string(m) + " n" +
+         std::to_string(n) + " k" + std::to_string(k) +
+         (batch > 1 ? " x" + std::to_string(batch) : "") + " align " + align(A) + "/" + align(B) +
+         "/" + align(C);
+}
 
 #if !defined(ZAYA_CUDA_EMU)
 #define ZAYA_CUBLAS_CHECK(call)                                            \
@@ -80,8 +98,9 @@ struct LtPlan {
 
 // The largest power of two up to 256 that divides the address. cuBLASLt assumes 256-byte
 // aligned operands unless told otherwise, and an algorithm chosen under that assumption may fail
-// or fault on the model's pointers: parameters are packed without padding (a weight can start at
-// any float), and the experts' rows and the LM head's chunks start inside larger buffers.
+// or fault on the model's pointers: the experts' rows and the LM head's chunks start inside larger
+// buffers, and a caller's weights may start at any float (the model's start at a multiple of 8,
+// model/params.h, because an alignment under 16 bytes costs the fast kernels).
 uint32_t alignment_of(const void* p) {
   const uintptr_t address = reinterpret_cast<uintptr_t>(p);
   uint32_t alignment = 256;
@@ -194,6 +213,11 @@ void gemm(cudaDataType_t in_type, cudaDataType_t out_type, bool trans_a, bool tr
     }
     return;
   }
+  const OpTimer timer(ProfileKind::Gemm,
+                      op_profile_enabled()
+                          ? gemm_profile_name(in_type == CUDA_R_16BF, out_type == CUDA_R_16BF,
+                                              trans_a, trans_b, m, n, k, A, B, C, batch.count)
+                          : std::string());
   LtContext& ctx = lt();
   const int64_t in_elem = in_type == CUDA_R_16BF ? 2 : 4,
                 out_elem = out_type == CUDA_R_16BF ? 2 : 4;
@@ -216,6 +240,11 @@ void gemm(cudaDataType_t in_type, cudaDataType_t out_type, bool trans_a, bool tr
           int k, const void* A, int lda, const void* B, int ldb, float beta, void* C, int ldc,
           float alpha = 1.0f, const GemmBatch& batch = {}) {
   ZAYA_CHECK(batch.count >= 1, "gemm: batch of ", batch.count);
+  const OpTimer timer(ProfileKind::Gemm,
+                      op_profile_enabled()
+                          ? gemm_profile_name(in_type == CUDA_R_16BF, out_type == CUDA_R_16BF,
+                                              trans_a, trans_b, m, n, k, A, B, C, batch.count)
+                          : std::string());
   emu::gemm_column_major({in_type == CUDA_R_16BF, out_type == CUDA_R_16BF, trans_a, trans_b, m, n,
                           k, alpha, A, lda, B, ldb, beta, C, ldc, batch.count, batch.stride_a,
                           batch.stride_b, batch.stride_c});
