@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <charconv>
@@ -56,6 +57,29 @@ void read_test_fault(serve::ServeOptions& opt) {
                v.c_str(), (unsigned long long)seed);
 }
 
+// Each open connection is a file descriptor: the soft limit is raised toward the hard one for
+// --max-connections plus the process's own files (the model, pipes, the standard streams), and
+// where the hard limit is lower the cap comes down to fit, saying so.
+void fit_connections_to_file_limit(serve::ServeOptions& opt) {
+  constexpr rlim_t kOwnFiles = 256;
+  rlimit files{};
+  if (::getrlimit(RLIMIT_NOFILE, &files) != 0) return;
+  const rlim_t wanted = rlim_t(opt.max_connections) + kOwnFiles;
+  if (files.rlim_cur < wanted) {
+    files.rlim_cur = files.rlim_max == RLIM_INFINITY ? wanted : std::min(wanted, files.rlim_max);
+    ::setrlimit(RLIMIT_NOFILE, &files);
+    ::getrlimit(RLIMIT_NOFILE, &files);
+  }
+  if (files.rlim_cur < wanted) {
+    const size_t fits = files.rlim_cur > kOwnFiles + 8 ? size_t(files.rlim_cur - kOwnFiles) : 8;
+    std::fprintf(stderr,
+                 "zaya serve: --max-connections %zu lowered to %zu: the open-file limit is %llu "
+                 "(ulimit -n; raise its hard limit for more)\n",
+                 opt.max_connections, fits, (unsigned long long)files.rlim_cur);
+    opt.max_connections = fits;
+  }
+}
+
 }  // namespace
 
 Runner add_serve_commands(CLI::App& app) {
@@ -95,9 +119,14 @@ Runner add_serve_commands(CLI::App& app) {
                  "the largest max_tokens a request may ask for (default: the context)")
       ->check(IntIn(1, 1 << 30));
   sv->add_option("--max-connections", a->opt.max_connections,
-                 "connections answered at once, one thread each, started when first needed; as "
-                 "many more wait for a thread, beyond that a connection gets 503 at once")
-      ->check(IntIn(8, 4096))
+                 "connections open at once; their requests are read by one thread, so a slow "
+                 "client holds no thread; beyond that a connection gets 503 at once")
+      ->check(IntIn(8, 65536))
+      ->capture_default_str();
+  sv->add_option("--http-threads", a->opt.http_threads,
+                 "threads answering complete requests (a streamed completion holds one to its "
+                 "end), started when first needed; a complete request waits for a free one")
+      ->check(IntIn(4, 4096))
       ->capture_default_str();
   sv->add_option("--drain-timeout", a->opt.drain_timeout_s,
                  "on SIGTERM, seconds the requests in flight may take to finish; the ones left "
@@ -122,6 +151,7 @@ Runner add_serve_commands(CLI::App& app) {
     const InferenceModel im = load_inference_model(a->model, a->tokenizer, a->device, a->precision);
     serve::ServeOptions opt = a->opt;
     read_test_fault(opt);
+    fit_connections_to_file_limit(opt);
     if (opt.model_name.empty()) opt.model_name = default_model_name(im);
     const ModelConfig& c = im.loaded.model->config();
     const int64_t context = opt.context > 0 ? opt.context : c.max_seq_len;

@@ -26,7 +26,8 @@ bool InferenceEngine::submit(EngineRequest rq) {
              decoder_.capacity(), "-token context");
   validate_sampling(rq.opt.sampling);
   std::lock_guard<std::mutex> lock(mutex_);
-  if (queue_.size() >= limits_.max_queue) return false;
+  const size_t holds = size_t(limits_.decoder.max_sequences) + limits_.max_queue;
+  if (queue_.size() + admitted_ >= holds) return false;
   queue_.push_back(Waiting{std::move(rq), Clock::now()});
   work_.notify_one();
   return true;
@@ -35,6 +36,11 @@ bool InferenceEngine::submit(EngineRequest rq) {
 size_t InferenceEngine::queued() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return queue_.size();
+}
+
+int InferenceEngine::running() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return int(admitted_);
 }
 
 void InferenceEngine::wait_for_work(std::chrono::milliseconds timeout) {
@@ -61,6 +67,10 @@ void InferenceEngine::finish(Running& r) {
   r.result.ttft_seconds = std::chrono::duration<double>(r.first_token - r.submitted).count();
   r.result.decode_seconds = std::chrono::duration<double>(now - r.first_token).count();
   decoder_.remove(r.id);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    --admitted_;
+  }
   if (r.rq.on_done) r.rq.on_done(r.result);
 }
 
@@ -74,6 +84,7 @@ bool InferenceEngine::tick() {
       if (queue_.empty() || !decoder_.can_add(positions_of(queue_.front().rq))) break;
       w = std::move(queue_.front());
       queue_.pop_front();
+      ++admitted_;
     }
     Running r;
     r.submitted = w.submitted;

@@ -44,9 +44,12 @@ struct EngineRequest {
   std::function<void(std::span<const float>)> on_draw_logits;
 };
 
+// The engine holds at most decoder.max_sequences + max_queue requests: max_sequences decode and
+// max_queue more wait (a request submitted while a slot is free counts as decoding, even before
+// the engine's next tick admits it). So max_queue 0 refuses only what is beyond the batch.
 struct EngineLimits {
   DecoderLimits decoder;  // max_sequences is the batch; capacity the context per request
-  size_t max_queue = 64;  // requests waiting beyond the running ones
+  size_t max_queue = 64;  // requests that may wait while the batch is full
 };
 
 class InferenceEngine {
@@ -57,15 +60,17 @@ class InferenceEngine {
 
   // Checks the request (throws Error naming the problem: an empty prompt, a prompt plus
   // max_new_tokens beyond the context, bad sampling parameters) and queues it; false when the
-  // queue is full.
+  // engine already holds max_sequences + max_queue requests (EngineLimits).
   bool submit(EngineRequest request);
   // One round: admit, then one decode step. Returns whether requests are still queued or running.
   bool tick();
   // Blocks until a request is queued or `timeout` passes.
   void wait_for_work(std::chrono::milliseconds timeout);
 
+  // Requests waiting for a slot (submitted, not yet admitted), and admitted ones not yet ended;
+  // either may be read from any thread.
   size_t queued() const;
-  int running() const { return int(running_.size()); }
+  int running() const;
   int64_t context() const { return decoder_.capacity(); }
   const BatchDecoder& decoder() const { return decoder_; }
   // Tokens decoded by the batched steps and the time they took (prefills excluded).
@@ -95,6 +100,7 @@ class InferenceEngine {
   mutable std::mutex mutex_;
   std::condition_variable work_;
   std::deque<Waiting> queue_;
+  size_t admitted_ = 0;  // taken from the queue and not yet finished (under mutex_)
   std::vector<Running> running_;
   int64_t decoded_tokens_ = 0;
   double decode_seconds_ = 0;

@@ -45,6 +45,7 @@ HttpLimits http_limits(const ServeOptions& o) {
   HttpLimits l;
   l.max_body_bytes = o.max_body_bytes;
   l.max_connections = o.max_connections;
+  l.threads = o.http_threads;
   return l;
 }
 
@@ -139,12 +140,13 @@ struct OpenAiServer::Impl {
     eos = tok.end_of_text_id().value_or(-1);
     max_tokens_limit =
         int(opt.max_tokens_limit > 0 ? std::min<int64_t>(opt.max_tokens_limit, context) : context);
-    // Threads for connections are started when first needed, up to --max-connections; a request
-    // waiting in the engine's queue holds its connection's thread (httplib answers synchronously).
+    // Connections are read by one thread; complete requests are answered by threads started
+    // when first needed, up to --http-threads. A request waiting in the engine's queue holds its
+    // thread (httplib answers synchronously).
     http.new_task_queue = [this] {
-      auto* pool = new ConnectionPool(opt.max_connections, 4);
+      httplib::TaskQueue* queue = http.start_connections();
       if (on_listening) on_listening();
-      return pool;
+      return queue;
     };
     http.Post("/v1/completions",
               [this](const httplib::Request& rq, httplib::Response& res) { completion(rq, res); });
@@ -449,8 +451,9 @@ struct OpenAiServer::Impl {
       forget(ch);
       res.set_header("Retry-After", "1");
       throw ApiError(429,
-                     "the server is busy: " + std::to_string(opt.max_queue) +
-                         " requests are already waiting; retry later",
+                     "the server is busy: " + std::to_string(opt.max_batch) +
+                         " requests are decoding and " + std::to_string(opt.max_queue) +
+                         " waiting (--max-batch, --max-queue); retry later",
                      {}, "rate_limit_error");
     }
   }

@@ -39,8 +39,9 @@ struct ServeOptions {
   int64_t context = 0;       // positions per request, prompt + max_tokens (0: max_seq_len)
   int max_tokens_limit = 0;  // the most max_tokens a request may ask (0: the context)
   size_t max_body_bytes = 1 << 20;
-  size_t max_connections = 256;  // connections served at once, one thread each (http_guard.h)
-  int drain_timeout_s = 30;      // stop(): how long requests in flight may take to finish
+  size_t max_connections = 2048;  // open at once, read by one thread (http_guard.h); more: 503
+  size_t http_threads = 256;      // answering complete requests (a stream holds one to its end)
+  int drain_timeout_s = 30;       // stop(): how long requests in flight may take to finish
   // A test hook (environment variable ZAYA_SERVE_TEST_FAULT=request:SEED or step:SEED, read by
   // `zaya serve`; docs/commands/serve.md): a completion whose seed is test_fault_seed fails inside
   // the engine at its first token. "request": that request ends with 500, as an error inside one

@@ -1,5 +1,5 @@
 """zaya serve against careless and hostile clients, over real sockets (docs/commands/serve.md,
-"What a client cannot do"): a tokenizer smaller or larger than the model refused at start; 100
+"What a client cannot do"): a tokenizer smaller or larger than the model refused at start; 1,000
 connections that trickle their headers while /health and a completion from other clients are
 answered; 64 concurrent streams equal to their one-at-a-time texts; a second server on the same
 port refused, naming it; a half-closed client answered; bad Content-Length answered 400 at once;
@@ -8,6 +8,7 @@ says "listening" and cannot answer. No assertion on time beyond generous client 
   hostile.py ZAYA SRC WORK"""
 import concurrent.futures as futures
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -57,17 +58,34 @@ def slow_headers(n, stop):
     return t
 
 
+# A head that never ends: 408 after the 10 s head deadline (read at the end of the checks below,
+# which run meanwhile), from the reader thread that holds it.
+unfinished = socket.create_connection(("127.0.0.1", P), timeout=30)
+unfinished.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+
+# 1,000 connections trickling their headers (issue 39): their heads are read by one thread, so
+# /health and a completion are answered beside them (each took a thread before, and past 256 + 256
+# the rest got 503). The seconds each took are printed; the issue's "within 1 s" is read from
+# them (tests do not assert on time).
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+if soft < 1200:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(4096, hard), hard))
 stop = threading.Event()
-trickler = slow_headers(100, stop)
+trickler = slow_headers(1000, stop)
 time.sleep(0.5)
+t0 = time.monotonic()
 status, body = http(P, "GET", "/health", timeout=10)
+t1 = time.monotonic()
 check(status == 200 and body.get("status") == "ok",
-      f"/health answered while 100 connections trickle their headers (status {status})")
+      f"/health answered while 1,000 connections trickle their headers (status {status}, "
+      f"{t1 - t0:.3f} s)")
 status, body = http(P, "POST", "/v1/completions",
                     {"model": "model", "prompt": "The jury", "max_tokens": 8, "temperature": 0},
                     timeout=10)
+t2 = time.monotonic()
 check(status == 200 and len(body["choices"][0]["text"]) > 0,
-      f"a completion answered while 100 connections trickle their headers (status {status})")
+      f"a completion answered while 1,000 connections trickle their headers (status {status}, "
+      f"{t2 - t1:.3f} s)")
 stop.set()
 trickler.join()
 
@@ -119,6 +137,15 @@ for path in ("/v1/completions", "/tokenize"):
           f"a body nested 100,000 deep to {path} gets 400 naming the depth (got {status})")
 status, _ = http(P, "GET", "/health")
 check(status == 200, f"the server answers after the nested bodies ({status})")
+reply = b""
+try:
+    while b"\r\n\r\n" not in reply and (chunk := unfinished.recv(4096)):
+        reply += chunk
+except OSError:
+    pass
+unfinished.close()
+check(reply.startswith(b"HTTP/1.1 408"),
+      f"a head that never ends gets 408 after the head deadline ({reply[:40]!r})")
 check(server.stop() == 0, "SIGTERM: exit 0")
 
 # SIGTERM under load (streams running, clients trickling headers): exit 0 within the stated
