@@ -6,7 +6,7 @@
 // stage of the backward (the space is reused; the blocks stay).
 // Blocks are not zero-filled (floats() promises nothing about the contents; zeros() fills what it
 // hands out), so only the bytes a step uses become resident: the process's memory grows by the
-// high-water mark, not by the block sizes (sizing/train_memory.h counts on this).
+// high-water mark, not by the block sizes (train/train_memory.h counts on this).
 #pragma once
 
 #include <cstddef>

@@ -140,14 +140,15 @@ int local_rank() {
   return 0;
 }
 
+int local_ranks() {
+  for (const char* v : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"})
+    if (const char* s = std::getenv(v)) return std::max(1, std::atoi(s));
+  return 1;
+}
+
 int threads_per_local_rank() {
   if (std::getenv("OMP_NUM_THREADS") != nullptr) return 0;
-  int local = 1;
-  for (const char* v : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"})
-    if (const char* s = std::getenv(v)) {
-      local = std::max(1, std::atoi(s));
-      break;
-    }
+  const int local = local_ranks();
   if (local <= 1) return 0;
   return std::max(1, int(std::thread::hardware_concurrency()) / local);
 }

@@ -40,6 +40,10 @@ class DistContext {
   bool mpi_ = false;
 };
 
+// The ranks on this machine, as the launcher put it in the environment
+// (OMPI_COMM_WORLD_LOCAL_SIZE, MPICH's MPI_LOCALNRANKS, SLURM_NTASKS_PER_NODE); 1 when none is set.
+int local_ranks();
+
 // Several ranks on one machine would each start one OpenMP thread per core. The threads each
 // rank should use so that the ranks of this node share its cores (cores / local ranks), or 0
 // when the user chose (OMP_NUM_THREADS is set) or only one rank runs here.

@@ -104,7 +104,7 @@ class ZayaModel {
   std::span<const float> route_probs(int stage) const;
   int64_t loss_count() const { return loss_count_; }
   size_t arena_bytes() const { return arena_.capacity(); }
-  // Bytes of activations the last forward (+ backward) took; sizing/train_memory.h predicts it.
+  // Bytes of activations the last forward (+ backward) took; train/train_memory.h predicts it.
   size_t arena_high_water() const { return arena_.high_water(); }
 
   // Next-token targets as Hugging Face computes the loss: targets[b, s] = tokens[b, s+1] and the

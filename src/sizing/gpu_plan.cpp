@@ -5,7 +5,7 @@
 
 #include "core/error.h"
 #include "sizing/hardware_profile.h"
-#include "sizing/train_memory.h"
+#include "train/train_memory.h"
 
 namespace zaya {
 

@@ -2,7 +2,7 @@
 // and a 192 GB MI300X, under bf16 mixed precision (bf16 weights, gradients and activations; the
 // fp32 master weights and optimizer state of the rank's range only). ZAYA1-base's fp32 weights
 // and gradients alone are 70.7 GB, so this split is what makes it fit. The figures come from
-// sizing/train_memory.h (the GPU backend is not built yet: estimates, as `zaya size` says).
+// train/train_memory.h (the GPU backend is not built yet: estimates, as `zaya size` says).
 #pragma once
 
 #include <cstdint>

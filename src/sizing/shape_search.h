@@ -12,7 +12,7 @@
 #include "model/model_info.h"
 #include "sizing/hardware_profile.h"
 #include "sizing/step_model.h"
-#include "sizing/train_memory.h"
+#include "train/train_memory.h"
 
 namespace zaya {
 

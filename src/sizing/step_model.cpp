@@ -7,7 +7,7 @@
 #include "model/params.h"
 #include "optim/muon_plan.h"
 #include "optim/shard_layout.h"
-#include "sizing/train_memory.h"
+#include "train/train_memory.h"
 
 namespace zaya {
 

@@ -1,7 +1,7 @@
 // Predicted time of one optimizer step of `zaya train`, split the way the trainer spends it:
 //  - gemm: every product of every micro-batch (model/model_gemms.h), each priced on the
 //    profile's GEMM curve;
-//  - other: the non-GEMM work of the micro-batches: activation bytes (sizing/train_memory.h) ×
+//  - other: the non-GEMM work of the micro-batches: activation bytes (train/train_memory.h) ×
 //    the profile's time per byte + causal attention scores × its time per score + logits × the
 //    loss's time per logit;
 //  - optimizer: Muon's Newton–Schulz products (this rank's share) on the GEMM curve + the

@@ -8,12 +8,14 @@
 #include "core/error.h"
 #include "core/host_memory.h"
 #include "dist/communicator.h"
+#include "dist/dist_context.h"
 #include "model/context_shard.h"
 #include "model/hf_config.h"
 #include "optim/schedule.h"
 #include "tokenizer/tokenizer_files.h"
 #include "train/metrics.h"
 #include "train/run_dir.h"
+#include "train/train_memory.h"
 
 namespace zaya {
 
@@ -94,6 +96,40 @@ void check_phases(const RunPlan& p) {
                ": its sequences are cut into ", 2 * cp, " chunks of at least ",
                ContextShard::kMinChunk,
                " tokens, so seq_len must be >= ", ContextShard::min_seq_len(cp));
+  }
+}
+
+// A micro-batch whose step cannot fit in this machine's memory is refused here, not by the
+// kernel's OOM killer at step 1: the rank's weights, gradients, optimizer state and one
+// micro-batch's activations at every phase's sequence length (train/train_memory.h, fp32 as the
+// CPU backend keeps them), against the host's memory shared by the ranks on it. Device backends
+// are left to their own allocation errors so far (issue 41's plan).
+void check_memory(const RunPlan& p, int world) {
+  if (!p.device.backend->host_memory()) return;
+  const int64_t memory = host_memory_bytes() / dist::local_ranks();
+  const int cp = p.train.context_parallel;
+  ValueBytes bytes;
+  bytes.recompute = p.train.recompute;
+  auto need = [&](int64_t micro_batch, int64_t seq) {
+    return train_memory(p.model, micro_batch, seq / cp, world, 0, bytes);
+  };
+  for (const DataPhase& ph : p.data.phases) {
+    const TrainMemory m = need(p.train.micro_batch, ph.seq_len);
+    if (m.total() <= memory) continue;
+    int64_t fits = 0;  // the largest micro-batch that fits: the memory grows with it
+    for (int64_t step = int64_t(1) << 30; step > 0; step /= 2)
+      if (fits + step < p.train.micro_batch && need(fits + step, ph.seq_len).total() <= memory)
+        fits += step;
+    ZAYA_FAIL(p.config_path, ": 'train.micro_batch' ", p.train.micro_batch, " at data phase '",
+              ph.name, "' (seq_len ", ph.seq_len, ") needs at least ",
+              format_bytes(double(m.total())), " per rank (activations ",
+              format_bytes(double(m.activations)), ", weights, gradients and optimizer state ",
+              format_bytes(double(m.weights + m.gradients + m.optimizer + m.muon + m.zero1)),
+              "), more than this machine's ", format_bytes(double(memory)),
+              dist::local_ranks() > 1 ? " (its memory over the ranks on it)" : "", "; ",
+              fits > 0 ? "'train.micro_batch' " + std::to_string(fits) + " fits"
+                       : std::string("not even 'train.micro_batch' 1 fits"),
+              " (zaya info --config shows the plan)");
   }
 }
 
@@ -295,6 +331,7 @@ RunPlan plan_run(const TrainOptions& opt, dist::Communicator& comm) {
                p.train.tokenizer, " has ", p.sample_tokenizer->vocab_size(),
                " tokens but 'model.vocab_size' is ", p.model.vocab_size);
   }
+  check_memory(p, comm.world_size());
   plan_eval_tasks(p);
 
   check_run_end(p, lead);

@@ -115,6 +115,13 @@ cat > "$WORK/train.json" <<JSON
 JSON
 expect_error train-eval-tasks-nested "$WORK/deep.jsonl:2: JSON $DEEP" -- \
   "$ZAYA" --threads 1 train --no-progress --config "$WORK/train.json"
+# A micro-batch whose step cannot fit in this machine's memory: refused before step 1, naming the
+# field, the phase and what would fit (it ran into the OOM killer at step 1 before).
+sed 's/"micro_batch": 4, "global_batch": 8/"micro_batch": 2000000, "global_batch": 2000000/; /"eval": /d; s/"schedule": "cosine"}},$/"schedule": "cosine"}}}/' \
+  "$WORK/train.json" > "$WORK/huge_batch.json"
+expect_error train-micro-batch-memory "'train.micro_batch' 2000000 at data phase 'a' (seq_len 16) needs at least" -- \
+  "$ZAYA" --threads 1 train --no-progress --config "$WORK/huge_batch.json"
+if [[ -e $WORK/run ]]; then fail "train-micro-batch-memory: the run directory was made"; fi
 { printf '{"model": '; python3 -c 'print("[" * 100000 + "]" * 100000 + "}")'; } > "$WORK/deep_config.json"
 expect_error config-nested "$WORK/deep_config.json: JSON $DEEP" -- \
   "$ZAYA" info --config "$WORK/deep_config.json"

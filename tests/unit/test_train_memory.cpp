@@ -8,7 +8,7 @@
 #include "model/config.h"
 #include "model/zaya_model.h"
 #include "sizing/gpu_plan.h"
-#include "sizing/train_memory.h"
+#include "train/train_memory.h"
 
 namespace zaya {
 namespace {

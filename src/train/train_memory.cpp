@@ -1,4 +1,4 @@
-#include "sizing/train_memory.h"
+#include "train/train_memory.h"
 
 #include <algorithm>
 #include <cstdio>
