@@ -36,7 +36,12 @@ void HangWatch::observe(const Heartbeat& hb, double now) {
 }
 
 double HangWatch::timeout_s() const {
-  return stepped_ ? derive_hang_timeout(intervals_, factor_, floor_s_) : startup_s_;
+  // The startup timeout holds until a step interval is known: between a run's first and second
+  // step the pace is not known yet, and the floor alone (meant to sit under factor x interval)
+  // cut a slow second step short under load (aegis.hang under ASan: a 1.1 s step against a 1 s
+  // floor).
+  return stepped_ && !intervals_.empty() ? derive_hang_timeout(intervals_, factor_, floor_s_)
+                                         : startup_s_;
 }
 
 std::optional<Stall> HangWatch::check(double now) const {

@@ -58,6 +58,18 @@ TEST(HangWatch, StartupTimeoutUntilTheFirstStepThenDerived) {
   EXPECT_NEAR(stall->stalled_s, 4.5, 1e-9);
 }
 
+// After the first step and before any step interval is known, the startup timeout still holds:
+// a slow second step is not a hang (the floor alone flagged one under load).
+TEST(HangWatch, TheFirstStepLeavesTheStartupTimeoutUntilAnIntervalIsKnown) {
+  HangWatch w(/*factor=*/100, /*floor=*/1, /*startup=*/60);
+  w.start_attempt(0);
+  w.observe(beat(0, 1, 1), 1);
+  EXPECT_DOUBLE_EQ(w.timeout_s(), 60.0);
+  EXPECT_FALSE(w.check(1 + 1.5));  // a second step taking 1.5 s
+  w.observe(beat(0, 2, 2.5), 2.5);
+  EXPECT_DOUBLE_EQ(w.timeout_s(), 150.0);  // 100 x the 1.5 s interval
+}
+
 TEST(HangWatch, ASlowerPhaseIsProgressAndAFinishedRankIsNotWatched) {
   HangWatch w(2, 1, 60);
   w.start_attempt(0);
