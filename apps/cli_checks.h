@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -33,6 +34,29 @@ inline CLI::Validator NonNegative() {
 }
 inline CLI::Validator Positive() {
   return AtLeast(0.0, true);
+}
+
+// A flag whose value names a mode (`names`: each name and its mode, e.g. precision_names(), a
+// map that outlives the parse): parsed once, here, into the mode. Another word is an error naming
+// the flag and listing the names ("--precision: 'fp16' is not one of auto, bf16, fp32").
+template <class Mode>
+CLI::Option* add_mode_option(CLI::App& app, const std::string& flag, Mode& mode,
+                             const std::map<std::string, Mode>& names, const std::string& help) {
+  std::string listed, shown;
+  for (const auto& [name, value] : names) {
+    listed += (listed.empty() ? "" : ", ") + name;
+    if (value == mode) shown = name;
+  }
+  const CLI::Validator known(
+      [&names, listed](std::string& text) {
+        return names.count(text) ? std::string() : "'" + text + "' is not one of " + listed;
+      },
+      "{" + listed + "}", "");
+  return app
+      .add_option_function<std::string>(
+          flag, [&mode, &names](const std::string& text) { mode = names.at(text); }, help)
+      ->check(known)
+      ->default_str(shown);
 }
 
 // Paths. An input that must exist as a regular file (a directory or nothing there is named), an

@@ -110,7 +110,7 @@ Runner add_comm_commands(CLI::App& bench) {
     std::unique_ptr<dist::Communicator> nccl, peer;
     dist::Communicator* moving = communicator.get();
     const Backend* memory = nullptr;
-    const ComputeDevice device = open_device(args->device, "fp32");
+    const ComputeDevice device = open_device(args->device, Precision::kFp32);
     device.check_world(communicator->world_size());
     if (device.caps().own_memory) memory = device.backend;
     if (device.caps().own_collectives) {  // the device's memory, its collectives moving it (NCCL)

@@ -24,7 +24,8 @@ namespace {
 
 struct ForwardArgs {
   std::string model, tokens;
-  std::string device = "auto", precision = "auto";
+  std::string device = "auto";
+  Precision precision = Precision::kAuto;
 };
 
 // "2,17,99": the token ids, each a non-negative int32.
@@ -75,7 +76,7 @@ Runner add_forward_command(CLI::App& app) {
       ->required();
   fwd->add_option("--tokens", args->tokens, "comma-separated token ids, e.g. 2,17,99")->required();
   fwd->add_option("--device", args->device, kDeviceFlagHelp)->capture_default_str();
-  fwd->add_option("--precision", args->precision, kPrecisionFlagHelp)->capture_default_str();
+  add_mode_option(*fwd, "--precision", args->precision, precision_names(), kPrecisionFlagHelp);
   return [=]() -> int { return *fwd ? run_forward(*args) : kNotMine; };
 }
 

@@ -32,7 +32,8 @@ using nlohmann::json;
 
 struct GenerateArgs {
   std::string model, tokenizer, prompt, prompts;
-  std::string device = "auto", precision = "fp32";
+  std::string device = "auto";
+  Precision precision = Precision::kFp32;
   std::vector<std::string> stop;
   // The request's numbers as given, read as JSON numbers by the request parser that zaya serve
   // uses (serve/completion_request.h), so that each means the same and is refused with the same
@@ -257,7 +258,7 @@ Runner add_generate_commands(CLI::App& app) {
   gen->add_option("--tokenizer", a->tokenizer,
                   "tokenizer.json (default: the model directory's tokenizer.json)");
   gen->add_option("--device", a->device, kDeviceFlagHelp)->capture_default_str();
-  gen->add_option("--precision", a->precision, kInferencePrecisionHelp)->capture_default_str();
+  add_mode_option(*gen, "--precision", a->precision, precision_names(), kInferencePrecisionHelp);
   gen->add_option("--prompt", a->prompt, "text to continue");
   gen->add_option("--prompts", a->prompts,
                   "JSON lines, one request each: {\"prompt\": ..., and optionally max_tokens, "

@@ -22,7 +22,8 @@ namespace fs = std::filesystem;
 
 struct ScoreArgs {
   std::string model, tokens, text, tokenizer, out;
-  std::string device = "auto", precision = "auto";
+  std::string device = "auto";
+  Precision precision = Precision::kAuto;
   bool grads = false, bos = false, force = false;
 };
 
@@ -81,7 +82,7 @@ Runner add_score_commands(CLI::App& app) {
   score->add_flag("--grads", a->grads, "also write the gradient of the mean loss");
   score->add_flag("--force", a->force, "replace an existing --out file");
   score->add_option("--device", a->device, kDeviceFlagHelp)->capture_default_str();
-  score->add_option("--precision", a->precision, kPrecisionFlagHelp)->capture_default_str();
+  add_mode_option(*score, "--precision", a->precision, precision_names(), kPrecisionFlagHelp);
 
   return [=]() -> int {
     if (!*score) return kNotMine;

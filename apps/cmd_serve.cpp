@@ -30,7 +30,8 @@ namespace {
 
 struct ServeArgs {
   std::string model, tokenizer;
-  std::string device = "auto", precision = "fp32";
+  std::string device = "auto";
+  Precision precision = Precision::kFp32;
   serve::ServeOptions opt;
 };
 
@@ -49,7 +50,8 @@ void read_test_fault(serve::ServeOptions& opt) {
                   colon + 1 < v.size() && ptr == end && ec == std::errc{};
   ZAYA_CHECK(ok, "ZAYA_SERVE_TEST_FAULT (a test hook): expected request:SEED or step:SEED, got '",
              v, "'");
-  opt.test_fault = kind;
+  opt.test_fault = kind == "step" ? serve::ServeOptions::TestFault::kStep
+                                  : serve::ServeOptions::TestFault::kRequest;
   opt.test_fault_seed = seed;
   std::fprintf(stderr,
                "zaya serve: warning: ZAYA_SERVE_TEST_FAULT=%s: a test hook; completions with seed "
@@ -95,7 +97,7 @@ Runner add_serve_commands(CLI::App& app) {
   sv->add_option("--tokenizer", a->tokenizer,
                  "tokenizer.json (default: the model directory's tokenizer.json)");
   sv->add_option("--device", a->device, kDeviceFlagHelp)->capture_default_str();
-  sv->add_option("--precision", a->precision, kInferencePrecisionHelp)->capture_default_str();
+  add_mode_option(*sv, "--precision", a->precision, precision_names(), kInferencePrecisionHelp);
   sv->add_option("--host", a->opt.host, "address to listen on")->capture_default_str();
   sv->add_option("--port", a->opt.port, "port to listen on (0: any free port, printed)")
       ->check(IntIn(0, 65535))

@@ -152,7 +152,7 @@ void print_table(const std::vector<Candidate>& cs, const HardwareProfile& p) {
 }
 
 void print_details(const Candidate& k, const SizeGoal& g, const HardwareProfile& p) {
-  const std::string values = p.dtype == "bf16" ? "bf16" : "fp32";
+  const std::string values = p.dtype == ProfileDtype::kBf16 ? "bf16" : "fp32";
   const TrainMemory& m = k.memory;
   std::printf("\nmemory per rank at micro-batch %lld x %lld tokens, %d rank%s (ZeRO-1):\n",
               (long long)k.micro_batch, (long long)k.seq, g.world, g.world == 1 ? "" : "s");
@@ -289,7 +289,7 @@ void add_profile_options(CLI::App& prof, SizeArgs& a) {
 // machine, added to the profile at --out.
 void add_shared_rates(const SizeArgs& a, dist::Communicator& comm) {
   HardwareProfile p = read_profile(a.out);  // every rank checks it is readable
-  ZAYA_CHECK(p.device == "cpu", "--out: '", a.out, "' is not a CPU profile");
+  ZAYA_CHECK(p.device == ProfileDevice::kCpu, "--out: '", a.out, "' is not a CPU profile");
   const CommRates c = measure_comm_rates(comm, stdout);
   // Each rank's share of the cores, measured while every rank runs (other ranks' tables go
   // to /dev/null).
@@ -340,8 +340,8 @@ int run_profile(const SizeArgs& a) {
 void print_all_rules() {
   for (const char* name : {"mi300x", "cpu"}) {
     HardwareProfile p;
-    if (!builtin_profile(name, p)) p.device = "cpu";
-    std::printf("%s rules:\n", p.device == "gpu" ? "GPU" : "CPU");
+    if (!builtin_profile(name, p)) p.device = ProfileDevice::kCpu;
+    std::printf("%s rules:\n", p.device == ProfileDevice::kGpu ? "GPU" : "CPU");
     for (const std::string& r : sizing_rules(p)) std::printf("  - %s\n", r.c_str());
   }
   std::printf("sources and the measurements behind them: docs/sizing.md\n");

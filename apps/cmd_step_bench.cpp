@@ -51,7 +51,7 @@ void add_step_options(CLI::App& step, StepArgs& a) {
       ->check(OutputDir());
   step.add_flag("--force", a.force, "replace an existing, non-empty --save-model directory");
   step.add_option("--device", a.opt.device, kDeviceFlagHelp)->capture_default_str();
-  step.add_option("--precision", a.opt.precision, kPrecisionFlagHelp)->capture_default_str();
+  add_mode_option(step, "--precision", a.opt.precision, precision_names(), kPrecisionFlagHelp);
   step.add_flag("--optimizer", a.opt.optimizer,
                 "time the optimizer's step too (AdamW and Muon with their default settings, on "
                 "the same device), and print its share");

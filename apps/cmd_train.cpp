@@ -36,9 +36,10 @@ void add_train_options(CLI::App& train, TrainArgs& a) {
                   "train.context_parallel, 1); the job's ranks form a grid of data x context, "
                   "so it must divide them")
       ->check(PositiveInt());
-  train.add_option("--resume", a.train.resume,
-                   "continue from a checkpoint: 'auto' (the newest complete one under OUT/ckpt) "
-                   "or a checkpoint directory");
+  train.add_option_function<std::string>(
+      "--resume", [&a](const std::string& text) { a.train.resume = ResumeFrom::parse(text); },
+      "continue from a checkpoint: 'auto' (the newest complete one under OUT/ckpt) or a "
+      "checkpoint directory");
   train.add_option("--init-from", a.train.init_from,
                    "start from these weights (HF model directory, zaya checkpoint or a run's "
                    "ckpt/ root) with a fresh optimizer; the model config must match");
@@ -46,22 +47,16 @@ void add_train_options(CLI::App& train, TrainArgs& a) {
                  "with --resume: accept changed optimizer settings (train.optim) or micro-batch; "
                  "the model, data, seed and global batch can never change on resume");
   train.add_option("--device", a.train.device, kDeviceFlagHelp)->capture_default_str();
-  train.add_option("--precision", a.train.precision, kPrecisionFlagHelp)->capture_default_str();
-  train
-      .add_option("--weight-storage", a.train.weight_storage,
+  add_mode_option(train, "--precision", a.train.precision, precision_names(), kPrecisionFlagHelp);
+  add_mode_option(train, "--weight-storage", a.train.weight_storage, stored_as_names(),
                   "with --precision bf16: bf16 (the weights in bf16 alone, fp32 master weights "
                   "only in the rank's ZeRO-1 range: 2 bytes per parameter plus 4 per parameter "
                   "of the range) or fp32 (full fp32 weights on every rank and a bf16 copy: 6 "
-                  "bytes per parameter); the losses and weights are bitwise the same")
-      ->check(CLI::IsMember({"bf16", "fp32"}))
-      ->capture_default_str();
-  train
-      .add_option("--gradient-storage", a.train.gradient_storage,
+                  "bytes per parameter); the losses and weights are bitwise the same");
+  add_mode_option(train, "--gradient-storage", a.train.gradient_storage, stored_as_names(),
                   "with --precision bf16 and --weight-storage bf16: bf16 (the Muon matrices' "
                   "gradients in bf16, 2 bytes each, rounded once per product and micro-batch; "
-                  "the others fp32) or fp32 (every gradient in fp32, 4 bytes)")
-      ->check(CLI::IsMember({"bf16", "fp32"}))
-      ->capture_default_str();
+                  "the others fp32) or fp32 (every gradient in fp32, 4 bytes)");
   train.add_flag("--no-progress", a.no_progress, "no live progress line");
   train.add_flag("--fixed-threads", a.fixed_threads,
                  "keep the thread count of --threads for the whole run; by default it drops "

@@ -24,10 +24,11 @@ void check_vocabularies(int64_t tokenizer, int64_t model, const std::string& tok
 }
 
 InferenceModel load_inference_model(const std::string& model, const std::string& tokenizer,
-                                    const std::string& device, const std::string& precision) {
-  ZAYA_CHECK(precision == "fp32" || precision == "auto", "--precision: '", precision,
-             "' is not available for decoding; it computes in fp32 (give fp32 or auto)");
-  const ComputeDevice dev = open_device(device, "fp32");
+                                    const std::string& device, Precision precision) {
+  ZAYA_CHECK(precision != Precision::kBf16,
+             "--precision bf16 is not available for decoding; it computes in fp32 (give fp32 or "
+             "auto)");
+  const ComputeDevice dev = open_device(device, Precision::kFp32);
   InferenceModel m;
   m.loaded = load_model_any(model);
   for (const std::string& w : m.loaded.warnings)

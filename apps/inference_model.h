@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "backend/precision.h"
 #include "ckpt/hf_interop.h"
 #include "tokenizer/tokenizer.h"
 
@@ -31,7 +32,7 @@ void check_vocabularies(int64_t tokenizer, int64_t model, const std::string& tok
 // (open_device's names) in `precision` (fp32 or auto).
 InferenceModel load_inference_model(const std::string& model, const std::string& tokenizer,
                                     const std::string& device = "cpu",
-                                    const std::string& precision = "fp32");
+                                    Precision precision = Precision::kFp32);
 
 // The id a request names the model by ("model"), unless --model-name says otherwise: the model
 // directory's name ("zaya" when it has none). zaya serve and zaya generate take the same.

@@ -64,7 +64,7 @@ std::vector<zaya::cli::Runner> add_commands(CLI::App& app) {
   return runners;
 }
 
-// The CPU ops' vector path (backend/cpu/vector_path.h): --vector-path when given, else
+// The CPU ops' vector path (backend/vector_path.h): --vector-path when given, else
 // ZAYA_VECTOR_PATH, else the best this CPU runs. Exported to the environment so that the processes
 // zaya starts (aegis's jobs, mpirun's ranks) take the same path.
 void choose_process_vector_path(const CLI::App& app, const std::string& flag) {

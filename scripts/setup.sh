@@ -15,7 +15,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev   # tests and microbenchmarks
   clang libclang-rt-14-dev libomp-dev          # ASan/UBSan build and fuzz targets (libFuzzer)
   libopenmpi-dev openmpi-bin                   # multi-process runs (mpirun) and their tests
-  python3-torch python3-numpy                  # independent PyTorch reference (tests/benchmarks only)
+  python3-torch python3-numpy                  # independent PyTorch reference (tests and benchmarks only)
   hipcc libamdhip64-dev                        # compiles the GPU kernels for AMD (a build check)
 )
 # node + npm run gpt-3-encoder and transformers.js, the independent references for the GPT-2 and

@@ -24,11 +24,11 @@ void HangWatch::start_attempt(double now) {
 void HangWatch::observe(const Heartbeat& hb, double now) {
   RankProgress& r = ranks_[hb.rank];
   const bool progress = hb.step != r.step || hb.phase != r.phase;
-  if (hb.phase == "step" && r.phase == "step" && hb.step == r.step + 1) {
+  if (hb.phase == BeatPhase::kStep && r.phase == BeatPhase::kStep && hb.step == r.step + 1) {
     intervals_.push_back(hb.time - r.beat_time);
     if (intervals_.size() > window_) intervals_.pop_front();
   }
-  if (hb.phase == "step") stepped_ = true;
+  if (hb.phase == BeatPhase::kStep) stepped_ = true;
   if (progress) r.last_progress = now;
   r.step = hb.step;
   r.phase = hb.phase;
@@ -56,7 +56,7 @@ std::optional<Stall> HangWatch::check(double now) const {
   }
   std::optional<Stall> worst;
   for (const auto& [rank, r] : ranks_) {
-    if (r.phase == "done") continue;  // finished: the job is about to exit
+    if (r.phase == BeatPhase::kDone) continue;  // finished: the job is about to exit
     const double stalled = now - r.last_progress;
     if (stalled <= limit || (worst && worst->stalled_s >= stalled)) continue;
     worst = Stall{rank, r.step, stalled, limit, false};

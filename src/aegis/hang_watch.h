@@ -39,7 +39,7 @@ class HangWatch {
  private:
   struct RankProgress {
     int64_t step = -1;
-    std::string phase;
+    BeatPhase phase = BeatPhase::kStart;
     double beat_time = 0;      // the rank's own clock, for intervals
     double last_progress = 0;  // supervisor clock
   };

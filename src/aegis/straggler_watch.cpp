@@ -6,7 +6,7 @@ namespace zaya::aegis {
 
 std::vector<StragglerReport> StragglerWatch::observe(const Heartbeat& hb) {
   hosts_[hb.rank] = hb.host;
-  if (hb.phase != "step") return {};
+  if (hb.phase != BeatPhase::kStep) return {};
   auto& times = pending_[hb.step];
   times[hb.rank] = hb.step_time_s;
   if (times.size() < hosts_.size()) return {};

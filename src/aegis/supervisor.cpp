@@ -265,11 +265,11 @@ std::optional<Supervisor::Fault> Supervisor::on_beat(const Heartbeat& hb, double
     events_.write("straggler", what, details);
     state_.stragglers.push_back(details);
   }
-  if (hb.phase == "start") {  // a resumed job redoes the steps after its checkpoint
+  if (hb.phase == BeatPhase::kStart) {  // a resumed job redoes the steps after its checkpoint
     step_time_s_.erase(step_time_s_.upper_bound(hb.step), step_time_s_.end());
     return std::nullopt;
   }
-  if (hb.phase != "step") return std::nullopt;
+  if (hb.phase != BeatPhase::kStep) return std::nullopt;
   double& t = step_time_s_[hb.step];
   t = std::max(t, hb.step_time_s);
   state_.last_step = hb.step;
@@ -311,7 +311,8 @@ std::optional<Supervisor::Fault> Supervisor::on_beat(const Heartbeat& hb, double
 
 std::optional<Supervisor::Fault> Supervisor::lost_rank(double now) const {
   for (const auto& [rank, hb] : latest_) {
-    if (hb.phase == "done" || hb.host != hostname_) continue;  // only local pids can be checked
+    if (hb.phase == BeatPhase::kDone || hb.host != hostname_)
+      continue;  // only local pids can be checked
     if (::kill(pid_t(hb.pid), 0) == 0 || errno != ESRCH) continue;
     return Fault("crash",
                  "rank " + std::to_string(rank) + " (pid " + std::to_string(hb.pid) +

@@ -10,7 +10,7 @@
 // site. Three implement it: CpuBackend (backend/cpu/cpu_backend.h, host memory), cpu-as-device
 // (backend/cpu/cpu_as_device_backend.h: the CPU ops on memory the model treats as a device's) and
 // CudaBackend (backend/cuda/cuda_backend.h, device memory), which `zaya` loads from the CUDA
-// plugin (backend/cuda/plugin_api.h) for --device cuda; backend/device_select.h picks one.
+// plugin (backend/plugin_api.h) for --device cuda; backend/device_select.h picks one.
 #pragma once
 
 #include <atomic>

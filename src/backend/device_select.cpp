@@ -33,21 +33,19 @@ const DeviceEntry& chosen_device(const std::string& value, const std::string& fl
   return find_device(e.choose(&why, flag), flag);
 }
 
-ComputeDevice open_device(const std::string& value, const std::string& precision,
-                          const std::string& flag) {
-  ZAYA_CHECK(precision == "auto" || precision == "fp32" || precision == "bf16", "--precision: '",
-             precision, "' is not a precision (expected fp32, bf16 or auto)");
+ComputeDevice open_device(const std::string& value, Precision precision, const std::string& flag) {
   const DeviceEntry* e = &find_device(value, flag);
   std::string why;  // a choice rule's reason, shown in the description
   if (e->choose) e = &find_device(e->choose(&why, flag), flag);
-  const bool bf16 = precision == "bf16" || (precision == "auto" && e->caps.bf16_by_default);
+  const bool bf16 =
+      precision == Precision::kBf16 || (precision == Precision::kAuto && e->caps.bf16_by_default);
   ComputeDevice d = e->open(false, flag);  // a device that cannot open fails before bf16 is asked
   ZAYA_CHECK(!bf16 || e->caps.bf16, "--precision bf16: the ", e->name,
              " backend computes in fp32 (bf16 GEMM inputs run on GPUs: --device cuda; "
              "cpu-as-device stands in for their bf16 weights)");
   if (bf16) d = e->open(true, flag);
   d.entry = e;
-  d.precision = bf16 ? "bf16" : "fp32";
+  d.precision = bf16 ? Precision::kBf16 : Precision::kFp32;
   if (!why.empty()) d.description = d.name + " (" + why + ")";
   return d;
 }

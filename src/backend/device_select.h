@@ -7,6 +7,7 @@
 
 #include "backend/backend.h"
 #include "backend/device_registry.h"
+#include "backend/precision.h"
 
 namespace zaya {
 
@@ -25,11 +26,11 @@ inline constexpr const char* kPrecisionFlagHelp =
 
 struct ComputeDevice {
   const Backend* backend = nullptr;
-  const DeviceEntry* entry = nullptr;  // the device opened (auto's choice, not auto)
-  std::string name;                    // "cpu", "cuda", "cpu-as-device", "cuda-emu"
-  std::string precision;               // "fp32" or "bf16"
-  std::string description;             // e.g. "cuda (NVIDIA H100 80GB HBM3, 79.1 GiB, fp32)",
-                                       // "cpu (no GPU found)"
+  const DeviceEntry* entry = nullptr;      // the device opened (auto's choice, not auto)
+  std::string name;                        // "cpu", "cuda", "cpu-as-device", "cuda-emu"
+  Precision precision = Precision::kFp32;  // kFp32 or kBf16 (auto's choice made)
+  std::string description;                 // e.g. "cuda (NVIDIA H100 80GB HBM3, 79.1 GiB, fp32)",
+                                           // "cpu (no GPU found)"
 
   const DeviceCapabilities& caps() const { return entry->caps; }
   // A communicator over the device's own collectives (NCCL) of the ranks of `host`; nullptr
@@ -46,7 +47,7 @@ struct ComputeDevice {
 // takes it by default, fp32 elsewhere); throws zaya::Error naming the flag and what was wrong
 // (a name not registered, listing those that are; a missing or mismatched plugin, no usable
 // GPU, bf16 on a device without it).
-ComputeDevice open_device(const std::string& value, const std::string& precision = "auto",
+ComputeDevice open_device(const std::string& value, Precision precision = Precision::kAuto,
                           const std::string& flag = "--device");
 
 // The device a flag names with auto's choice made (not opened): for the commands that use a

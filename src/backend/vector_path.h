@@ -9,7 +9,7 @@
 // the vector width), GCC vectorises no floating-point reduction without -ffast-math, and
 // -ffp-contract=off keeps the compiler from fusing a multiply and an add into an FMA where the
 // instruction set has one (which would round once instead of twice). So a run's losses and model
-// bytes do not depend on the path a machine takes (tests/unit/test_vector_paths.cpp).
+// bytes do not depend on the path a machine takes (tests/cli/vector_paths.sh).
 #pragma once
 
 #include <string>

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "backend/precision.h"
 #include "model/config.h"
 
 namespace zaya {
@@ -16,10 +17,10 @@ struct StepBenchOptions {
   int steps = 5;
   int warmup = 1;
   uint64_t seed = 1234;
-  std::string save_model_dir;      // if set, the benchmarked (random-init) model is written here
-  std::string device = "auto";     // backend/device_select.h
-  std::string precision = "auto";  // fp32, bf16 (cuda only) or auto: bf16 on cuda
-  bool optimizer = false;          // time Optimizer::step (AdamW + Muon, default settings) too
+  std::string save_model_dir;   // if set, the benchmarked (random-init) model is written here
+  std::string device = "auto";  // backend/device_select.h
+  Precision precision = Precision::kAuto;  // bf16 on cuda (or cpu-as-device's stand-in)
+  bool optimizer = false;  // time Optimizer::step (AdamW + Muon, default settings) too
   // The LM head and loss in blocks of tokens × vocab logits (0 × 0: the logits materialised).
   int lm_head_chunk_tokens = 0, lm_head_chunk_vocab = 0;
 };

@@ -14,7 +14,7 @@
 namespace zaya {
 
 // The value of `v` if it is an integer in [lo, hi]; otherwise an Error naming `what` (e.g.
-// "configs/x.json: field 'train.keep_last'"), the range and the value found.
+// "run.json: field 'train.keep_last'"), the range and the value found.
 int64_t json_integer(const nlohmann::json& v, int64_t lo, int64_t hi, const std::string& what);
 
 // json_integer with the upper bound of the destination type T.

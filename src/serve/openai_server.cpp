@@ -215,11 +215,13 @@ struct OpenAiServer::Impl {
     er.opt.drawable = int32_t(tok.vocab_size());
     er.opt.sampling = cr.sampling;
     er.opt.sampling.seed = cr.seed ? *cr.seed : std::random_device{}();
-    const std::string fault = cr.seed && *cr.seed == opt.test_fault_seed ? opt.test_fault : "";
+    using Fault = ServeOptions::TestFault;
+    const Fault fault = cr.seed && *cr.seed == opt.test_fault_seed ? opt.test_fault : Fault::kNone;
     er.on_token = [this, ch, fault](int32_t t) {
-      if (fault == "step") throw Error("a test fault (ZAYA_SERVE_TEST_FAULT): this step fails");
+      if (fault == Fault::kStep)
+        throw Error("a test fault (ZAYA_SERVE_TEST_FAULT): this step fails");
       try {
-        if (fault == "request")
+        if (fault == Fault::kRequest)
           throw Error("a test fault (ZAYA_SERVE_TEST_FAULT): this request fails");
         return on_token(*ch, t);
       } catch (const std::exception& e) {

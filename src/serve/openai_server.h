@@ -44,10 +44,11 @@ struct ServeOptions {
   int drain_timeout_s = 30;       // stop(): how long requests in flight may take to finish
   // A test hook (environment variable ZAYA_SERVE_TEST_FAULT=request:SEED or step:SEED, read by
   // `zaya serve`; docs/commands/serve.md): a completion whose seed is test_fault_seed fails inside
-  // the engine at its first token. "request": that request ends with 500, as an error inside one
-  // request would; "step": the decoding step fails, every request the engine held ends with 500
-  // and the engine starts again. Empty: none.
-  std::string test_fault;
+  // the engine at its first token. kRequest: that request ends with 500, as an error inside one
+  // request would; kStep: the decoding step fails, every request the engine held ends with 500
+  // and the engine starts again.
+  enum class TestFault { kNone, kRequest, kStep };
+  TestFault test_fault = TestFault::kNone;
   uint64_t test_fault_seed = 0;
 };
 

@@ -46,14 +46,14 @@ json profile_to_json(const HardwareProfile& p) {
   return {{"format", "zaya-hardware-profile"},
           {"version", 1},
           {"name", p.name},
-          {"device", p.device},
+          {"device", p.device == ProfileDevice::kGpu ? "gpu" : "cpu"},
           {"measured", p.measured},
           {"source", p.source},
           {"cores", p.cores},
           {"memory_bytes", p.memory_bytes},
           {"runtime_bytes", p.runtime_bytes},
           {"peak_tflops", p.peak_tflops},
-          {"dtype", p.dtype},
+          {"dtype", p.dtype == ProfileDtype::kBf16 ? "bf16" : "f32"},
           {"rates", rates},
           {"comm",
            {{"world", p.comm.world},
@@ -95,9 +95,10 @@ HardwareProfile profile_from_json(const json& j, const std::string& where) {
   integer(j, "version", 1, 1, where);
   HardwareProfile p;
   p.name = text(j, "name", where);
-  p.device = text(j, "device", where);
-  ZAYA_CHECK(p.device == "cpu" || p.device == "gpu", where,
-             ": field 'device' must be \"cpu\" or \"gpu\", got \"", p.device, "\"");
+  const std::string device = text(j, "device", where);
+  ZAYA_CHECK(device == "cpu" || device == "gpu", where,
+             ": field 'device' must be \"cpu\" or \"gpu\", got \"", device, "\"");
+  p.device = device == "gpu" ? ProfileDevice::kGpu : ProfileDevice::kCpu;
   const json& measured = member(j, "measured", where);
   ZAYA_CHECK(measured.is_boolean(), where, ": field 'measured' must be true or false");
   p.measured = measured.get<bool>();
@@ -106,7 +107,10 @@ HardwareProfile profile_from_json(const json& j, const std::string& where) {
   p.memory_bytes = integer(j, "memory_bytes", 1, int64_t(1) << 60, where);
   p.runtime_bytes = integer(j, "runtime_bytes", 0, int64_t(1) << 60, where);
   p.peak_tflops = number(j, "peak_tflops", 0, kHuge, where);
-  p.dtype = text(j, "dtype", where);
+  const std::string dtype = text(j, "dtype", where);
+  ZAYA_CHECK(dtype == "f32" || dtype == "bf16", where,
+             ": field 'dtype' must be \"f32\" or \"bf16\", got \"", dtype, "\"");
+  p.dtype = dtype == "bf16" ? ProfileDtype::kBf16 : ProfileDtype::kF32;
   const json& rates = member(j, "rates", where);
   ZAYA_CHECK(rates.is_array() && !rates.empty(), where,
              ": field 'rates' must be a non-empty array");
@@ -135,10 +139,11 @@ HardwareProfile profile_from_json(const json& j, const std::string& where) {
       g.gflops = json_finite(q[3], 1e-9, kHuge, pt + " GFLOP/s");
       r.gemm.push_back(g);
     }
-    ZAYA_CHECK(p.device == "gpu" ? r.gemm_efficiency > 0 : !r.gemm.empty(), at,
-               p.device == "gpu" ? ": a GPU entry needs 'gemm_efficiency'"
-                                 : ": a CPU entry needs its GEMM curve 'gemm_m_n_k_gflops'");
-    ZAYA_CHECK(p.device == "cpu" || p.peak_tflops > 0, where,
+    ZAYA_CHECK(p.device == ProfileDevice::kGpu ? r.gemm_efficiency > 0 : !r.gemm.empty(), at,
+               p.device == ProfileDevice::kGpu
+                   ? ": a GPU entry needs 'gemm_efficiency'"
+                   : ": a CPU entry needs its GEMM curve 'gemm_m_n_k_gflops'");
+    ZAYA_CHECK(p.device == ProfileDevice::kCpu || p.peak_tflops > 0, where,
                ": a GPU profile needs 'peak_tflops' > 0");
     p.rates.push_back(std::move(r));
   }
@@ -168,14 +173,14 @@ HardwareProfile gpu_profile(const std::string& name, double tflops, double mem_g
                             double link_gbs, const std::string& source) {
   HardwareProfile p;
   p.name = name;
-  p.device = "gpu";
+  p.device = ProfileDevice::kGpu;
   p.measured = false;
   p.source = source;
   p.cores = 0;
   p.memory_bytes = int64_t(mem_gib * double(int64_t(1) << 30));
   p.runtime_bytes = int64_t(2) << 30;
   p.peak_tflops = tflops;
-  p.dtype = "bf16";
+  p.dtype = ProfileDtype::kBf16;
   ProfileRates r;
   r.threads = 0;
   r.membw_gbs = hbm_tbs * 1000;
@@ -271,7 +276,7 @@ double cpu_gemm_seconds(const ProfileRates& r, int64_t m, int64_t n, int64_t k) 
 double gemm_seconds(const HardwareProfile& p, const ProfileRates& r, int64_t m, int64_t n,
                     int64_t k, int64_t count, int64_t launches) {
   if (m <= 0 || n <= 0 || k <= 0 || count <= 0) return 0;
-  if (p.device == "cpu") return double(count) * cpu_gemm_seconds(r, m, n, k);
+  if (p.device == ProfileDevice::kCpu) return double(count) * cpu_gemm_seconds(r, m, n, k);
   auto pad = [](int64_t v) {
     const int64_t tile = v < 128 ? 64 : 128;
     return double((v + tile - 1) / tile * tile);

@@ -41,16 +41,21 @@ struct CommRates {
   double latency_us = 0;  // per collective call
 };
 
+// What a profile measures, and the width of the values its rates are for ("device" and "dtype"
+// in the file: "cpu" or "gpu", "f32" or "bf16"), parsed once when the file is read.
+enum class ProfileDevice { kCpu, kGpu };
+enum class ProfileDtype { kF32, kBf16 };
+
 struct HardwareProfile {
   std::string name;
-  std::string device = "cpu";  // "cpu" or "gpu"
+  ProfileDevice device = ProfileDevice::kCpu;
   bool measured = true;
   std::string source;         // how it was made (command, date / published figures)
   int cores = 0;              // CPU cores of the machine (ranks on it share them)
   int64_t memory_bytes = 0;   // per device (CPU: the machine's RAM)
   int64_t runtime_bytes = 0;  // a process before any model: code, libraries, BLAS, threads
   double peak_tflops = 0;     // dense, the profile's dtype (0: unknown)
-  std::string dtype = "f32";
+  ProfileDtype dtype = ProfileDtype::kF32;
   std::vector<ProfileRates> rates;
   CommRates comm;
 

@@ -127,11 +127,11 @@ HardwareProfile measure_compute_profile(const ProfileOptions& opt, std::FILE* lo
   for (const int t : threads)
     ZAYA_CHECK(t >= 1 && t <= 4096, "--threads-list: ", t, " is not a thread count in [1, 4096]");
   HardwareProfile p;
-  p.device = "cpu";
+  p.device = ProfileDevice::kCpu;
   p.measured = true;
   p.cores = std::max(1, int(std::thread::hardware_concurrency()));
   p.memory_bytes = host_memory_bytes();
-  p.dtype = "f32";
+  p.dtype = ProfileDtype::kF32;
   const int saved = omp_get_max_threads();
   // The process before any model: start every thread count's OpenMP team and BLAS once.
   for (const int t : threads) {

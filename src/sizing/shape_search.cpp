@@ -10,7 +10,7 @@ namespace zaya {
 namespace {
 
 bool on_gpu(const HardwareProfile& p) {
-  return p.device == "gpu";
+  return p.device == ProfileDevice::kGpu;
 }
 
 // Width alignment: GPU GEMMs run in 128-wide tiles (a dimension of 128k + 1 pays for a whole
@@ -21,7 +21,7 @@ int64_t alignment(const HardwareProfile& p) {
 }
 
 int value_bytes(const HardwareProfile& p) {
-  return p.dtype == "bf16" ? 2 : 4;
+  return p.dtype == ProfileDtype::kBf16 ? 2 : 4;
 }
 
 int64_t default_seq(const HardwareProfile& p) {

@@ -36,8 +36,8 @@ StepTime predict_step(const ModelConfig& c, const TrainPlan& plan, const Hardwar
              plan.world, " ranks");
   StepTime t;
   const int per_machine = plan.ranks_per_machine > 0 ? plan.ranks_per_machine : plan.world;
-  t.threads = p.device == "cpu" ? std::max(1, p.cores / std::max(1, per_machine)) : 0;
-  const ProfileRates& r = p.rates_for(t.threads, p.device == "cpu" ? per_machine : 1);
+  t.threads = p.device == ProfileDevice::kCpu ? std::max(1, p.cores / std::max(1, per_machine)) : 0;
+  const ProfileRates& r = p.rates_for(t.threads, p.device == ProfileDevice::kCpu ? per_machine : 1);
   t.micro_batches = plan.global_batch / (plan.micro_batch * plan.world);
 
   const double mb = double(t.micro_batches);

@@ -42,6 +42,20 @@ std::string heartbeat_history_path(const std::string& out_dir, int rank) {
   return rank_file(out_dir, rank, "jsonl");
 }
 
+const char* beat_phase_name(BeatPhase phase) {
+  switch (phase) {
+    case BeatPhase::kStart:
+      return "start";
+    case BeatPhase::kStep:
+      return "step";
+    case BeatPhase::kCheckpoint:
+      return "checkpoint";
+    case BeatPhase::kDone:
+      return "done";
+  }
+  return "?";
+}
+
 json heartbeat_to_json(const Heartbeat& hb) {
   return {{"rank", hb.rank},
           {"step", hb.step},
@@ -50,7 +64,7 @@ json heartbeat_to_json(const Heartbeat& hb) {
           {"step_time_s", hb.step_time_s},
           {"sample_begin", hb.sample_begin},
           {"sample_end", hb.sample_end},
-          {"phase", hb.phase},
+          {"phase", beat_phase_name(hb.phase)},
           {"host", hb.host},
           {"pid", hb.pid},
           {"time", hb.time}};
@@ -66,7 +80,16 @@ Heartbeat heartbeat_from_json(const json& j, const std::string& where) {
     hb.step_time_s = j.at("step_time_s").get<double>();
     hb.sample_begin = j.at("sample_begin").get<int64_t>();
     hb.sample_end = j.at("sample_end").get<int64_t>();
-    hb.phase = j.at("phase").get<std::string>();
+    const std::string phase = j.at("phase").get<std::string>();
+    bool known = false;
+    for (const BeatPhase p :
+         {BeatPhase::kStart, BeatPhase::kStep, BeatPhase::kCheckpoint, BeatPhase::kDone})
+      if (phase == beat_phase_name(p)) {
+        hb.phase = p;
+        known = true;
+      }
+    ZAYA_CHECK(known, where, ": field 'phase' must be start, step, checkpoint or done, got '",
+               phase, "'");
     hb.host = j.at("host").get<std::string>();
     hb.pid = j.at("pid").get<int64_t>();
     hb.time = j.at("time").get<double>();
@@ -113,11 +136,11 @@ void HeartbeatWriter::beat_step(int64_t step, double loss, double grad_norm, dou
   hb.step_time_s = step_time_s;
   hb.sample_begin = sample_begin;
   hb.sample_end = sample_end;
-  hb.phase = "step";
+  hb.phase = BeatPhase::kStep;
   beat(hb);
 }
 
-void HeartbeatWriter::beat_phase(const std::string& phase, int64_t step, int64_t g) {
+void HeartbeatWriter::beat_phase(BeatPhase phase, int64_t step, int64_t g) {
   Heartbeat hb;
   hb.step = step;
   hb.sample_begin = hb.sample_end = g;

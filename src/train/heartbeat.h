@@ -14,6 +14,11 @@
 
 namespace zaya {
 
+// What a heartbeat reports: a run started (step: the resumed step), a finished step, a checkpoint
+// being written, or the run done. "start", "step", "checkpoint", "done" in the files.
+enum class BeatPhase { kStart, kStep, kCheckpoint, kDone };
+const char* beat_phase_name(BeatPhase phase);
+
 struct Heartbeat {
   int rank = 0;
   int64_t step = 0;  // optimizer steps done
@@ -24,7 +29,7 @@ struct Heartbeat {
   double step_time_s = 0;
   // The global sample-index range [sample_begin, sample_end) the step consumed.
   int64_t sample_begin = 0, sample_end = 0;
-  std::string phase = "step";  // "start" (step = resumed step), "step", "checkpoint", "done"
+  BeatPhase phase = BeatPhase::kStep;
   // Filled in by HeartbeatWriter::beat.
   std::string host;
   int64_t pid = 0;
@@ -42,11 +47,11 @@ class HeartbeatWriter {
  public:
   HeartbeatWriter(const std::string& out_dir, int rank);
   void beat(const Heartbeat& hb);  // hb.rank, host, pid and time are set here
-  // Shorthands: a finished step; a phase change ("start", "checkpoint", "done") at `step` steps
-  // done and global sample index g.
+  // Shorthands: a finished step; a phase change (start, checkpoint, done) at `step` steps done
+  // and global sample index g.
   void beat_step(int64_t step, double loss, double grad_norm, double step_time_s,
                  int64_t sample_begin, int64_t sample_end);
-  void beat_phase(const std::string& phase, int64_t step, int64_t g);
+  void beat_phase(BeatPhase phase, int64_t step, int64_t g);
 
  private:
   struct CloseFile {

@@ -246,12 +246,14 @@ void check_against_checkpoint(const RunPlan& p, const TrainOptions& opt, bool le
 // optimizer state. The checkpoint is read before the metrics file is opened, so the metrics of
 // steps past the checkpoint (from the interrupted run) can be dropped and the rest continued.
 void resolve_resume(RunPlan& p, const TrainOptions& opt, dist::Communicator& comm, bool lead) {
-  p.resume_dir = opt.resume == "auto" ? find_resume_checkpoint(p, comm, lead) : opt.resume;
+  p.resume_dir = opt.resume.kind == ResumeFrom::Kind::kLatest
+                     ? find_resume_checkpoint(p, comm, lead)
+                     : opt.resume.checkpoint;
   if (p.resume_dir.empty()) return;
   const std::string& dir = p.resume_dir;
   // Verified once: --resume auto's choice was just verified, a named one is verified here (the
   // checksums shared by the ranks); then only the manifest is read again.
-  const bool verified = opt.resume == "auto";
+  const bool verified = opt.resume.kind == ResumeFrom::Kind::kLatest;
   p.resumed = checkpoint_header(dir, verify_checkpoint(dir, &comm, !verified));
   ZAYA_CHECK(p.resumed.state.step <= p.total_steps, "checkpoint ", dir, " is at step ",
              p.resumed.state.step, ", past this run's last step ", p.total_steps);
@@ -337,8 +339,8 @@ RunPlan plan_run(const TrainOptions& opt, dist::Communicator& comm) {
   check_run_end(p, lead);
   const std::string& out = p.train.out_dir;
   p.ckpt_root = (fs::path(out) / "ckpt").string();
-  if (opt.resume.empty()) refuse_existing_run(out);  // every rank, before any rank writes
-  if (opt.resume == "auto") {
+  if (opt.resume.kind == ResumeFrom::Kind::kNone) refuse_existing_run(out);  // every rank first
+  if (opt.resume.kind == ResumeFrom::Kind::kLatest) {
     const auto finished = finished_run_steps(out);
     if (finished && *finished >= p.total_steps) {
       check_finished_run(p, opt, comm, lead);

@@ -154,10 +154,10 @@ void TrainingRun::build() {
   // bf16 weights (a GPU in bf16, or cpu-as-device standing in for one): kept in bf16 alone,
   // with the fp32 master weights of the optimizer's ZeRO-1 range (model/parameter_placement.h).
   const ShardLayout optimizer_range{int64_t(model_.params().size()), world_, rank_};
-  if (opt_.weight_storage == "bf16" && be.bf16_weights() && !be.host_memory())
+  if (opt_.weight_storage == StoredAs::kBf16 && be.bf16_weights() && !be.host_memory())
     placement.set_bf16_weight_storage(size_t(optimizer_range.begin()),
                                       size_t(optimizer_range.end()),
-                                      opt_.gradient_storage == "bf16");
+                                      opt_.gradient_storage == StoredAs::kBf16);
   model_.set_backend(be);
   model_.set_context_group(p_.grid.context_comm.get());
   model_.set_recompute(tc_.recompute);
@@ -178,7 +178,7 @@ void TrainingRun::build() {
   placement.set_resident(true);  // sends the initial or restored weights over (off the host)
   for (const ParamSpec& ps : model_.params().registry().specs())
     if (ps.group == OptimGroup::Buffer) balancer_ranges_.emplace_back(ps.offset, size_t(ps.numel));
-  heartbeat_.beat_phase("start", step_, g_);
+  heartbeat_.beat_phase(BeatPhase::kStart, step_, g_);
   checkpoints_ =
       std::make_unique<ShardedCheckpoint>(p_.ckpt_root, tc_.keep_last, tc_.keep_every, &comm_);
   // Drill "die in the middle of a checkpoint write": every rank file written, not yet committed.
@@ -500,7 +500,7 @@ void TrainingRun::finish(int64_t first_step, Clock::time_point t_start) {
     }
   }
   if (p_.tasks && !p_.tasks->last().is_null()) sum_.tasks = p_.tasks->last();
-  heartbeat_.beat_phase("checkpoint", step_, g_);
+  heartbeat_.beat_phase(BeatPhase::kCheckpoint, step_, g_);
   checkpoints_->wait();  // the final save must be on disk before the run reports success
   announce_checkpoint();
   sum_.last_checkpoint = checkpoints_->last_saved();
@@ -529,10 +529,22 @@ void TrainingRun::finish(int64_t first_step, Clock::time_point t_start) {
   comm_.barrier();  // the run's files are complete when any rank returns
   sum_.elapsed_s = seconds_since(t_start);
   if (lead_) write_run_summary(sum_);
-  heartbeat_.beat_phase("done", step_, g_);
+  heartbeat_.beat_phase(BeatPhase::kDone, step_, g_);
 }
 
 }  // namespace
+
+const std::map<std::string, StoredAs>& stored_as_names() {
+  static const std::map<std::string, StoredAs> names{{"bf16", StoredAs::kBf16},
+                                                     {"fp32", StoredAs::kFp32}};
+  return names;
+}
+
+ResumeFrom ResumeFrom::parse(const std::string& text) {
+  if (text.empty()) return {};
+  if (text == "auto") return {Kind::kLatest, {}};
+  return {Kind::kCheckpoint, text};
+}
 
 TrainSummary run_training(const TrainOptions& opt) {
   const auto t_start = Clock::now();
@@ -550,7 +562,7 @@ TrainSummary run_training(const TrainOptions& opt) {
     sum.already_finished = true;
     sum.steps = plan.finished_at;
     // A supervisor that restarted a job which had in fact finished sees it end at that step.
-    HeartbeatWriter(sum.out_dir, comm->rank()).beat_phase("done", plan.finished_at, 0);
+    HeartbeatWriter(sum.out_dir, comm->rank()).beat_phase(BeatPhase::kDone, plan.finished_at, 0);
     return sum;
   }
   sum.metrics_path = plan.metrics_path;

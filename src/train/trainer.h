@@ -8,12 +8,29 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "backend/precision.h"
+
 namespace zaya {
+
+// Where a bf16 run keeps its weights, or its gradients (TrainOptions): in bf16 alone, or in fp32.
+enum class StoredAs { kBf16, kFp32 };
+const std::map<std::string, StoredAs>& stored_as_names();  // "bf16", "fp32"
+
+// Where a run starts (`--resume`): afresh, from the newest complete checkpoint under its
+// OUT/ckpt (none there: afresh), or from a named checkpoint directory.
+struct ResumeFrom {
+  enum class Kind { kNone, kLatest, kCheckpoint };
+  Kind kind = Kind::kNone;
+  std::string checkpoint;  // for kCheckpoint
+  // The flag's text: "auto" is kLatest, anything else a checkpoint directory, empty kNone.
+  static ResumeFrom parse(const std::string& text);
+};
 
 struct TrainOptions {
   std::string config_path;
@@ -21,9 +38,8 @@ struct TrainOptions {
   int64_t max_steps = -1;    // overrides train.max_steps when ≥ 0
   int context_parallel = 0;  // overrides train.context_parallel when ≥ 1
   bool progress = true;      // live progress line on stderr
-  // "auto": the newest checkpoint under OUT/ckpt that verifies (none: start from scratch);
-  // otherwise a checkpoint directory. Empty: no resume.
-  std::string resume;
+  // kLatest: the newest checkpoint under OUT/ckpt that verifies (none: start from scratch).
+  ResumeFrom resume;
   // Start from these weights instead of the seeded init (an HF model directory, a zaya checkpoint
   // or a run's ckpt/ root; see ckpt/hf_interop.h): continued pretraining with a fresh optimizer,
   // schedule and data order. The model config must match the run's. Ignored when resuming.
@@ -38,15 +54,15 @@ struct TrainOptions {
   // cpu-as-device. The optimizer, ZeRO-1 and checkpoints stay on the host either way, so a
   // checkpoint does not depend on the device that wrote it.
   std::string device = "auto";
-  std::string precision = "auto";  // fp32, bf16 (cuda only) or auto: bf16 on cuda
-  // Where the products take bf16 weights: "bf16" keeps the weights in bf16 alone, with the fp32
-  // master weights of the rank's ZeRO-1 range (ParameterPlacement::set_bf16_weight_storage); "fp32"
+  Precision precision = Precision::kAuto;  // kBf16 on cuda (or cpu-as-device's stand-in)
+  // Where the products take bf16 weights: kBf16 keeps the weights in bf16 alone, with the fp32
+  // master weights of the rank's ZeRO-1 range (ParameterPlacement::set_bf16_weight_storage); kFp32
   // keeps full fp32 weights on every rank and rounds a bf16 copy each forward. The same bits.
-  std::string weight_storage = "bf16";
-  // With bf16 weight storage: "bf16" keeps the Muon matrices' gradients in bf16 too (each
+  StoredAs weight_storage = StoredAs::kBf16;
+  // With bf16 weight storage: kBf16 keeps the Muon matrices' gradients in bf16 too (each
   // product's backward adds into them with one rounding, so accumulation rounds once per
-  // micro-batch); "fp32" keeps every gradient in fp32.
-  std::string gradient_storage = "bf16";
+  // micro-batch); kFp32 keeps every gradient in fp32.
+  StoredAs gradient_storage = StoredAs::kBf16;
 };
 
 struct TrainSummary {

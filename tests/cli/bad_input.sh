@@ -53,6 +53,13 @@ if [[ ! -e /dev/nvidiactl && ! -e /dev/nvidia0 ]]; then
   expect_error membw-cuda-no-gpu "--device cuda: " -- "$ZAYA" bench membw --device cuda
 fi
 expect_error gemm-bf16 "--dtype bf16" -- "$ZAYA" bench gemm --dtype bf16
+# Modes are parsed once, at the flag, naming it and listing the modes (issue 40).
+expect_error precision-unknown "--precision: 'fp16' is not one of auto, bf16, fp32" -- \
+  "$ZAYA" bench step --config "$SRC/configs/tiny.json" --precision fp16
+expect_error weight-storage-unknown "--weight-storage: 'bf32' is not one of bf16, fp32" -- \
+  "$ZAYA" train --config "$SRC/configs/tiny.json" --weight-storage bf32
+expect_error serve-precision-unknown "--precision: 'FP32' is not one of auto, bf16, fp32" -- \
+  "$ZAYA" serve --model "$WORK" --precision FP32
 expect_error gemm-bad-shape "--shapes: '12x3' is not MxNxK" -- "$ZAYA" bench gemm --shapes 4x4x4,12x3
 expect_error gemm-bad-model "cannot open config file" -- "$ZAYA" bench gemm --shapes "model:$WORK/nope.json"
 expect_error membw-times "--times" -- "$ZAYA" bench membw --times 1

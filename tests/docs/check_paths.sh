@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Every path the documentation names must exist in the tree (ctest: docs.paths).
+# Every path the documentation and the code comments name must exist in the tree (ctest:
+# docs.paths).
 #
 # Usage: tests/docs/check_paths.sh [REPO_ROOT]   (default: the repository holding this script)
 #
@@ -142,8 +143,43 @@ for doc in "${docs[@]}"; do
   done < <(extract "$doc")
 done
 
+# (c) Code comments: in every tracked source, script and CMake file, the words of a comment (after
+# // in C++ and CUDA, after # in shell, Python and CMake) that look like paths in the repository
+# or like src/ modules must exist (relative to the root, or to src/ for a module such as
+# bench/gemm_bench.h). A possessive 's and a trailing :LINE or :A:B (a config's :batch:seq) are
+# stripped; placeholders are skipped as above.
+comment_words() {  # comment_words FILE MARKER: "LINE<TAB>WORD" for the path-looking words
+  awk -v marker="$2" '
+    { i = index($0, marker); if (i == 0) next
+      n = split(substr($0, i + length(marker)), w, /[ \t`(]+/)
+      for (k = 1; k <= n; ++k) if (w[k] ~ /\//) print NR "\t" w[k] }' "$1"
+}
+trail=",;:.)\"'\\]"
+sources=0
+while IFS= read -r f; do
+  case "$f" in
+    *.sh | *.py | *CMakeLists.txt | *.cmake) marker='#' ;;
+    *) marker='//' ;;
+  esac
+  sources=$((sources + 1))
+  while IFS=$'\t' read -r line word; do
+    word=${word#[\"\']}
+    while [[ -n "$word" && "$trail" == *"${word: -1}"* ]]; do word=${word%?}; done
+    word=${word%\'s}
+    [[ "$word" =~ ^([^:]*):[0-9] ]] && word=${BASH_REMATCH[1]}
+    looks_like_repo_path "$word" || looks_like_source_path "$word" || continue
+    is_placeholder "$word" && continue
+    checked=$((checked + 1))
+    if ! exists_in_tree "$word" && ! exists_in_tree "src/$word"; then
+      echo "$f:$line: missing path $word (in a comment)"
+      missing=$((missing + 1))
+    fi
+  done < <(comment_words "$f" "$marker")
+done < <(git ls-files src apps tests bench scripts fuzz CMakeLists.txt 2> /dev/null |
+  grep -E '(\.(h|cpp|cu|cuh|inc|sh|py|mjs|cmake)|CMakeLists\.txt)$' | grep -v node_modules)
+
 if ((missing)); then
-  echo "FAIL: $missing path(s) named in the docs do not exist (of $checked checked in ${#docs[@]} files)"
+  echo "FAIL: $missing path(s) named in the docs or in code comments do not exist (of $checked checked in ${#docs[@]} docs and $sources sources)"
   exit 1
 fi
-echo "ok: all $checked paths named in ${#docs[@]} docs exist"
+echo "ok: all $checked paths named in ${#docs[@]} docs and the comments of $sources sources exist"

@@ -26,7 +26,7 @@ floors='
 7 apps
 '
 
-# Every include as "file line from-folder to-folder": the folder of src/a/b.h is a; an include
+# Every include as "file line from-folder to-folder": the folder of src/DIR/FILE.h is DIR; an include
 # without a slash names a file beside the includer.
 edges=$(find src apps -type f \( -name '*.h' -o -name '*.cpp' -o -name '*.cu' -o -name '*.cuh' \
           -o -name '*.inc' -o -name '*.in' \) | LC_ALL=C sort | while read -r f; do

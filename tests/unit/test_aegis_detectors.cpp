@@ -31,6 +31,18 @@ Heartbeat beat(int rank, int64_t step, double time, const char* phase = "step",
                              "test beat");
 }
 
+// A heartbeat's phase is read once into its mode; a phase no writer sends is an error naming
+// the field, never a silent "not a step".
+TEST(Heartbeat, PhasesAreReadIntoTheirModes) {
+  EXPECT_EQ(beat(0, 0, 0, "checkpoint").phase, BeatPhase::kCheckpoint);
+  EXPECT_EQ(heartbeat_from_json(heartbeat_to_json(beat(0, 3, 1, "done")), "round trip").phase,
+            BeatPhase::kDone);
+  const std::string e = test::error_of([] { beat(0, 0, 0, "Step"); });
+  EXPECT_NE(e.find("test beat: field 'phase' must be start, step, checkpoint or done, got 'Step'"),
+            std::string::npos)
+      << e;
+}
+
 TEST(HangTimeout, IsTheFloorOrFactorTimesTheLongestRecentInterval) {
   EXPECT_EQ(derive_hang_timeout({}, 5, 30), 30);
   EXPECT_EQ(derive_hang_timeout({1, 2, 3}, 5, 10), 15);  // 5 x 3 s beats the 10 s floor

@@ -67,7 +67,7 @@ TEST(DeviceRegistry, TheEmulatedDeviceIsUsableWithOneRank) {
                                           .timings = true}));
 
   const ComputeDevice d = open_device("cuda-emu");
-  EXPECT_EQ(d.precision, "bf16");  // the default where the device takes bf16 by default
+  EXPECT_EQ(d.precision, Precision::kBf16);  // the default where the device takes bf16 by default
   EXPECT_FALSE(d.backend->host_memory());
   EXPECT_STREQ(d.backend->name(), "cuda");
   dist::LocalCommunicator host;

@@ -46,32 +46,31 @@ TEST(DeviceSelect, UnknownNamesAreRefusedByName) {
 // bf16 is the GPU's; cpu-as-device takes it as the stand-in for a bf16 GPU's weights (its own
 // backend object, whose products read bf16 weights), and auto stays fp32 off the GPU.
 TEST(DeviceSelect, Bf16IsRefusedOnTheCpuAndAutoIsFp32OffTheGpu) {
-  EXPECT_EQ(open_device("cpu", "auto").precision, "fp32");
-  EXPECT_EQ(open_device("cpu-as-device", "auto").precision, "fp32");
-  EXPECT_EQ(open_device("cpu-as-device", "fp32").precision, "fp32");
-  EXPECT_FALSE(open_device("cpu-as-device", "fp32").backend->bf16_weights());
-  const ComputeDevice stand_in = open_device("cpu-as-device", "bf16");
-  EXPECT_EQ(stand_in.precision, "bf16");
+  EXPECT_EQ(open_device("cpu", Precision::kAuto).precision, Precision::kFp32);
+  EXPECT_EQ(open_device("cpu-as-device", Precision::kAuto).precision, Precision::kFp32);
+  EXPECT_EQ(open_device("cpu-as-device", Precision::kFp32).precision, Precision::kFp32);
+  EXPECT_FALSE(open_device("cpu-as-device", Precision::kFp32).backend->bf16_weights());
+  const ComputeDevice stand_in = open_device("cpu-as-device", Precision::kBf16);
+  EXPECT_EQ(stand_in.precision, Precision::kBf16);
   EXPECT_TRUE(stand_in.backend->bf16_weights());
   EXPECT_FALSE(stand_in.backend->host_memory());
   EXPECT_EQ(stand_in.backend, &cpu_as_device_backend(true));
   try {
-    open_device("cpu", "bf16");
+    open_device("cpu", Precision::kBf16);
     ADD_FAILURE() << "cpu took --precision bf16";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("--precision bf16: the cpu backend computes in fp32"),
               std::string::npos)
         << e.what();
   }
-  try {
-    open_device("cpu", "fp16");
-    ADD_FAILURE() << "took --precision fp16";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(
-                  "--precision: 'fp16' is not a precision (expected fp32, bf16 or auto)"),
-              std::string::npos)
-        << e.what();
-  }
+}
+
+// A precision is a mode parsed once, from its name: every name maps to its mode and back, and
+// nothing else is one (the flags refuse "fp16" naming the flag: cli.bad_input).
+TEST(DeviceSelect, PrecisionNamesAreTheModes) {
+  EXPECT_EQ(precision_names().size(), 3u);
+  for (const auto& [name, mode] : precision_names()) EXPECT_EQ(name, precision_name(mode));
+  EXPECT_EQ(precision_names().count("fp16"), 0u);
 }
 
 TEST(DeviceSelect, MissingAndForeignPluginsAreRefusedWithTheReason) {

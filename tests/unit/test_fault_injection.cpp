@@ -140,7 +140,7 @@ TEST(Heartbeat, WriterFillsIdentityAndTheReaderGetsNanBack) {
   EXPECT_EQ(hb.grad_norm, 1.5);
   EXPECT_EQ(hb.sample_begin, 448);
   EXPECT_EQ(hb.sample_end, 512);
-  EXPECT_EQ(hb.phase, "step");
+  EXPECT_EQ(hb.phase, BeatPhase::kStep);
   EXPECT_EQ(hb.pid, int64_t(::getpid()));
   EXPECT_FALSE(hb.host.empty());
   EXPECT_GT(hb.time, 1.6e9);

@@ -246,7 +246,7 @@ TEST(SizeShapes, HandCountReproducesZaya1Base) {
 // target (no shallower or deeper even depth is closer); and the widths follow the stated rules.
 void expect_follows_rules(const Candidate& k, const HardwareProfile& p, double active) {
   const ModelConfig& c = k.config;
-  const int64_t a = p.device == "gpu" ? 128 : 64;
+  const int64_t a = p.device == ProfileDevice::kGpu ? 128 : 64;
   const int64_t E = c.hidden_size;
   EXPECT_EQ(E % a, 0);
   EXPECT_EQ(c.expert_hidden % a, 0);
@@ -255,7 +255,8 @@ void expect_follows_rules(const Candidate& k, const HardwareProfile& p, double a
   EXPECT_EQ(c.router_dim, std::max<int64_t>(16, E / 8 / 16 * 16)) << "hidden " << E;
   EXPECT_EQ(c.q_dim() * 2, E);
   EXPECT_TRUE(c.num_q_heads == 4 * c.num_kv_heads || c.num_q_heads == 2 * c.num_kv_heads);
-  EXPECT_EQ(c.head_dim, p.device == "gpu" ? 128 : (E >= 512 ? 64 : 32)) << "hidden " << E;
+  EXPECT_EQ(c.head_dim, p.device == ProfileDevice::kGpu ? 128 : (E >= 512 ? 64 : 32))
+      << "hidden " << E;
   EXPECT_EQ(c.vocab_size % 64, 0);
   ASSERT_EQ(c.num_stages % 2, 0);
   ASSERT_GE(c.num_stages, 2);
