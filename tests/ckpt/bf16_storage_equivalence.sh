@@ -103,7 +103,7 @@ sys.exit(not (len(b) == 16 and abs(a[9] - b[9]) <= 1e-6 * abs(a[9])))" \
 fi
 "$ZAYA" train --config "$WORK/train.json" --out "$WORK/bad" --device cpu-as-device \
   --precision bf16 --weight-storage bf15 > "$WORK/bad.log" 2>&1
-check "an unknown --weight-storage is refused by name" grep -q "weight-storage: bf15 not in {bf16,fp32}" "$WORK/bad.log"
+check "an unknown --weight-storage is refused by name" grep -q "weight-storage: 'bf15' is not one of bf16, fp32" "$WORK/bad.log"
 check "... before the run directory is made" test ! -e "$WORK/bad"
 echo "$passes passed, $fails failed"
 ((fails == 0))

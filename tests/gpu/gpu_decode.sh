@@ -83,7 +83,7 @@ check "$([[ $rc == 0 && -n "$answer" && "$answer" == "${greedy[0]}" ]] && echo 1
 check "$(grep -q 'on cuda-emu' "$WORK/serve.err" && echo 1 || echo 0)" "serve names its device"
 
 msg=$("${G[@]}" --device cuda-emu --precision bf16 --prompt x 2>&1); rc=$?
-check "$([[ $rc -ne 0 && $rc -lt 128 && $msg == *"--precision: 'bf16' is not available for decoding"* ]] && echo 1 || echo 0)" \
+check "$([[ $rc -ne 0 && $rc -lt 128 && $msg == *"--precision bf16 is not available for decoding"* ]] && echo 1 || echo 0)" \
   "--precision bf16 is refused, named"
 
 echo "gpu decode: $fails failed"
