@@ -47,6 +47,10 @@ struct TrainOptions {
   // product's backward adds into them with one rounding, so accumulation rounds once per
   // micro-batch); "fp32" keeps every gradient in fp32.
   std::string gradient_storage = "bf16";
+  // The peak MFU is taken against, in TFLOP/s (--peak-tflops: the device's datasheet figure for
+  // the run's precision, e.g. 989 for an H100's dense bf16); 0: measured at start on a square
+  // product of the run's backend and precision (train/step_accounting.h).
+  double peak_tflops = 0;
 };
 
 struct TrainSummary {
@@ -71,6 +75,9 @@ struct TrainSummary {
   std::vector<std::string> samples;
   std::string tasks_plot_path;  // OUT/tasks.svg when there are tasks
   nlohmann::json tasks;  // the last evaluation of the "eval" section's tasks (train/train_tasks.h)
+  double peak_tflops = 0;   // what MFU was taken against (given, or measured at start)
+  std::string peak_source;  // which of the two
+  double mfu = 0;           // over the run's training steps: tokens / train_s x FLOPs / peak
   // Peak resident memory of each rank's process (getrusage), gathered at the end of the run.
   std::vector<int64_t> peak_rss_bytes;
   // Rank 0's memory of the model on its device: the activations' high water (the step's arena),
