@@ -57,6 +57,12 @@ void add_train_options(CLI::App& train, TrainArgs& a) {
                   "with --precision bf16 and --weight-storage bf16: bf16 (the Muon matrices' "
                   "gradients in bf16, 2 bytes each, rounded once per product and micro-batch; "
                   "the others fp32) or fp32 (every gradient in fp32, 4 bytes)");
+  train
+      .add_option("--peak-tflops", a.train.peak_tflops,
+                  "the peak MFU is taken against, in TFLOP/s (the device's datasheet figure in the "
+                  "run's precision, e.g. 989 for an H100 in dense bf16); default: measured at "
+                  "start on a square product of this device (printed)")
+      ->check(AtLeast(0.0));
   train.add_flag("--no-progress", a.no_progress, "no live progress line");
   train.add_flag("--fixed-threads", a.fixed_threads,
                  "keep the thread count of --threads for the whole run; by default it drops "

@@ -41,6 +41,7 @@
 #include "train/run_outputs.h"
 #include "train/run_plan.h"
 #include "train/skip_windows.h"
+#include "train/step_accounting.h"
 #include "train/stop_signals.h"
 #include "train/thread_governor.h"
 
@@ -79,6 +80,7 @@ struct StepOutcome {
   std::vector<RouteCounts> stage_counts;  // every rank's route counts per MoE stage
   double own_s = 0;                       // this rank's own work before it waited for others
   double dt = 0;                          // the whole step
+  StepTimes times;                        // where its wall time went (train/step_accounting.h)
   bool stop = false;                      // a stop signal reached some rank
 };
 
@@ -107,8 +109,10 @@ class TrainingRun {
   void restore();
   void print_header() const;
   StepBatch sample();
-  double forward_backward(const StepBatch& b, std::vector<int64_t>& route_counts, bool nan_drill);
-  StepOutcome update(const StepBatch& b, double loss_sum, std::vector<int64_t>& route_counts);
+  double forward_backward(const StepBatch& b, std::vector<int64_t>& route_counts, bool nan_drill,
+                          StepTimes& times);
+  StepOutcome update(const StepBatch& b, double loss_sum, std::vector<int64_t>& route_counts,
+                     const StepTimes& times_so_far);
   bool agree_on_stop();
   void log(const StepBatch& b, const StepOutcome& o, int threads, bool eval, bool tasks, bool last);
   void checkpoint(bool last, bool stop);
@@ -144,6 +148,8 @@ class TrainingRun {
   std::vector<int64_t> samples_;
   EvalResult last_eval_;
   double train_s_ = 0;
+  std::unique_ptr<StepAccounting> accounting_;  // the lead rank's: FLOPs, MFU, times, routers
+  double last_checkpoint_s_ = 0;  // the save after the previous step, for the next record
 };
 
 void TrainingRun::build() {
@@ -284,7 +290,8 @@ StepBatch TrainingRun::sample() {
 // This rank's micro-batches: forward, route counts, backward (gradients accumulate). Returns the
 // sum of their losses.
 double TrainingRun::forward_backward(const StepBatch& b, std::vector<int64_t>& route_counts,
-                                     bool nan_drill) {
+                                     bool nan_drill, StepTimes& times) {
+  PartClock clock;
   const int n_moe = int(p_.model.num_moe_stages()), n_routes = int(p_.model.num_routes());
   const int S = b.S, B = tc_.micro_batch;
   const bool overlap = update_->zero1() && tc_.overlap_reduce && !nan_drill;
@@ -299,6 +306,7 @@ double TrainingRun::forward_backward(const StepBatch& b, std::vector<int64_t>& r
       std::copy_n(window_.begin(), S, tokens_.begin() + size_t(k) * S);
       std::copy_n(window_.begin() + 1, S, targets_.begin() + size_t(k) * S);
     }
+    clock.mark(times.data_s);
     // Under context parallelism the model computes this rank's chunks of the sequences.
     loss_sum += model_.forward(tokens_, targets_, B, S);
     for (int k = 0; k < n_moe; ++k) {
@@ -306,6 +314,7 @@ double TrainingRun::forward_backward(const StepBatch& b, std::vector<int64_t>& r
       accumulate_routes(c, model_.routes(balancer_->stage_of(k)));
       for (int e = 0; e < n_routes; ++e) route_counts[size_t(k * n_routes + e)] += c[size_t(e)];
     }
+    clock.mark(times.forward_s);
     // Every micro-batch loss is a mean over its tokens; the step's loss is their mean over
     // all data ranks, so each backward carries 1 / (micro-batches of the whole step). Context
     // ranks each hold a share of their micro-batch's gradient; the reduction sums the shares.
@@ -315,8 +324,8 @@ double TrainingRun::forward_backward(const StepBatch& b, std::vector<int64_t>& r
     if (overlap && last_micro) model_.set_gradients_final(update_->begin_overlapped_reduce());
     model_.backward(1.0f / float(b.micro_steps * p_.grid.data));
     if (overlap && last_micro) model_.set_gradients_final(nullptr);
-    // Fewer threads while other work holds the CPU, decided after each micro-batch (a step
-    // can be long): the numbers are the same at any thread count.
+    clock.mark(times.backward_s);
+    // Fewer threads while other work holds the CPU, decided per micro-batch (same numbers).
     const std::string thread_change = threads_->tick(step_ + 1);
     if (lead_ && !thread_change.empty())
       std::fprintf(stderr, "%s%s\n", erase_line(), thread_change.c_str());
@@ -326,18 +335,23 @@ double TrainingRun::forward_backward(const StepBatch& b, std::vector<int64_t>& r
 
 // The gradients reduced, the parameters and the routers' biases updated.
 StepOutcome TrainingRun::update(const StepBatch& b, double loss_sum,
-                                std::vector<int64_t>& route_counts) {
+                                std::vector<int64_t>& route_counts, const StepTimes& times_so_far) {
   const int n_moe = int(p_.model.num_moe_stages()), n_routes = int(p_.model.num_routes());
   StepOutcome o;
+  o.times = times_so_far;
+  PartClock clock;
   // The gradients' reduce-scatter first: every rank has started all of its buckets before it
-  // blocks in a host collective. (With NCCL a rank whose GPU waits for a bucket another rank
-  // has not started, while that rank waits in MPI for this one, would never move.)
+  // blocks in a host collective (with NCCL, a rank whose GPU waits for a bucket another rank has
+  // not started, while that rank waits in MPI for this one, would never move).
   sum_.grad_reduce_wait_s += update_->reduce_gradients();
+  clock.mark(o.times.reduce_wait_s);
   // Global figures: the loss and the routers' loads over every rank's micro-batches.
   dist::sum_over_ranks(&comm_, std::span<double>(&loss_sum, 1));
   dist::sum_over_ranks(&comm_, route_counts);
+  clock.mark(o.times.sums_s);
   o.lr = learning_rate(p_.optim, step_, p_.schedule_steps);
   o.grad_norm = update_->step(o.lr);
+  clock.mark(o.times.optimizer_s);
   o.stage_counts.resize(size_t(n_moe));
   for (int k = 0; k < n_moe; ++k)
     o.stage_counts[size_t(k)].assign(route_counts.begin() + k * n_routes,
@@ -345,6 +359,7 @@ StepOutcome TrainingRun::update(const StepBatch& b, double loss_sum,
   balancer_->update(model_.params(), o.stage_counts);  // same counts on every rank: same biases
   // The host holds the biases' master copy: the backend gets the new ones.
   for (const auto& [offset, n] : balancer_ranges_) model_.placement().push_weights(offset, n);
+  clock.mark(o.times.router_s);
   tokens_done_ += b.seqs * b.S;
   // Every context rank of a data rank holds the same (group-wide) loss: world = data × context.
   o.loss = loss_sum / double(b.micro_steps * world_);
@@ -377,6 +392,7 @@ void TrainingRun::log(const StepBatch& b, const StepOutcome& o, int threads, boo
     json load = json::array();
     for (const RouteCounts& counts : o.stage_counts) load.push_back(expert_load(counts).fractions);
     rec["expert_load"] = load;
+    accounting_->add_to(rec, step_tokens, b.S, o.dt, o.times, o.stage_counts);
     if (eval) rec["val_loss"] = last_eval_.loss;
     if (tasks) rec["tasks"] = p_.tasks->last();
     metrics_->write(rec);
@@ -386,9 +402,11 @@ void TrainingRun::log(const StepBatch& b, const StepOutcome& o, int threads, boo
     if (eval) std::snprintf(val, sizeof(val), " | val %.4f", last_eval_.loss);
     char line[256];
     std::snprintf(line, sizeof(line),
-                  "step %lld/%lld | loss %.4f%s | %.0f tok/s | lr %.2e | gnorm %.2f | ETA %s",
+                  "step %lld/%lld | loss %.4f%s | %.0f tok/s | MFU %.1f%% | lr %.2e | gnorm %.2f | "
+                  "ETA %s",
                   (long long)(step_ + 1), (long long)p_.total_steps, o.loss, val,
-                  step_tokens / o.dt, o.lr, o.grad_norm, format_duration(eta).c_str());
+                  step_tokens / o.dt, 100.0 * rec["mfu"].get<double>(), o.lr, o.grad_norm,
+                  format_duration(eta).c_str());
     const std::string text = line + (tasks ? p_.tasks->log_text() : std::string());
     if (tty_ && !tasks)
       std::fprintf(stderr, "\r\033[K%s", text.c_str());
@@ -426,6 +444,11 @@ void TrainingRun::checkpoint(bool last, bool stop) {
 void TrainingRun::run(Clock::time_point t_start) {
   stop_signals_ = std::make_unique<StopSignals>();
   threads_ = std::make_unique<ThreadGovernor>(opt_.adaptive_threads, omp_get_max_threads());
+  if (lead_) {
+    accounting_ = std::make_unique<StepAccounting>(p_.model, p_.device, opt_.peak_tflops);
+    std::fprintf(stderr, "MFU against %.3g TFLOP/s (%s)\n", accounting_->peak().flops_per_s / 1e12,
+                 accounting_->peak().source.c_str());
+  }
   print_header();
   const int n_moe = int(p_.model.num_moe_stages()), n_routes = int(p_.model.num_routes());
   const int64_t first_step = step_;
@@ -440,14 +463,16 @@ void TrainingRun::run(Clock::time_point t_start) {
     // step's reduce-scatter waits for it.
     const bool nan_drill = faults_.loss_fault(step_ + 1);
     std::vector<int64_t> route_counts(size_t(n_moe) * size_t(n_routes), 0);
-    double loss_sum = forward_backward(b, route_counts, nan_drill);
+    StepTimes times;
+    double loss_sum = forward_backward(b, route_counts, nan_drill, times);
     if (nan_drill) {  // Aegis drill: NaN loss and gradients (update skipped)
       loss_sum = std::numeric_limits<double>::quiet_NaN();
       model_.placement().fill_grads(std::nanf(""));
     }
     // This rank's own work, before it waits for the others (stragglers show up in heartbeats).
     const double own_s = seconds_since(t0);
-    StepOutcome o = update(b, loss_sum, route_counts);
+    times.checkpoint_s = last_checkpoint_s_;
+    StepOutcome o = update(b, loss_sum, route_counts, times);
     o.own_s = own_s;
     o.stop = agree_on_stop();
     if (o.stop && sum_.stop_signal.empty()) {
@@ -465,10 +490,13 @@ void TrainingRun::run(Clock::time_point t_start) {
     train_s_ += o.dt;
     if (eval || tasks) {
       try {
+        PartClock clock;
         if (eval)
           last_eval_ = evaluate(model_, *p_.loader, b.S, tc_.eval_windows, tc_.micro_batch,
                                 tc_.context_parallel > 1 ? p_.grid.data_comm.get() : &comm_);
+        clock.mark(o.times.eval_s);
         if (tasks) p_.tasks->evaluate(model_, &comm_);  // reads the weights, nothing else
+        clock.mark(o.times.tasks_s);
       } catch (const Error& e) {
         if (!last) throw;  // the last step's evaluation may not cost the run its final save
         if (lead_) std::fprintf(stderr, "warning: the final evaluation failed: %s\n", e.what());
@@ -476,7 +504,9 @@ void TrainingRun::run(Clock::time_point t_start) {
     }
     sum_.final_loss = o.loss;
     log(b, o, step_threads, eval, tasks, last);
+    const PartClock save_clock;
     checkpoint(last, o.stop);
+    last_checkpoint_s_ = save_clock.elapsed();
     if (o.stop) {
       sum_.interrupted = true;
       ++step_;
@@ -506,6 +536,11 @@ void TrainingRun::finish(int64_t first_step, Clock::time_point t_start) {
   sum_.last_checkpoint = checkpoints_->last_saved();
   sum_.steps = step_;
   sum_.train_s = train_s_;
+  if (accounting_) {
+    sum_.peak_tflops = accounting_->peak().flops_per_s / 1e12;
+    sum_.peak_source = accounting_->peak().source;
+    sum_.mfu = accounting_->mfu_over(train_s_);
+  }
   sum_.tokens = tokens_done_;
   sum_.final_val_loss = last_eval_.loss;
   sum_.unigram_val_loss = last_eval_.unigram;
@@ -533,18 +568,6 @@ void TrainingRun::finish(int64_t first_step, Clock::time_point t_start) {
 }
 
 }  // namespace
-
-const std::map<std::string, StoredAs>& stored_as_names() {
-  static const std::map<std::string, StoredAs> names{{"bf16", StoredAs::kBf16},
-                                                     {"fp32", StoredAs::kFp32}};
-  return names;
-}
-
-ResumeFrom ResumeFrom::parse(const std::string& text) {
-  if (text.empty()) return {};
-  if (text == "auto") return {Kind::kLatest, {}};
-  return {Kind::kCheckpoint, text};
-}
 
 TrainSummary run_training(const TrainOptions& opt) {
   const auto t_start = Clock::now();

@@ -15,22 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/precision.h"
+#include "train/train_modes.h"
 
 namespace zaya {
-
-// Where a bf16 run keeps its weights, or its gradients (TrainOptions): in bf16 alone, or in fp32.
-enum class StoredAs { kBf16, kFp32 };
-const std::map<std::string, StoredAs>& stored_as_names();  // "bf16", "fp32"
-
-// Where a run starts (`--resume`): afresh, from the newest complete checkpoint under its
-// OUT/ckpt (none there: afresh), or from a named checkpoint directory.
-struct ResumeFrom {
-  enum class Kind { kNone, kLatest, kCheckpoint };
-  Kind kind = Kind::kNone;
-  std::string checkpoint;  // for kCheckpoint
-  // The flag's text: "auto" is kLatest, anything else a checkpoint directory, empty kNone.
-  static ResumeFrom parse(const std::string& text);
-};
 
 struct TrainOptions {
   std::string config_path;
@@ -63,6 +50,10 @@ struct TrainOptions {
   // product's backward adds into them with one rounding, so accumulation rounds once per
   // micro-batch); kFp32 keeps every gradient in fp32.
   StoredAs gradient_storage = StoredAs::kBf16;
+  // The peak MFU is taken against, in TFLOP/s (--peak-tflops: the device's datasheet figure for
+  // the run's precision, e.g. 989 for an H100's dense bf16); 0: measured at start on a square
+  // product of the run's backend and precision (train/step_accounting.h).
+  double peak_tflops = 0;
 };
 
 struct TrainSummary {
@@ -87,6 +78,9 @@ struct TrainSummary {
   std::vector<std::string> samples;
   std::string tasks_plot_path;  // OUT/tasks.svg when there are tasks
   nlohmann::json tasks;  // the last evaluation of the "eval" section's tasks (train/train_tasks.h)
+  double peak_tflops = 0;   // what MFU was taken against (given, or measured at start)
+  std::string peak_source;  // which of the two
+  double mfu = 0;           // over the run's training steps: tokens / train_s x FLOPs / peak
   // Peak resident memory of each rank's process (getrusage), gathered at the end of the run.
   std::vector<int64_t> peak_rss_bytes;
   // Rank 0's memory of the model on its device: the activations' high water (the step's arena),

@@ -29,7 +29,7 @@ JSON
 # The LM head and loss in blocks of 24 tokens x 100 vocabulary entries: 12 steps whose losses are
 # run1's (to rounding).
 sed 's/"seed": 7,/"seed": 7, "lm_head_chunk_tokens": 24, "lm_head_chunk_vocab": 100,/' "$WORK/train.json" > "$WORK/chunked.json"
-"$ZAYA" --threads 2 train --config "$WORK/chunked.json" --out "$WORK/run4" --max-steps 12 --no-progress --fixed-threads > "$WORK/run4.log" 2>&1 || { cat "$WORK/run4.log"; exit 1; }
+"$ZAYA" --threads 2 train --config "$WORK/chunked.json" --out "$WORK/run4" --max-steps 12 --no-progress --fixed-threads --peak-tflops 0.5 > "$WORK/run4.log" 2>&1 || { cat "$WORK/run4.log"; exit 1; }
 cat "$WORK/run1.log"
 $PY - "$WORK" <<'PY'
 import json, sys
@@ -43,7 +43,7 @@ def check(ok, what):
     print(("ok   " if ok else "FAIL ") + what)
     fails += not ok
     passes += bool(ok)
-strip = lambda r: {k: v for k, v in r.items() if k not in ("tokens_per_s", "threads")}
+strip = lambda r: {k: v for k, v in r.items() if k not in ("tokens_per_s", "threads", "mfu", "time_s", "memory")}
 check(len(a) == len(b) and all(strip(x) == strip(y) for x, y in zip(a, b)),
       f"two runs, same seed, 2 threads and 1: {len(a)} metric lines identical apart from tokens_per_s")
 check(all(r["threads"] == 2 for r in a) and all(r["threads"] == 1 for r in b),
@@ -69,7 +69,32 @@ b = s["blas"]
 check(b["library"].startswith("OpenBLAS ") and b["kernels"] and b["self_check"] == "passed"
       and b["source"] in ("library", "environment", "zaya", "flag") and b["cpu_features"],
       f"summary.json names the BLAS kernels ({b['kernels']}, {b['source']}) and the self-check")
+# The step accounting (issue 42, train/step_accounting.h): MFU from the record's own figures and
+# the summary's peak, the time by part within the step, memory, the routers' health.
+peak = s["peak_tflops"] * 1e12
+check(s["peak_source"].startswith("measured") and peak > 0 and 0 < s["mfu"] < 1,
+      f"summary.json: MFU {s['mfu']:.4f} against a measured peak of {s['peak_tflops']:.3g} TFLOP/s")
+check(all(r["flops_per_token"] > 0 and abs(r["mfu"] - r["tokens_per_s"] * r["flops_per_token"] / peak)
+          <= 1e-12 * r["mfu"] for r in a), "every step: mfu = tokens_per_s x flops_per_token / peak")
+check({r["flops_per_token"] for r in a if r["seq_len"] == 64} != {r["flops_per_token"] for r in a if r["seq_len"] == 32},
+      "the FLOPs per token follow the phase's sequence length (attention)")
+inner = ("data", "forward", "backward", "reduce_wait", "sums", "optimizer", "router")
+check(all(r["time_s"]["forward"] > 0 and r["time_s"]["backward"] > 0 and r["time_s"]["optimizer"] > 0
+          and sum(r["time_s"][k] for k in inner) <= r["time_s"]["step"] * (1 + 1e-9) for r in a),
+      "every step: the parts of its time are there and add up to no more than the step")
+check(all((r["time_s"]["eval"] > 0) == ("val_loss" in r) for r in a), "eval time exactly on the evaluated steps")
+check(all(0 < r["memory"]["rss_bytes"] <= r["memory"]["peak_rss_bytes"] and r["memory"]["device_bytes"] == 0
+          for r in a), "memory: resident now and at peak; no device on the CPU")
+ro = a[-1]["routers"]
+check(len(ro["entropy"]) == 2 and all(0 <= h <= ro["entropy_even"] + 1e-12 for h in ro["entropy"])
+      and ro["busiest_share"]["min"] <= ro["busiest_share"]["p50"] <= ro["busiest_share"]["max"] <= 1
+      and isinstance(ro["idle_routes"], list) and ro["idle_window_steps"] == min(100, len(a)),
+      f"routers: entropy per MoE stage, the busiest route's share, idle routes ({ro})")
+s4 = json.load(open(f"{work}/run4/summary.json"))
+check(s4["peak_tflops"] == 0.5 and s4["peak_source"] == "given (--peak-tflops)",
+      "--peak-tflops sets the peak MFU is taken against")
 log = open(f"{work}/run1.log").read()
+check("MFU against " in log and " | MFU " in log, "the log names the peak and the progress lines the MFU")
 check(log.count("blas: OpenBLAS") == 1 and f"{b['kernels']} kernels" in log,
       "the run's log gives the kernels once")
 print(f"train_smoke: {passes} passed, {fails} failed")
