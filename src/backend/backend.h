@@ -19,6 +19,7 @@
 
 #include "backend/op_types.h"
 #include "backend/optim_types.h"
+#include "backend/weight_ref.h"
 #include "core/arena.h"
 #include "core/error.h"
 
@@ -50,32 +51,12 @@ class Backend {
   }
   // Waits until the backend's queued work is done (timings; a no-op where ops run synchronously).
   virtual void synchronize() const {}
-  // The weights [base, base + n) that the following products read, unchanged until the next
-  // call: a backend whose products take lower-precision inputs rounds them once here instead of
-  // in every product (the bf16 CUDA backend). A no-op elsewhere.
-  virtual void set_product_weights(const float* /*base*/, size_t /*n*/) const {}
-  // The model's bf16 gradients: the gradient addresses [base, base + n) stand for the bf16
-  // values at bf16[0, n). A product's backward that adds into a weight gradient there adds its
-  // fp32 result into the bf16 values with one rounding per element (the other ops never write
-  // there). Holds until the next call; nullptr/0 ends it. Backends without bf16_weights()
-  // refuse.
-  virtual void set_stored_bf16_gradients(const float* /*base*/, size_t /*n*/,
-                                         uint16_t* /*bf16*/) const {
-    ZAYA_FAIL("the '", name(), "' backend has no bf16 gradients (its products take fp32)");
-  }
-  // Whether the products take bf16 weights (set_product_weights rounds them), so that the weights
-  // may be kept in bf16 alone (set_stored_bf16_weights).
+  // Whether the products compute on bf16 weights (the bf16 CUDA backend, cpu-as-device's bf16
+  // mode): the model then hands them bf16 weights (WeightRef::bf16), either a copy it rounds once
+  // per forward from its fp32 weights or its bf16 weight storage, and may keep the products'
+  // weight gradients in bf16 (GradRef::bf16). Every backend takes fp32 weights; one without this
+  // capability refuses bf16 ones. The backend keeps no state about the weights: each op is told.
   virtual bool bf16_weights() const { return false; }
-  // The model's bf16 weight storage (ParameterPlacement::set_bf16_weight_storage): the weight
-  // addresses [base, base + n) stand for the bf16 values at bf16[0, n), in the backend's memory.
-  // Every op that reads a weight there (the products and the embedding's gather) reads the bf16
-  // value instead, and no op reads or writes the fp32 addresses themselves (the model reserves them
-  // as addresses only). Holds until the next call of this or set_product_weights. Backends without
-  // bf16_weights() refuse.
-  virtual void set_stored_bf16_weights(const float* /*base*/, size_t /*n*/,
-                                       const uint16_t* /*bf16*/) const {
-    ZAYA_FAIL("the '", name(), "' backend has no bf16 weights (its products take fp32)");
-  }
   // Counts of to_host since the process started (all threads).
   int64_t host_reads() const { return host_reads_.load(std::memory_order_relaxed); }
   int64_t host_read_bytes() const { return host_read_bytes_.load(std::memory_order_relaxed); }

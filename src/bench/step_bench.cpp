@@ -21,10 +21,10 @@ StepBenchResult run_step_bench(const ModelConfig& config, const StepBenchOptions
   model.params().init(opt.seed);
   // The weights and gradients as training keeps them: in bf16 on a bf16 GPU (the Muon matrices'
   // gradients), with the fp32 master weights of one rank's range, all of them here
-  // (model/parameter_placement.h).
+  // (model/parameter_placement.h; the master weights are ParameterUpdate's).
   ParameterPlacement& placement = model.placement();
   if (device.backend->bf16_weights() && !device.backend->host_memory())
-    placement.set_bf16_weight_storage(0, model.params().size(), /*bf16_gradients=*/true);
+    placement.set_bf16_weight_storage(/*bf16_gradients=*/true);
   model.set_backend(*device.backend);
   placement.set_resident(true);
   model.set_lm_head_chunks({opt.lm_head_chunk_tokens, opt.lm_head_chunk_vocab});

@@ -304,9 +304,9 @@ float* BatchDecoder::run_stages(const StepTables& t, int n) {
   model_.ensure_bound();
   const ParamRegistry& reg = model_.params().registry();
   const auto weight = [&](const char* name) {
-    return model_.placement_.weight_address(reg.get(name).offset);
+    return model_.placement_.fp32_weight(reg.get(name).offset);
   };
-  const float* emb_w = model_.embedding_weights();
+  const float* emb_w = model_.placement_.fp32_weight(model_.embedding_offset());
 
   // h_{-1}: the embedding rows; each row's RoPE rows at its own position.
   float* h_prev = arena_.floats(size_t(n) * E);
@@ -333,7 +333,7 @@ float* BatchDecoder::run_stages(const StepTables& t, int n) {
   last_routes_.clear();
   last_n_ = n;
   for (int i = 0; i < L; ++i) {
-    const ZayaModel::Stage& st = model_.stages_[size_t(i)];
+    const ZayaModel::Stage& st = model_.decode_stage(i);
     float* res = arena_.floats(size_t(n) * E);
     be_.residual_merge_forward(res, h_prev, st.hb, st.hs, r_prev, st.rb, st.rs, n, E);
     float* x = arena_.floats(size_t(n) * E);

@@ -8,23 +8,26 @@
 #include "core/arena.h"
 #include "model/config.h"
 #include "model/context_shard.h"
+#include "model/tensor_views.h"
 
 namespace zaya {
 
 // A CCA stage's tensors: its weights (CcaWeights, read) or their gradients (CcaGrads, added
 // into), the same fields for both so that one binding fills either.
-template <class P>
+template <class Views>
 struct CcaTensors {
-  P qkvv;     // [Dq + Dk + Dk/2 + Dk/2, E]: linear_q, linear_k, val_proj1, val_proj2
-  P conv0_w;  // [C, 1, 2] depthwise
-  P conv0_b;  // [C]
-  P conv1_w;  // [C, d, 2] grouped, one group per head
-  P conv1_b;  // [C]
-  P temp;     // [n_k]
-  P o_proj;   // [E, Dq]
+  using Product = typename Views::Product;
+  using Plain = typename Views::Plain;
+  Product qkvv;    // [Dq + Dk + Dk/2 + Dk/2, E]: linear_q, linear_k, val_proj1, val_proj2
+  Plain conv0_w;   // [C, 1, 2] depthwise
+  Plain conv0_b;   // [C]
+  Plain conv1_w;   // [C, d, 2] grouped, one group per head
+  Plain conv1_b;   // [C]
+  Plain temp;      // [n_k]
+  Product o_proj;  // [E, Dq]
 };
-using CcaWeights = CcaTensors<const float*>;
-using CcaGrads = CcaTensors<float*>;
+using CcaWeights = CcaTensors<WeightViews>;
+using CcaGrads = CcaTensors<GradViews>;
 
 // What forward keeps for backward (all in the step's arena).
 struct CcaActivations {

@@ -38,7 +38,7 @@ void cca_decode_project(const Backend& be, float* q, const CcaDecodeRows& rows,
   const int n = rows.n;
   // 1. The fused projection of every row: q0 ‖ k0 ‖ v_cur ‖ v_prev_raw.
   float* proj = arena.floats(size_t(n) * D.P);
-  be.rows_matmul_forward(proj, x, w.qkvv, nullptr, n, D.E, D.P);
+  be.rows_matmul_forward(proj, x, w.qkvv.f32(kDecodeWeights), nullptr, n, D.E, D.P);
   // 1 for the query heads, the key temperatures for the key heads.
   float* head_temp = arena.floats(size_t(D.H));
   be.fill(head_temp, size_t(D.nq), 1.0f);
@@ -74,7 +74,7 @@ void cca_decode_project(const Backend& be, float* q, const CcaDecodeRows& rows,
 void cca_decode_output(const Backend& be, float* out, const float* att, int n, const CcaWeights& w,
                        const ModelConfig& c) {
   const Dims D(c);
-  be.rows_matmul_forward(out, att, w.o_proj, nullptr, n, D.Dq, D.E);
+  be.rows_matmul_forward(out, att, w.o_proj.f32(kDecodeWeights), nullptr, n, D.Dq, D.E);
 }
 
 }  // namespace zaya

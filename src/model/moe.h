@@ -8,25 +8,31 @@
 #include "backend/cpu/cpu_backend.h"
 #include "core/arena.h"
 #include "model/config.h"
+#include "model/tensor_views.h"
 
 namespace zaya {
 
 // A MoE stage's tensors: its weights (MoeWeights, read) or their gradients (MoeGrads, added
 // into), the same fields for both so that one binding fills either.
-template <class P>
+template <class Views>
 struct MoeTensors {
-  P down_w, down_b;    // [R, E], [R]
-  P states_scale;      // [R] γ of EDA; nullptr on the first MoE stage (no EDA)
-  P rms_w;             // [R]
-  P mlp0_w, mlp0_b;    // [R, R], [R]
-  P mlp2_w, mlp2_b;    // [R, R], [R]
-  P mlp4_w;            // [X+1, R]
-  P balancing_biases;  // [X+1], selection only (no gradient: its MoeGrads slot goes unused)
-  std::vector<P> fc1;  // X × [2F, E]
-  std::vector<P> fc2;  // X × [E, F]
+  using Product = typename Views::Product;
+  using Plain = typename Views::Plain;
+  Product down_w;            // [R, E]
+  Plain down_b;              // [R]
+  Plain states_scale;        // [R] γ of EDA; nullptr on the first MoE stage (no EDA)
+  Plain rms_w;               // [R]
+  Product mlp0_w;            // [R, R]
+  Plain mlp0_b;              // [R]
+  Product mlp2_w;            // [R, R]
+  Plain mlp2_b;              // [R]
+  Product mlp4_w;            // [X+1, R]
+  Plain balancing_biases;    // [X+1], selection only (no gradient: its MoeGrads slot unused)
+  std::vector<Product> fc1;  // X × [2F, E]
+  std::vector<Product> fc2;  // X × [E, F]
 };
-using MoeWeights = MoeTensors<const float*>;
-using MoeGrads = MoeTensors<float*>;
+using MoeWeights = MoeTensors<WeightViews>;
+using MoeGrads = MoeTensors<GradViews>;
 
 struct MoeActivations {
   const float* x = nullptr;           // [N, E] normalised stage input (caller-owned)

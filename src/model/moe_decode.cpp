@@ -10,18 +10,18 @@ void moe_decode(const Backend& be, float* out, float* state_out, const float* x,
   const int E = int(c.hidden_size), R = int(c.router_dim), X = int(c.num_experts), NR = X + 1;
   const int F = int(c.expert_hidden);
   // Router: down-projection, EDA, RMSNorm, GELU MLP, softmax over X+1 routes (moe.cpp's steps).
-  be.rows_matmul_forward(state_out, x, w.down_w, w.down_b, n, E, R);
+  be.rows_matmul_forward(state_out, x, w.down_w.f32(kDecodeWeights), w.down_b, n, E, R);
   if (w.states_scale && state_in) be.eda_forward(state_out, w.states_scale, state_in, n, R);
   float* hn = arena.floats(size_t(n) * R);
   be.rmsnorm_forward(hn, nullptr, state_out, w.rms_w, n, R, float(c.router_norm_eps));
   float* m1 = arena.floats(size_t(n) * R);
   float* m2 = arena.floats(size_t(n) * R);
-  be.rows_matmul_forward(m1, hn, w.mlp0_w, w.mlp0_b, n, R, R);
+  be.rows_matmul_forward(m1, hn, w.mlp0_w.f32(kDecodeWeights), w.mlp0_b, n, R, R);
   be.gelu_forward(m1, m1, long(n) * R);
-  be.rows_matmul_forward(m2, m1, w.mlp2_w, w.mlp2_b, n, R, R);
+  be.rows_matmul_forward(m2, m1, w.mlp2_w.f32(kDecodeWeights), w.mlp2_b, n, R, R);
   be.gelu_forward(m2, m2, long(n) * R);
   float* logits = arena.floats(size_t(n) * NR);
-  be.rows_matmul_forward(logits, m2, w.mlp4_w, nullptr, n, R, NR);
+  be.rows_matmul_forward(logits, m2, w.mlp4_w.f32(kDecodeWeights), nullptr, n, R, NR);
   float* probs = arena.floats(size_t(n) * NR);
   be.softmax_forward(probs, logits, n, NR);
 
@@ -41,15 +41,15 @@ void moe_decode(const Backend& be, float* out, float* state_out, const float* x,
   for (int e = 0; e < X; ++e) {
     const int first = off[size_t(e)], m = off[size_t(e) + 1] - first;
     if (m == 0) continue;
-    be.rows_matmul_forward(h1 + size_t(first) * 2 * F, xg + size_t(first) * E, w.fc1[size_t(e)],
-                           nullptr, m, E, 2 * F);
+    be.rows_matmul_forward(h1 + size_t(first) * 2 * F, xg + size_t(first) * E,
+                           w.fc1[size_t(e)].f32(kDecodeWeights), nullptr, m, E, 2 * F);
   }
   be.swiglu_forward(sw, h1, n_exp, F);
   for (int e = 0; e < X; ++e) {
     const int first = off[size_t(e)], m = off[size_t(e) + 1] - first;
     if (m == 0) continue;
-    be.rows_matmul_forward(y + size_t(first) * E, sw + size_t(first) * F, w.fc2[size_t(e)], nullptr,
-                           m, F, E);
+    be.rows_matmul_forward(y + size_t(first) * E, sw + size_t(first) * F,
+                           w.fc2[size_t(e)].f32(kDecodeWeights), nullptr, m, F, E);
   }
   // out[t] = gate · expert output, or gate · x on the skip route (mixture-of-depths).
   be.moe_combine_forward(out, y, x, probs, routes, order, n, n_exp, E, NR);

@@ -1,10 +1,12 @@
 // Where a model's parameters and gradients live: the host's fp32 ParamStore (the master copy
 // checkpoints are written from), copies in a backend's own memory (a GPU), and the bf16 weight
-// storage. It answers one question for the model's math, "at which address do the ops read the
-// weight at flat offset o, and add its gradient?" (weight_address, grad_address), and it moves
-// values between the places: pushes and pulls, the optimizer's loads and stores, ZeRO-1's packed
-// gather. The model (model/zaya_model.h) owns the math and rebinds its views of the weights
-// whenever the layout changed (layout_version).
+// storage. It answers one question for the model's math, "where, and of which element type, do
+// the ops read the weight at flat offset o, and add its gradient?" (weight, grad), and it moves
+// values between the places: pushes and pulls, the gradients' loads and the weights' stores.
+// What only training needs, the fp32 master weights of a bf16 run and ZeRO-1's bf16 packing, is
+// the optimizer's (optim/master_weights.h, optim/bf16_weight_codec.h). The model
+// (model/zaya_model.h) owns the math and rebinds its views of the weights whenever the layout
+// changed (layout_version).
 #pragma once
 
 #include <cstddef>
@@ -13,7 +15,7 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "core/reserved_addresses.h"
+#include "model/bf16_split.h"
 #include "model/config.h"
 #include "model/params.h"
 
@@ -31,7 +33,7 @@ class ParameterPlacement {
   const ParamStore& params() const { return params_; }
   const Backend& backend() const { return *be_; }
 
-  // Changes each time the addresses weight_address and grad_address return change: whoever
+  // Changes each time what weight and grad return changes: whoever
   // keeps views of them rebinds when it differs from the one they were bound at.
   uint64_t layout_version() const { return layout_version_; }
 
@@ -50,7 +52,7 @@ class ParameterPlacement {
   bool resident() const { return resident_ && !be_->host_memory(); }
   bool resident_wanted() const { return resident_; }
   // The weights and gradients the ops use, in the backend's memory (the ParamStore's on the host).
-  // Not with bf16 weight storage, where the weights are not one fp32 buffer (master_weights()).
+  // Not with bf16 weight storage, where the weights are not one fp32 buffer (store_weights).
   float* backend_weights();
   // Not with bf16 gradients (load_grads).
   float* backend_grads();
@@ -62,87 +64,73 @@ class ParameterPlacement {
   // bf16 weight storage, for a backend whose products take bf16 weights (Backend::bf16_weights):
   // the weights of the products (the Muon matrices and the tied embedding, which is also
   // gathered) live in the backend's memory as bf16 alone, the other tensors (norms, biases,
-  // convolutions, scales: a few per mille of the parameters) in fp32, and the fp32 master
-  // weights of the flat range [master_begin, master_end) (the rank's ZeRO-1 range, which its
-  // optimizer updates) beside them: 2 bytes per parameter plus 4 per parameter of the range,
+  // convolutions, scales: a few per mille of the parameters) in fp32: 2 bytes per parameter
   // where full fp32 weights and their bf16 copy take 6. The products read the bf16 values the
-  // fp32 path would round them to, so the two paths compute the same bits.
+  // fp32 path would round them to, so the two paths compute the same bits. The optimizer keeps
+  // the fp32 master weights of its range beside them (optim/master_weights.h) and writes what
+  // it changes back with store_weights; push_weights and pull_weights convert (the host copy
+  // gets the stored values).
   //
   // Takes effect on a backend with bf16 weights and its own memory (now or at the next
-  // set_backend); elsewhere the weights stay one fp32 buffer. The trainer then updates
-  // master_weights() and writes every range it changes back with store_weights; push_weights
-  // and pull_weights convert (the host copy holds the master values in the range and the stored
-  // values elsewhere).
+  // set_backend); elsewhere the weights stay one fp32 buffer.
   //
   // With bf16_gradients the Muon matrices' gradients are kept in bf16 too (2 bytes each instead
   // of 4; every other gradient stays fp32, the embedding's among them): each product's backward
   // adds its fp32 result into them with one rounding, so accumulating micro-batches rounds once
   // per micro-batch. Needs resident parameters; the gradients are then read with load_grads.
-  void set_bf16_weight_storage(size_t master_begin, size_t master_end, bool bf16_gradients = false);
-  bool bf16_weight_storage() const { return !stored_runs_.empty(); }  // in effect
+  void set_bf16_weight_storage(bool bf16_gradients = false);
+  bool bf16_weight_storage() const { return stored_; }  // in effect
   bool bf16_gradients() const { return bf16_weight_storage() && bf16_grads_wanted_; }
   // The gradients of flat [offset, offset + n) as fp32 into dst (backend memory), from wherever
   // they are kept (the bf16 ones widened); with fp32 gradients a copy of backend_grads().
   void load_grads(size_t offset, size_t n, float* dst);
   // Every gradient = value (the bf16 ones rounded): the trainer's NaN drill.
   void fill_grads(float value);
-  float* master_weights() { return dev_master_.floats(); }  // [end − begin]
-  size_t master_begin() const { return master_begin_; }
-  size_t master_end() const { return master_end_; }
   // Writes flat [offset, offset + n) from fp32 values in the backend's memory: the bf16 tensors
-  // rounded, the others copied (not the master weights).
+  // rounded, the others copied.
   void store_weights(size_t offset, size_t n, const float* values);
-  // ZeRO-1's all-gather in bf16 (Zero1Sync::WeightCodec): the values of flat [offset, offset + n)
-  // travel as the bf16 of the bf16 tensors plus, in order, the fp32 tensors' values (a few per
-  // mille). fp32_count: how many of those; pack_weights: the two parts of fp32 values (the
-  // master's); store_packed_weights: the inverse, into the storage. Backend memory throughout.
-  int64_t fp32_count(size_t offset, size_t n) const;
-  void pack_weights(size_t offset, size_t n, const float* values, uint16_t* bf16,
-                    float* fp32) const;
-  void store_packed_weights(size_t offset, size_t n, const uint16_t* bf16, const float* fp32);
-  // Bytes of weights in the backend's memory (fp32 buffer, or bf16 + fp32 + master).
+  // Writes the bf16 tensors' values in flat [offset, offset + n), already bf16 (ZeRO-1's bf16
+  // all-gather); the range must hold bf16 tensors only.
+  void store_bf16_weights(size_t offset, size_t n, const uint16_t* values);
+  // Bytes of weights in the backend's memory (fp32 buffer and the products' bf16 copy, or the
+  // bf16 weight storage).
   size_t weight_bytes() const;
   size_t grad_bytes() const;  // and of gradients (fp32 buffer, or bf16 + fp32)
 
-  // The address the ops read the weight at flat `offset` from: weights_base() + offset, or with
-  // bf16 weight storage the reserved address (bf16 tensors) or the fp32 tensors' buffer.
-  const float* weight_address(size_t offset) const;
-  // The same for the gradient the backward adds into at flat `offset`: grads_base() + offset,
-  // or with bf16 gradients the reserved address or the fp32 gradients' buffer.
-  float* grad_address(size_t offset);
-  // The fp32 weights in the backend's memory (the ParamStore's on the host); not with bf16
-  // weight storage.
-  const float* weights_base() const;
+  // Whether the products compute on bf16 weights: a backend of its own memory whose products
+  // take them (Backend::bf16_weights). The products' weights (weight_in_bf16, params.h) are then
+  // read in bf16: from the bf16 weight storage, or from a bf16 copy of the fp32 weights that
+  // round_product_weights refreshes.
+  bool bf16_products() const { return !split_.empty(); }
+  // Rounds the fp32 weights of the products into their bf16 copy (bf16_products() without bf16
+  // weight storage; a no-op otherwise): the model's forward does, once, before its products.
+  void round_product_weights();
+  // What the ops read for the weight at flat `offset`: the fp32 weights, or with bf16_products()
+  // the bf16 values of a product's weight.
+  WeightRef weight(size_t offset) const;
+  // The fp32 weight at flat `offset` (a norm, a bias, a convolution, a scale; or any weight
+  // where the weights are fp32, as decoding reads them). Throws for a weight kept in bf16 alone.
+  const float* fp32_weight(size_t offset) const;
+  // Where the backward adds the gradient at flat `offset`: fp32, or with bf16 gradients the bf16
+  // values of a product's weight gradient.
+  GradRef grad(size_t offset);
+  // The fp32 gradient at flat `offset`; throws for one kept in bf16.
+  float* fp32_grad(size_t offset);
+  // The fp32 gradients in the backend's memory (the ParamStore's on the host); not with bf16
+  // gradients.
   float* grads_base();
-  // With bf16 weight storage: the reserved ranges standing for the bf16 weights and gradients
-  // (Backend::set_stored_bf16_weights and set_stored_bf16_gradients), and their bf16 buffers.
-  const float* stored_weight_addresses() const;
-  const uint16_t* stored_bf16_weights() const;
-  const float* stored_grad_addresses() const;
-  uint16_t* stored_bf16_grads();
 
  private:
   // Releases every copy of the parameters in a backend's memory (and the storage's layout).
   void release_device_parameters();
   // Lays out the bf16 weight storage in the backend's memory (set_backend then fills it).
   void lay_out_bf16_storage();
+  const float* weights_base() const;
   // Moves host [offset, offset + n) into the storage (push) or back (pull), through the staging
   // buffer, a chunk at a time.
   void push_stored(size_t offset, size_t n);
   void pull_stored();
   void layout_changed() { ++layout_version_; }
-
-  // The flat layout as runs of tensors of one kind, for the bf16 weight storage.
-  struct StoredRun {
-    size_t begin = 0, n = 0;  // flat [begin, begin + n)
-    bool bf16 = false;        // the weights in bf16 (else in dev_w32_ at fp32_at)
-    bool bf16_grads = false;  // the gradients in bf16 (else in dev_g32_ at grad_fp32_at)
-    size_t fp32_at = 0, grad_fp32_at = 0;
-  };
-  const StoredRun& stored_run(size_t offset) const;
-  // fn(run, lo, hi) for each run's part [lo, hi) of flat [offset, offset + n), in order.
-  void for_each_run(size_t offset, size_t n,
-                    const std::function<void(const StoredRun*, size_t, size_t)>& fn) const;
 
   ParamStore params_;
   const Backend* be_;
@@ -151,10 +139,11 @@ class ParameterPlacement {
   BackendBuffer dev_weights_, dev_grads_;
   bool resident_ = false;  // see set_resident
   bool bf16_storage_wanted_ = false, bf16_grads_wanted_ = false;
-  size_t master_begin_ = 0, master_end_ = 0;
-  std::vector<StoredRun> stored_runs_;
-  ReservedAddresses weight_addresses_, grad_addresses_;
-  BackendBuffer dev_w16_, dev_w32_, dev_master_, dev_staging_, dev_g16_, dev_g32_;
+  Bf16Split split_;      // with bf16_products()
+  bool stored_ = false;  // the bf16 weight storage is in effect
+  // dev_w16_: the bf16 weights at their flat offsets, stored (bf16 weight storage) or the
+  // products' copy (round_product_weights); the slots of the fp32 tensors go unused.
+  BackendBuffer dev_w16_, dev_w32_, dev_staging_, dev_g16_, dev_g32_;
 };
 
 }  // namespace zaya

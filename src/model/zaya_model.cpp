@@ -28,15 +28,16 @@ void ZayaModel::set_backend(const Backend& backend) {
   logits_valid_ = have_loss_ = chunked_loss_ = false;
 }
 
-template <class P, class Address>
-ZayaModel::StageTensors<P> ZayaModel::bind_stage(int i, Address at) const {
+template <class Views, class Product, class Plain>
+ZayaModel::StageTensors<Views> ZayaModel::bind_stage(int i, Product product, Plain plain) const {
   const ParamRegistry& reg = params().registry();
-  auto tensor = [&](const std::string& name) { return at(reg.get(name).offset); };
-  auto optional = [&](const std::string& name) -> P {
+  auto tensor = [&](const std::string& name) { return plain(reg.get(name).offset); };
+  auto matrix = [&](const std::string& name) { return product(reg.get(name).offset); };
+  auto optional = [&](const std::string& name) -> typename Views::Plain {
     const ParamSpec* s = reg.find(name);
-    return s ? at(s->offset) : nullptr;
+    return s ? plain(s->offset) : nullptr;
   };
-  StageTensors<P> s{};
+  StageTensors<Views> s{};
   const std::string p = "model.layers." + std::to_string(i) + ".";
   s.norm_w = tensor(p + "input_norm.weight");
   s.hs = tensor(p + "res_scale.hidden_states_scale");
@@ -45,27 +46,27 @@ ZayaModel::StageTensors<P> ZayaModel::bind_stage(int i, Address at) const {
   s.rb = optional(p + "res_scale.residual_bias");
   if (ModelConfig::is_attention_stage(i)) {
     const std::string a = p + "self_attn.";
-    s.cca = CcaTensors<P>{tensor(a + "qkv.linear_q.weight"), tensor(a + "qkv.conv_qk.0.weight"),
-                          tensor(a + "qkv.conv_qk.0.bias"),  tensor(a + "qkv.conv_qk.1.weight"),
-                          tensor(a + "qkv.conv_qk.1.bias"),  tensor(a + "qkv.temp"),
-                          tensor(a + "o_proj.weight")};
+    s.cca = CcaTensors<Views>{matrix(a + "qkv.linear_q.weight"), tensor(a + "qkv.conv_qk.0.weight"),
+                              tensor(a + "qkv.conv_qk.0.bias"),  tensor(a + "qkv.conv_qk.1.weight"),
+                              tensor(a + "qkv.conv_qk.1.bias"),  tensor(a + "qkv.temp"),
+                              matrix(a + "o_proj.weight")};
   } else {
     const std::string r = p + "zaya_block.router.";
-    MoeTensors<P>& m = s.moe;
-    m.down_w = tensor(r + "down_proj.weight");
+    MoeTensors<Views>& m = s.moe;
+    m.down_w = matrix(r + "down_proj.weight");
     m.down_b = tensor(r + "down_proj.bias");
     m.states_scale = optional(r + "router_states_scale");
     m.rms_w = tensor(r + "rmsnorm_eda.weight");
-    m.mlp0_w = tensor(r + "router_mlp.0.weight");
+    m.mlp0_w = matrix(r + "router_mlp.0.weight");
     m.mlp0_b = tensor(r + "router_mlp.0.bias");
-    m.mlp2_w = tensor(r + "router_mlp.2.weight");
+    m.mlp2_w = matrix(r + "router_mlp.2.weight");
     m.mlp2_b = tensor(r + "router_mlp.2.bias");
-    m.mlp4_w = tensor(r + "router_mlp.4.weight");
+    m.mlp4_w = matrix(r + "router_mlp.4.weight");
     m.balancing_biases = tensor(r + "balancing_biases");
     for (int e = 0; e < int(config_.num_experts); ++e) {
       const std::string x = p + "zaya_block.experts.local_experts." + std::to_string(e) + ".";
-      m.fc1.push_back(tensor(x + "linear_fc1.weight"));
-      m.fc2.push_back(tensor(x + "linear_fc2.weight"));
+      m.fc1.push_back(matrix(x + "linear_fc1.weight"));
+      m.fc2.push_back(matrix(x + "linear_fc2.weight"));
     }
   }
   return s;
@@ -84,8 +85,15 @@ void ZayaModel::bind_weights() {
         final_from_[size_t(i)] =
             std::max(final_from_[size_t(i)], int64_t(spec.offset) + spec.numel);
   // Where the ops read a weight and add its gradient (the layout of the buffers in use).
-  auto weight_at = [this](size_t offset) { return placement_.weight_address(offset); };
-  auto grad_at = [this](size_t offset) { return placement_.grad_address(offset); };
+  auto weight_at = [this](size_t offset) { return placement_.weight(offset); };
+  auto fp32_weight_at = [this](size_t offset) { return placement_.fp32_weight(offset); };
+  auto grad_at = [this](size_t offset) { return placement_.grad(offset); };
+  auto fp32_grad_at = [this](size_t offset) { return placement_.fp32_grad(offset); };
+  auto fp32_product_at = [this](size_t offset) {
+    return WeightRef(placement_.fp32_weight(offset));
+  };
+  // Decoding's fp32 views: none where the weights are kept in bf16 alone (the decoder refuses).
+  const bool fp32_copy = placement_.bf16_products() && !placement_.bf16_weight_storage();
   stages_.assign(L, Stage{});
   grads_.assign(L, StageGrads{});
   for (int i = 0; i < L; ++i) {
@@ -98,9 +106,13 @@ void ZayaModel::bind_weights() {
                   size_t(config_.conv_channels() + config_.kv_dim() / 2) * config_.hidden_size,
           "parameter layout: CCA projections of stage ", i, " are not contiguous");
     }
-    stages_[size_t(i)] = bind_stage<const float*>(i, weight_at);
-    grads_[size_t(i)] = bind_stage<float*>(i, grad_at);
+    stages_[size_t(i)] = bind_stage<WeightViews>(i, weight_at, fp32_weight_at);
+    grads_[size_t(i)] = bind_stage<GradViews>(i, grad_at, fp32_grad_at);
   }
+  fp32_stages_.clear();
+  if (fp32_copy)
+    for (int i = 0; i < L; ++i)
+      fp32_stages_.push_back(bind_stage<WeightViews>(i, fp32_product_at, fp32_weight_at));
 }
 
 void ZayaModel::set_rope_theta(double theta) {
@@ -138,12 +150,8 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
   if (sharded_) shard_ = ContextShard(context_group_, S);
   check_inputs(tokens, targets, B, S);
   const RopeTables rope = take_inputs(tokens, targets, B, S);
-  // The weights stay as they are until the next forward (the backward reads the same ones).
-  if (placement_.bf16_weight_storage())
-    be().set_stored_bf16_weights(placement_.stored_weight_addresses(), params().size(),
-                                 placement_.stored_bf16_weights());
-  else
-    be().set_product_weights(placement_.weights_base(), params().size());
+  // The products' bf16 copy, once per forward (the backward reads the same one).
+  placement_.round_product_weights();
   // Embedding (no sqrt(E) scaling): this is h_{-1}, the first "branch output".
   const int N = B_ * T_, E = int(config_.hidden_size);
   emb_ = arena_.floats(size_t(N) * E);
@@ -227,8 +235,8 @@ RopeTables ZayaModel::take_inputs(std::span<const int32_t> tokens, std::span<con
   return rope;
 }
 
-const float* ZayaModel::embedding_weights() const {
-  return placement_.weight_address(params().registry().get("model.embed_tokens.weight").offset);
+WeightRef ZayaModel::embedding_weights() const {
+  return placement_.weight(embedding_offset());
 }
 
 // The L stages; with recompute each keeps only what its backward cannot recompute.
@@ -268,7 +276,7 @@ void ZayaModel::stages_forward(const RopeTables& rope) {
 // Final merge with model.res_scale, final_norm, the tied LM head and the loss.
 float ZayaModel::head_forward() {
   const int N = B_ * T_, E = int(config_.hidden_size), V = int(config_.vocab_size);
-  const float* emb_w = embedding_weights();
+  const WeightRef emb_w = embedding_weights();
   const float* h_prev = acts_.empty() ? emb_ : acts_.back().h;  // the last stage's output
   const float* r_prev = acts_.empty() ? nullptr : acts_.back().r;
   const ParamRegistry& reg = params().registry();
@@ -277,11 +285,11 @@ float ZayaModel::head_forward() {
   final_y_ = arena_.floats(size_t(N) * E);
   be().merge_rmsnorm_forward(
       final_r_, final_y_, final_rstd_, h_prev,
-      placement_.weight_address(reg.get("model.res_scale.hidden_states_bias").offset),
-      placement_.weight_address(reg.get("model.res_scale.hidden_states_scale").offset), r_prev,
-      placement_.weight_address(reg.get("model.res_scale.residual_bias").offset),
-      placement_.weight_address(reg.get("model.res_scale.residual_scale").offset),
-      placement_.weight_address(reg.get("model.final_norm.weight").offset), N, E,
+      placement_.fp32_weight(reg.get("model.res_scale.hidden_states_bias").offset),
+      placement_.fp32_weight(reg.get("model.res_scale.hidden_states_scale").offset), r_prev,
+      placement_.fp32_weight(reg.get("model.res_scale.residual_bias").offset),
+      placement_.fp32_weight(reg.get("model.res_scale.residual_scale").offset),
+      placement_.fp32_weight(reg.get("model.final_norm.weight").offset), N, E,
       float(config_.norm_eps));
   have_loss_ = !targets_.empty();
   chunked_loss_ = have_loss_ && lm_chunks_.enabled();
@@ -371,19 +379,14 @@ void ZayaModel::backward(float loss_scale) {
   // stage's are final as soon as it is done, and set_gradients_final reports them.
   const bool in_place = !copy_grads;
   if (copy_grads) be().to_device(G, params().grads(), sizeof(float) * params().size());
-  // bf16 gradients: the products' backward adds into the bf16 values behind grad_address.
-  if (placement_.bf16_gradients())
-    be().set_stored_bf16_gradients(placement_.stored_grad_addresses(), params().size(),
-                                   placement_.stored_bf16_grads());
   const StreamGrads top = head_backward(loss_scale);
   if (gradients_final_ && in_place) gradients_final_(final_from_[size_t(config_.num_stages)]);
   float* demb = stages_backward(top, in_place);
   // Embedding rows, accumulated in token order (deterministic).
-  be().embedding_backward(placement_.grad_address(embedding_offset()), demb, op_tokens_, N, E,
+  be().embedding_backward(placement_.fp32_grad(embedding_offset()), demb, op_tokens_, N, E,
                           int(config_.vocab_size));
   if (copy_grads)  // one explicit copy of the gradients back, over the host's
     be().to_host(params().grads(), G, sizeof(float) * params().size());
-  if (placement_.bf16_gradients()) be().set_stored_bf16_gradients(nullptr, 0, nullptr);
   if (gradients_final_) gradients_final_(0);
 }
 
@@ -397,10 +400,10 @@ ZayaModel::StreamGrads ZayaModel::head_backward(float loss_scale) {
   const int N = B_ * T_, E = int(config_.hidden_size), V = int(config_.vocab_size);
   const int L = int(config_.num_stages);
   const ParamRegistry& reg = params().registry();
-  auto w = [&](const char* name) { return placement_.weight_address(reg.get(name).offset); };
-  auto g = [&](const char* name) { return placement_.grad_address(reg.get(name).offset); };
-  const float* emb_w = w("model.embed_tokens.weight");
-  float* emb_g = g("model.embed_tokens.weight");
+  auto w = [&](const char* name) { return placement_.fp32_weight(reg.get(name).offset); };
+  auto g = [&](const char* name) { return placement_.fp32_grad(reg.get(name).offset); };
+  const WeightRef emb_w = embedding_weights();
+  const GradRef emb_g = placement_.grad(embedding_offset());
   const float scale = loss_count_ ? loss_scale / float(loss_count_) : 0.0f;
   float* dy = arena_.zeros(size_t(N) * E);
   if (chunked_loss_) {

@@ -12,7 +12,6 @@
 
 #include "backend/op_types.h"
 #include "core/arena.h"
-#include "core/reserved_addresses.h"
 #include "model/cca.h"
 #include "model/config.h"
 #include "model/context_shard.h"
@@ -116,14 +115,14 @@ class ZayaModel {
                               // activations
   // A stage's tensors: its weights (Stage, read by the forward and backward) or their gradients
   // (StageGrads, added into by the backward), filled by one binding (bind_stage).
-  template <class P>
+  template <class Views>
   struct StageTensors {
-    P norm_w, hs, hb, rs, rb;
-    CcaTensors<P> cca{};
-    MoeTensors<P> moe{};
+    typename Views::Plain norm_w, hs, hb, rs, rb;
+    CcaTensors<Views> cca{};
+    MoeTensors<Views> moe{};
   };
-  using Stage = StageTensors<const float*>;
-  using StageGrads = StageTensors<float*>;
+  using Stage = StageTensors<WeightViews>;
+  using StageGrads = StageTensors<GradViews>;
   struct StageActivations {
     float* r = nullptr;     // merged residual r_i [N, E]
     float* rstd = nullptr;  // [N]
@@ -135,17 +134,22 @@ class ZayaModel {
     float* kept_state = nullptr;    // with recompute: its router state [N, R]
   };
 
-  // Points the stage views at the weights and gradients the ops use (the placement's
-  // weight_address and grad_address); ensure_bound does when the placement's layout changed
+  // Points the stage views at the weights and gradients the ops use (the placement's weight and
+  // grad); ensure_bound does when the placement's layout changed
   // since (forward, backward and the decoder call it before they read the views).
   void bind_weights();
   void ensure_bound() {
     if (bound_layout_ != placement_.layout_version()) bind_weights();
   }
-  // Stage i's views of the tensors at the addresses `at` gives for flat offsets.
-  template <class P, class Address>
-  StageTensors<P> bind_stage(int i, Address at) const;
+  // Stage i's views: `product` gives the products' weights (or gradients) at flat offsets,
+  // `plain` every other tensor's.
+  template <class Views, class Product, class Plain>
+  StageTensors<Views> bind_stage(int i, Product product, Plain plain) const;
   const Backend& be() const { return placement_.backend(); }
+  // Stage i's fp32 weights, as decoding reads them.
+  const Stage& decode_stage(int i) const {
+    return fp32_stages_.empty() ? stages_[size_t(i)] : fp32_stages_[size_t(i)];
+  }
   // RMSNorm of stage i's merged residual and its block (CCA or MoE) into h [N, E]; fills
   // acts_[i] but r and h. Used by forward() and, with recompute, by backward().
   // With merge_from (the previous stage's h and r), the merge into acts_[i].r comes first, fused
@@ -165,7 +169,7 @@ class ZayaModel {
                          int S);
   void stages_forward(const RopeTables& rope);
   float head_forward();
-  const float* embedding_weights() const;
+  WeightRef embedding_weights() const;
   size_t embedding_offset() const;
   // backward()'s parts: the head (loss, LM head, final norm and merge) and the stages.
   struct StreamGrads {
@@ -191,6 +195,9 @@ class ZayaModel {
   std::function<void(int64_t)> gradients_final_;
   uint64_t bound_layout_ = 0;  // the placement's layout_version the views were bound at
   std::vector<Stage> stages_;
+  // The stages' fp32 weights, which decoding reads (its row products are fp32): stages_ itself
+  // unless the products read bf16 copies.
+  std::vector<Stage> fp32_stages_;
   std::vector<StageGrads> grads_;
   Arena arena_;
 

@@ -15,13 +15,12 @@ ParameterUpdate::ParameterUpdate(ParameterPlacement& placement, const OptimConfi
       be_(placement.backend()),
       optimizer_(placement.params().registry(), config, comm, &placement.backend(), data_comm) {
   const int64_t n = int64_t(placement_.params().size());
-  // The optimizer updates the master weights of its range: they must be the placement's.
-  ZAYA_CHECK(!placement_.bf16_weight_storage() ||
-                 (optimizer_.shard().begin() == int64_t(placement_.master_begin()) &&
-                  optimizer_.shard().end() == int64_t(placement_.master_end())),
-             "ParameterUpdate: the optimizer's range [", optimizer_.shard().begin(), ", ",
-             optimizer_.shard().end(), ") differs from the master weights' range [",
-             placement_.master_begin(), ", ", placement_.master_end(), ")");
+  if (placement_.bf16_weight_storage()) {  // the optimizer steps the master of its range
+    master_ = MasterWeights(be_, placement_.params(), size_t(optimizer_.shard().begin()),
+                            size_t(optimizer_.shard().end()));
+    bf16_codec_ = std::make_unique<Bf16WeightCodec>(placement_);
+    codec_ = bf16_codec_->functions();
+  }
   const int world = comm ? comm->world_size() : 1;
   if (world > 1) {
     zero1_ = std::make_unique<Zero1Sync>(data_comm ? *data_comm : *comm, n, bucket_floats, &be_);
@@ -33,20 +32,21 @@ ParameterUpdate::ParameterUpdate(ParameterPlacement& placement, const OptimConfi
   grad_source_ = [this](int64_t offset, int64_t count, float* dst) {
     placement_.load_grads(size_t(offset), size_t(count), dst);
   };
-  // At several ranks the gathered bf16 weights travel as bf16 (the fp32 tensors' values in fp32).
-  codec_.fp32_count = [this](int64_t offset, int64_t count) {
-    return placement_.fp32_count(size_t(offset), size_t(count));
-  };
-  codec_.pack = [this](int64_t offset, int64_t count, const float* values, uint16_t* bf16,
-                       float* fp32) {
-    placement_.pack_weights(size_t(offset), size_t(count), values, bf16, fp32);
-  };
-  codec_.store = [this](int64_t offset, int64_t count, const uint16_t* bf16, const float* fp32) {
-    placement_.store_packed_weights(size_t(offset), size_t(count), bf16, fp32);
-  };
-  codec_.store_fp32 = [this](int64_t offset, const float* values, int64_t count) {
-    placement_.store_weights(size_t(offset), size_t(count), values);
-  };
+}
+
+void ParameterUpdate::push_weights(size_t offset, size_t n) {
+  placement_.push_weights(offset, n);
+  if (placement_.bf16_weight_storage()) master_.load(placement_.params(), offset, n);
+}
+
+void ParameterUpdate::load_master_weights() {
+  if (placement_.bf16_weight_storage())
+    master_.load(placement_.params(), 0, placement_.params().size());
+}
+
+void ParameterUpdate::pull_weights() {
+  placement_.pull_weights();
+  if (placement_.bf16_weight_storage()) master_.save(placement_.params());
 }
 
 std::function<void(int64_t)> ParameterUpdate::begin_overlapped_reduce() {
@@ -77,7 +77,7 @@ double ParameterUpdate::step(double lr) {
   if (placement_.bf16_weight_storage()) {
     // The optimizer updates the master weights of this rank's range; the new values are stored
     // (rounded to bf16 where the products read them) on every rank.
-    float* const master = placement_.master_weights();
+    float* const master = master_.values();
     float* step_grads = zero1_ ? shard_grads_.floats() : nullptr;
     if (!zero1_) {
       if (placement_.bf16_gradients()) {  // one rank: its range is every gradient
@@ -104,7 +104,7 @@ double ParameterUpdate::step(double lr) {
 void ParameterUpdate::gather_master_weights_to_host() {
   if (!placement_.bf16_weight_storage() || !zero1_) return;
   float* host = placement_.params().weights();
-  zero1_->all_gather_weights(placement_.master_weights(),
+  zero1_->all_gather_weights(master_.values(),
                              [&](int64_t offset, const float* values, int64_t count) {
                                be_.to_host(host + offset, values, sizeof(float) * size_t(count));
                              });

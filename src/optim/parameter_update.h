@@ -18,6 +18,8 @@
 
 #include "backend/backend.h"
 #include "model/parameter_placement.h"
+#include "optim/bf16_weight_codec.h"
+#include "optim/master_weights.h"
 #include "optim/optim_config.h"
 #include "optim/optimizer.h"
 #include "optim/zero1_sync.h"
@@ -28,8 +30,8 @@ class ParameterUpdate {
  public:
   // comm: the host communicator of the ranks that share the parameters (nullptr: one rank).
   // data_comm: the one ZeRO-1's buckets and the Muon pieces move over, in the backend's memory
-  // (nullptr: comm). With bf16 weight storage the placement's master range must be this rank's
-  // ZeRO-1 range (ShardLayout{parameters, world, rank}); a different one is refused.
+  // (nullptr: comm). With bf16 weight storage it keeps the fp32 master weights of this rank's
+  // ZeRO-1 range (optim/master_weights.h), loaded from the host copy now.
   ParameterUpdate(ParameterPlacement& placement, const OptimConfig& config,
                   dist::Communicator* comm = nullptr, dist::Communicator* data_comm = nullptr,
                   int64_t bucket_floats = Zero1Sync::kDefaultStagingFloats);
@@ -49,9 +51,19 @@ class ParameterUpdate {
   // The optimizer's step at learning rate lr on the reduced gradients, and the new weights
   // gathered to every rank. Returns the global gradient norm before clipping.
   double step(double lr);
+  // The host copy's weights of flat [offset, offset + n) into the backend's memory: the model's
+  // (ParameterPlacement::push_weights) and the master weights' part of the range.
+  void push_weights(size_t offset, size_t n);
+  // The master weights from the host copy again (after a resume restored it).
+  void load_master_weights();
+  // The backend's weights into the host copy: the model's, then the master range exactly (the
+  // host copy checkpoints are written from).
+  void pull_weights();
   // At the end of a run with bf16 weight storage at several ranks: the master weights of every
   // rank's range into the host copy (which held only this rank's master values).
   void gather_master_weights_to_host();
+  // Bytes of the master weights in the backend's memory (0 without bf16 weight storage).
+  size_t master_bytes() const { return master_.bytes(); }
   // Bytes this rank sends per step in the reduce-scatter and the all-gather.
   int64_t bytes_per_step();
 
@@ -63,6 +75,10 @@ class ParameterUpdate {
   BackendBuffer shard_grads_;  // this rank's summed range (or every gradient widened to fp32)
   bool overlapped_ = false;    // begin_overlapped_reduce ran this step
   Zero1Sync::GradSource grad_source_;
+  // With bf16 weight storage: the master weights of the optimizer's range, and the bf16
+  // all-gather's codec.
+  MasterWeights master_;
+  std::unique_ptr<Bf16WeightCodec> bf16_codec_;
   Zero1Sync::WeightCodec codec_;
 };
 

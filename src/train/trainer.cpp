@@ -157,13 +157,11 @@ void TrainingRun::build() {
   model_.params().init(tc_.seed);
   const Backend& be = *p_.device.backend;
   ParameterPlacement& placement = model_.placement();
-  // bf16 weights (a GPU in bf16, or cpu-as-device standing in for one): kept in bf16 alone,
-  // with the fp32 master weights of the optimizer's ZeRO-1 range (model/parameter_placement.h).
-  const ShardLayout optimizer_range{int64_t(model_.params().size()), world_, rank_};
+  // bf16 weights (a GPU in bf16, or cpu-as-device standing in for one): kept in bf16 alone
+  // (model/parameter_placement.h), with the fp32 master weights of the optimizer's ZeRO-1 range
+  // beside them (ParameterUpdate, optim/master_weights.h).
   if (opt_.weight_storage == StoredAs::kBf16 && be.bf16_weights() && !be.host_memory())
-    placement.set_bf16_weight_storage(size_t(optimizer_range.begin()),
-                                      size_t(optimizer_range.end()),
-                                      opt_.gradient_storage == StoredAs::kBf16);
+    placement.set_bf16_weight_storage(opt_.gradient_storage == StoredAs::kBf16);
   model_.set_backend(be);
   model_.set_context_group(p_.grid.context_comm.get());
   model_.set_recompute(tc_.recompute);
@@ -181,7 +179,8 @@ void TrainingRun::build() {
       placement, p_.optim, &comm_, nccl_ ? nccl_.get() : &comm_, tc_.zero1_bucket_floats);
   balancer_ = std::make_unique<RouterBalancer>(model_.params().registry(), p_.optim);
   if (!p_.resume_dir.empty()) restore();
-  placement.set_resident(true);  // sends the initial or restored weights over (off the host)
+  placement.set_resident(true);    // sends the initial or restored weights over (off the host)
+  update_->load_master_weights();  // bf16 weight storage: the master range's restored values
   for (const ParamSpec& ps : model_.params().registry().specs())
     if (ps.group == OptimGroup::Buffer) balancer_ranges_.emplace_back(ps.offset, size_t(ps.numel));
   heartbeat_.beat_phase(BeatPhase::kStart, step_, g_);
@@ -358,7 +357,7 @@ StepOutcome TrainingRun::update(const StepBatch& b, double loss_sum,
                                      route_counts.begin() + (k + 1) * n_routes);
   balancer_->update(model_.params(), o.stage_counts);  // same counts on every rank: same biases
   // The host holds the biases' master copy: the backend gets the new ones.
-  for (const auto& [offset, n] : balancer_ranges_) model_.placement().push_weights(offset, n);
+  for (const auto& [offset, n] : balancer_ranges_) update_->push_weights(offset, n);
   clock.mark(o.times.router_s);
   tokens_done_ += b.seqs * b.S;
   // Every context rank of a data rank holds the same (group-wide) loss: world = data × context.
@@ -435,7 +434,7 @@ void TrainingRun::checkpoint(bool last, bool stop) {
     st.sample_index = g_;
     st.seed = tc_.seed;
     st.config = p_.root;
-    model_.placement().pull_weights();  // the host copies the checkpoint is written from
+    update_->pull_weights();  // the host copies the checkpoint is written from
     update_->optimizer().pull_state();
     checkpoints_->save(model_.params(), update_->optimizer(), *balancer_, st);
   }
@@ -545,7 +544,7 @@ void TrainingRun::finish(int64_t first_step, Clock::time_point t_start) {
   sum_.final_val_loss = last_eval_.loss;
   sum_.unigram_val_loss = last_eval_.unigram;
   model_.set_context_group(nullptr);  // the end-of-run samples decode whole sequences on rank 0
-  model_.placement().pull_weights();  // the saved model and the samples read the host copy
+  update_->pull_weights();            // the saved model and the samples read the host copy
   update_->gather_master_weights_to_host();  // bf16 storage: the other ranks' master ranges
   if (lead_)
     write_run_outputs(sum_, model_, tc_, p_.sample_tokenizer.get(), p_.loader->eos_id(),
@@ -556,7 +555,7 @@ void TrainingRun::finish(int64_t first_step, Clock::time_point t_start) {
   const int64_t own_rss = int64_t(usage.ru_maxrss) * 1024;
   const ParameterPlacement& placement = model_.placement();
   sum_.activation_bytes = int64_t(model_.arena_high_water());
-  sum_.device_weight_bytes = int64_t(placement.weight_bytes());
+  sum_.device_weight_bytes = int64_t(placement.weight_bytes() + update_->master_bytes());
   sum_.device_grad_bytes = int64_t(placement.grad_bytes());
   sum_.peak_rss_bytes.assign(size_t(world_), 0);
   static_assert(sizeof(int64_t) == 2 * sizeof(int32_t));  // moved as two int32 (bytes only)

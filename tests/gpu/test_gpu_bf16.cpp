@@ -17,6 +17,7 @@
 #include "../unit/test_util.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/cuda_backend.h"
+#include "core/error.h"
 #include "core/tensor.h"
 #include "gpu_test_util.h"
 #include "model/zaya_model.h"
@@ -100,41 +101,42 @@ TEST(GpuBf16, ProductsAreWithinTheRoundingBoundAndRoundedToBf16) {
   }
 }
 
-// The weights rounded once (Backend::set_product_weights) give the products the same bits as
-// rounding each product's operand, forward and backward; and a weight changed afterwards is read
-// from the copy until the copy is renewed, which is why the model renews it every forward.
+// bf16 weights (WeightRef::bf16: the model's copy rounded once per forward, or its bf16 weight
+// storage) give the products the same bits as fp32 weights that each product rounds, forward and
+// backward; and the fp32 backend refuses them.
 // The weight sits where the registry puts one: at a multiple of kParamAlignFloats, past the start
 // of the buffer. cuBLASLt picks its kernel (and so its summation order) by the operands'
 // alignment: at an odd offset the copy is 2-byte aligned, the rounded scratch is not, and on an
 // H100 the bits differed in the last place (the first GPU run).
-TEST(GpuBf16, WeightsRoundedOnceGiveTheSameBits) {
+TEST(GpuBf16, Bf16WeightsGiveTheBitsOfRoundingInEachProduct) {
   const Backend& be = cuda_bf16_backend();
   const int n = 24, k = 96, m = 40;
   const size_t at = kParamAlignFloats;
   const Floats in = random_floats(size_t(n) * k, 51), dy = random_floats(size_t(n) * m, 53);
-  Floats weights = random_floats(at + size_t(m) * k, 52);
+  const Floats weights = random_floats(at + size_t(m) * k, 52);
   DeviceBuffer<float> din_(in), ddy(dy), dweights(weights), alone(size_t(m) * k);
-  const float* w = dweights.get() + at;
-  cuda::copy_on_device(alone.get(), w, sizeof(float) * size_t(m) * k);
-  auto products = [&](const float* weight) {
+  DeviceBuffer<uint16_t> rounded(weights.size());
+  be.round_to_bf16(rounded.get(), dweights.get(), weights.size());
+  cuda::copy_on_device(alone.get(), dweights.get() + at, sizeof(float) * size_t(m) * k);
+  auto products = [&](const Backend& backend, WeightRef weight) {
     DeviceBuffer<float> out(size_t(n) * m), gin(size_t(n) * k);
     gin.zero();
-    be.matmul_forward(out.get(), din_.get(), weight, nullptr, n, k, m);
-    be.matmul_backward(gin.get(), nullptr, nullptr, ddy.get(), din_.get(), weight, n, k, m);
+    backend.matmul_forward(out.get(), din_.get(), weight, nullptr, n, k, m);
+    backend.matmul_backward(gin.get(), nullptr, nullptr, ddy.get(), din_.get(), weight, n, k, m);
     Floats both = out.download();
     const Floats g = gin.download();
     both.insert(both.end(), g.begin(), g.end());
     return both;
   };
-  const Floats each = products(alone.get());  // outside the range: rounded by each product
-  be.set_product_weights(dweights.get(), weights.size());
-  EXPECT_EQ(products(w), each);
-  weights[at] += 1.0f;  // a change the copy has not seen
-  dweights.upload(weights);
-  EXPECT_EQ(products(w), each) << "the copy is what the products read";
-  be.set_product_weights(dweights.get(), weights.size());
-  EXPECT_NE(products(w), each) << "a renewed copy carries the change";
-  be.set_product_weights(nullptr, 0);
+  const Floats each = products(be, alone.get());  // fp32: rounded by each product
+  EXPECT_EQ(products(be, WeightRef::bf16(rounded.get() + at)), each);
+  try {
+    products(cuda_backend(), WeightRef::bf16(rounded.get() + at));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("fp32 CUDA backend was given bf16"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(GpuBf16, TheFp32BackendDoesNotRound) {
@@ -176,9 +178,9 @@ TEST(GpuBf16, TinyModelLossAndRoutesMatchTheCpu) {
 }
 
 // The bf16 weight storage (ParameterPlacement::set_bf16_weight_storage: the products' weights in
-// bf16 alone, at reserved addresses no kernel may read) gives the bits of full fp32 weights rounded
-// each forward: the same loss and gradients, and after a store of the same new values, the same
-// loss again. (On the CPU: tests/unit/test_bf16_weight_storage.cpp.)
+// bf16 alone, handed to the products as typed bf16 weights) gives the bits of full fp32 weights
+// rounded each forward: the same loss and gradients, and after a store of the same new values, the
+// same loss again. (On the CPU: tests/unit/test_bf16_weight_storage.cpp.)
 TEST(GpuBf16, StoredWeightsGiveTheBitsOfTheRoundedCopy) {
   const ModelConfig config = tiny_config();
   const int B = 2, S = 24;
@@ -192,7 +194,7 @@ TEST(GpuBf16, StoredWeightsGiveTheBitsOfTheRoundedCopy) {
   std::copy_n(copy.params().weights(), n, stored.params().weights());
   copy.set_backend(cuda_bf16_backend());
   copy.placement().set_resident(true);
-  stored.placement().set_bf16_weight_storage(0, n);
+  stored.placement().set_bf16_weight_storage();
   stored.set_backend(cuda_bf16_backend());
   stored.placement().set_resident(true);
   ASSERT_TRUE(stored.placement().bf16_weight_storage());
@@ -235,8 +237,8 @@ TEST(GpuBf16, Bf16GradientsRoundOncePerMicroBatch) {
   randomise_weights(each.params(), 3, 9);
   const size_t n = each.params().size();
   std::copy_n(each.params().weights(), n, stored.params().weights());
-  each.placement().set_bf16_weight_storage(0, n, /*bf16_gradients=*/false);
-  stored.placement().set_bf16_weight_storage(0, n, /*bf16_gradients=*/true);
+  each.placement().set_bf16_weight_storage(/*bf16_gradients=*/false);
+  stored.placement().set_bf16_weight_storage(/*bf16_gradients=*/true);
   for (ZayaModel* m : {&each, &stored}) {
     m->set_backend(cuda_bf16_backend());
     m->placement().set_resident(true);
@@ -278,6 +280,54 @@ TEST(GpuBf16, Bf16GradientsRoundOncePerMicroBatch) {
       ASSERT_EQ(got[k], bf16(got[k])) << s.name << "[" << i << "] is not a bf16 value";
     }
   }
+}
+
+// Two models on the bf16 backend, one storing its weights in bf16 and one rounding a copy each
+// forward, with different weights: interleaved (both forwards, then both backwards), each gives
+// the loss and gradients it gives alone. The backend holds nothing about either model.
+TEST(GpuBf16, TwoModelsOnOneBackendKeepTheirOwnWeights) {
+  const ModelConfig config = tiny_config();
+  const int B = 2, S = 16;
+  std::vector<int32_t> tokens(size_t(B) * S);
+  for (size_t i = 0; i < tokens.size(); ++i)
+    tokens[i] = int32_t((i * 13 + 7) % size_t(config.vocab_size));
+  const std::vector<int32_t> targets = ZayaModel::shifted_targets(tokens, B, S);
+  auto make = [&](ZayaModel& m, uint64_t seed, bool stored) {
+    randomise_weights(m.params(), seed, 5);
+    if (stored) m.placement().set_bf16_weight_storage();
+    m.set_backend(cuda_bf16_backend());
+    m.placement().set_resident(true);
+  };
+  auto grads = [](ZayaModel& m) {
+    DeviceBuffer<float> g(m.params().size());
+    m.placement().load_grads(0, m.params().size(), g.get());
+    return g.download();
+  };
+  float alone_loss[2];
+  Floats alone_grads[2];
+  {
+    ZayaModel a(config), b(config);
+    make(a, 21, true);
+    make(b, 22, false);
+    alone_loss[0] = a.forward(tokens, targets, B, S);
+    a.backward();
+    alone_grads[0] = grads(a);
+    alone_loss[1] = b.forward(tokens, targets, B, S);
+    b.backward();
+    alone_grads[1] = grads(b);
+  }
+  ZayaModel a(config), b(config);
+  make(a, 21, true);
+  make(b, 22, false);
+  const float loss_a = a.forward(tokens, targets, B, S);
+  const float loss_b = b.forward(tokens, targets, B, S);
+  a.backward();
+  b.backward();
+  EXPECT_NE(alone_loss[0], alone_loss[1]) << "the two models differ";
+  EXPECT_EQ(loss_a, alone_loss[0]);
+  EXPECT_EQ(loss_b, alone_loss[1]);
+  EXPECT_EQ(grads(a), alone_grads[0]) << "the stored model, interleaved";
+  EXPECT_EQ(grads(b), alone_grads[1]) << "the model with a rounded copy, interleaved";
 }
 
 }  // namespace

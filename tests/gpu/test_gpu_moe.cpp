@@ -157,8 +157,10 @@ TEST(GpuOps, GroupedExpertProductsWithAnEmptyExpert) {
     w_dev.emplace_back(w.back());
     dw_dev.emplace_back(dw.back());
   }
-  std::vector<const float*> wp, wp_dev;
-  std::vector<float*> dwp, dwp_dev;
+  std::vector<const float*> wp;
+  std::vector<float*> dwp;
+  std::vector<WeightRef> wp_dev;
+  std::vector<GradRef> dwp_dev;
   for (int g = 0; g < groups; ++g) {
     wp.push_back(w[size_t(g)].data());
     dwp.push_back(dw[size_t(g)].data());

@@ -14,6 +14,7 @@
 #include "backend/cpu/residual.h"
 #include "backend/cpu/rope.h"
 #include "backend/cpu/rowwise.h"
+#include "backend/cpu/typed_weights.h"
 
 namespace zaya::cpu {
 ZAYA_CPU_PATH_BEGIN

@@ -1,5 +1,5 @@
 // The bf16 weight storage's conversions (backend/cpu/bf16_ops.h) and the embedding's gather from
-// bf16 weights (the weights' bf16 copy or store, set_bf16_weights / set_stored_bf16_weights).
+// fp32 or bf16 weights (WeightRef: the model's bf16 copy or storage of the tied embedding).
 #include "backend/cuda/bf16.cuh"
 #include "backend/cuda/ops.h"
 #include "backend/cuda/reduce.cuh"
@@ -40,18 +40,18 @@ void widen_bf16(float* dst, const uint16_t* src, size_t n) {
   ZAYA_CUDA_LAUNCHED("widen_bf16");
 }
 
-void embedding_forward(float* out, const float* table, const int32_t* tokens, int n, int e) {
+void embedding_forward(float* out, WeightRef table, const int32_t* tokens, int n, int e) {
   const long total = long(n) * e;
   if (total == 0) return;
-  // Under Bf16Gemms the embedding is a product's weight (the tied LM head): the gather reads the
-  // same bf16 values the head does.
-  if (const uint16_t* stored = bf16_weights_at(table)) {
+  // With bf16 products the embedding is a product's weight (the tied LM head): the gather reads
+  // the same bf16 values the head does.
+  if (table.is_bf16()) {
     ZAYA_LAUNCH(gather_bf16_rows_kernel, blocks_for(total, 256), 256, 0, 0)
-    (out, stored, tokens, total, e);
+    (out, table.bf16_values(), tokens, total, e);
     ZAYA_CUDA_LAUNCHED("embedding_forward (bf16)");
     return;
   }
-  gather_rows(out, table, tokens, n, e);
+  gather_rows(out, table.f32(), tokens, n, e);
 }
 
 }  // namespace zaya::cuda

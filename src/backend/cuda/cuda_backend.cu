@@ -28,20 +28,6 @@ void CudaBackend::synchronize() const {
   cuda::synchronize();
 }
 
-void CudaBackend::set_product_weights(const float* base, size_t n) const {
-  if (bf16_) cuda::set_bf16_weights(base, n);
-}
-
-void CudaBackend::set_stored_bf16_weights(const float* base, size_t n, const uint16_t* bf16) const {
-  ZAYA_CHECK(bf16_, "the fp32 CUDA backend has no bf16 weights");
-  cuda::set_stored_bf16_weights(base, n, bf16);
-}
-
-void CudaBackend::set_stored_bf16_gradients(const float* base, size_t n, uint16_t* bf16) const {
-  ZAYA_CHECK(bf16_, "the fp32 CUDA backend has no bf16 gradients");
-  cuda::set_stored_bf16_gradients(base, n, bf16);
-}
-
 void* CudaBackend::allocate(size_t bytes) const {
   return cuda::device_alloc(bytes);  // cudaMalloc: 256-byte aligned
 }

@@ -15,10 +15,7 @@ class CudaBackend final : public Backend {
   const char* name() const override;
   bool host_memory() const override;
   void synchronize() const override;
-  void set_product_weights(const float* base, size_t n) const override;
   bool bf16_weights() const override { return bf16_; }
-  void set_stored_bf16_weights(const float* base, size_t n, const uint16_t* bf16) const override;
-  void set_stored_bf16_gradients(const float* base, size_t n, uint16_t* bf16) const override;
   void* allocate(size_t bytes) const override;
   void release(void* p) const noexcept override;
   void copy(void* dst, const void* src, size_t bytes) const override;

@@ -68,8 +68,8 @@ __global__ void dlogits_kernel(float* block, const float* lse, const int* target
 
 }  // namespace
 
-double lm_head_loss_forward(float* lse, const float* y, const float* w, const int32_t* targets,
-                            int n, int e, int v, int chunk_tokens, int chunk_vocab, float* scratch,
+double lm_head_loss_forward(float* lse, const float* y, WeightRef w, const int32_t* targets, int n,
+                            int e, int v, int chunk_tokens, int chunk_vocab, float* scratch,
                             int64_t* count) {
   ZAYA_CHECK(chunk_tokens > 0 && chunk_vocab > 0, "lm_head_loss_forward: chunks ", chunk_tokens,
              " x ", chunk_vocab, " must be positive");
@@ -84,7 +84,7 @@ double lm_head_loss_forward(float* lse, const float* y, const float* w, const in
     const int tn = std::min(chunk_tokens, n - t0);
     for (int v0 = 0; v0 < v; v0 += chunk_vocab) {
       const int vn = std::min(chunk_vocab, v - v0);
-      matmul_forward(scratch, y + size_t(t0) * e, w + size_t(v0) * e, nullptr, tn, e, vn);
+      matmul_forward(scratch, y + size_t(t0) * e, w.at(size_t(v0) * e), nullptr, tn, e, vn);
       ZAYA_LAUNCH(online_lse_kernel, tn, kRowThreads, 0, 0)
       (mx.get(), sum.get(), target_logit.get(), scratch, targets, t0, v0, vn);
       ZAYA_CUDA_LAUNCHED("lm_head_loss_forward (block)");
@@ -96,7 +96,7 @@ double lm_head_loss_forward(float* lse, const float* y, const float* w, const in
   return sum_row_losses(row_loss.get(), targets, n, count);
 }
 
-void lm_head_loss_backward(float* dy, float* dw, const float* y, const float* w, const float* lse,
+void lm_head_loss_backward(float* dy, GradRef dw, const float* y, WeightRef w, const float* lse,
                            const int32_t* targets, int n, int e, int v, float loss_scale,
                            int chunk_tokens, int chunk_vocab, float* scratch) {
   ZAYA_CHECK(chunk_tokens > 0 && chunk_vocab > 0, "lm_head_loss_backward: chunks ", chunk_tokens,
@@ -105,26 +105,26 @@ void lm_head_loss_backward(float* dy, float* dw, const float* y, const float* w,
     const int tn = std::min(chunk_tokens, n - t0);
     for (int v0 = 0; v0 < v; v0 += chunk_vocab) {
       const int vn = std::min(chunk_vocab, v - v0);
-      matmul_forward(scratch, y + size_t(t0) * e, w + size_t(v0) * e, nullptr, tn, e, vn);
+      matmul_forward(scratch, y + size_t(t0) * e, w.at(size_t(v0) * e), nullptr, tn, e, vn);
       ZAYA_LAUNCH(dlogits_kernel, tn, kRowThreads, 0, 0)
       (scratch, lse, targets, t0, v0, vn, loss_scale);
       ZAYA_CUDA_LAUNCHED("lm_head_loss_backward (dlogits)");
       // dy[t0 : t0+tn] += dlogits · w[v0 : v0+vn];  dw[v0 : v0+vn] += dlogitsᵀ · y[t0 : t0+tn]
-      matmul_backward(dy ? dy + size_t(t0) * e : nullptr, dw ? dw + size_t(v0) * e : nullptr,
-                      nullptr, scratch, y + size_t(t0) * e, w + size_t(v0) * e, tn, e, vn);
+      matmul_backward(dy ? dy + size_t(t0) * e : nullptr, dw.at(size_t(v0) * e), nullptr, scratch,
+                      y + size_t(t0) * e, w.at(size_t(v0) * e), tn, e, vn);
     }
   }
 }
 
 // The Backend's signatures (backend_ops.inc): the blocks as the CPU op takes them.
-double lm_head_loss_forward(float* lse, const float* y, const float* w, const int32_t* targets,
-                            int n, int e, int v, const LmHeadChunks& chunks, float* scratch,
+double lm_head_loss_forward(float* lse, const float* y, WeightRef w, const int32_t* targets, int n,
+                            int e, int v, const LmHeadChunks& chunks, float* scratch,
                             int64_t* count) {
   return lm_head_loss_forward(lse, y, w, targets, n, e, v, chunks.tokens, chunks.vocab, scratch,
                               count);
 }
 
-void lm_head_loss_backward(float* dy, float* dw, const float* y, const float* w, const float* lse,
+void lm_head_loss_backward(float* dy, GradRef dw, const float* y, WeightRef w, const float* lse,
                            const int32_t* targets, int n, int e, int v, float loss_scale,
                            const LmHeadChunks& chunks, float* scratch) {
   lm_head_loss_backward(dy, dw, y, w, lse, targets, n, e, v, loss_scale, chunks.tokens,

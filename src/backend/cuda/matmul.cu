@@ -28,7 +28,6 @@
 #include "backend/cuda/ops.h"
 #include "backend/cuda/reduce.cuh"
 #include "backend/cuda/timing.h"
-#include "backend/stored_range.h"
 
 namespace zaya::cuda {
 
@@ -268,58 +267,43 @@ __nv_bfloat16* bf16_scratch(int which, size_t n) {
   return grown(b, b.size() < n ? std::max(n, b.size() * 3 / 2) : n);
 }
 
-// The weights' bf16 values: a copy rounded from their fp32 memory (set_bf16_weights), or the
-// model's store, with no fp32 memory behind the addresses (set_stored_bf16_weights).
-struct Bf16Weights {
-  const float* base = nullptr;
-  size_t n = 0;
-  DeviceBuffer<__nv_bfloat16> copy;
-  const __nv_bfloat16* stored = nullptr;
-  const __nv_bfloat16* values() const { return stored ? stored : copy.get(); }
-  // The bf16 values of [p, p + count) when they lie inside, else nullptr.
-  const __nv_bfloat16* at(const void* p, size_t count) const {
-    const int64_t index = stored_index(p, count, base, n);
-    return index < 0 ? nullptr : values() + index;
-  }
+// An input of a product: fp32 values, or bf16 ones (a weight the model hands over in bf16).
+struct GemmInput {
+  const void* values;
+  bool bf16;
 };
-Bf16Weights& bf16_weights() {
-  static Bf16Weights w;
-  return w;
+GemmInput input(WeightRef w) {
+  if (w.is_bf16()) return {w.bf16_values(), true};
+  return {w.f32(), false};
+}
+GemmInput input(const float* activations) {
+  return {activations, false};
 }
 
-// The gradients' bf16 values (set_stored_bf16_gradients).
-struct Bf16Grads {
-  const float* base = nullptr;
-  size_t n = 0;
-  __nv_bfloat16* values = nullptr;
-  // The bf16 values of [p, p + count) when they lie inside, else nullptr.
-  __nv_bfloat16* at(const void* p, size_t count) const {
-    const int64_t index = values ? stored_index(p, count, base, n) : -1;
-    return index < 0 ? nullptr : values + index;
-  }
-};
-Bf16Grads& bf16_grads() {
-  static Bf16Grads g;
-  return g;
-}
-
-const __nv_bfloat16* to_bf16(int which, const float* in, size_t n) {
-  const Bf16Weights& w = bf16_weights();
-  if (const __nv_bfloat16* weight = w.at(in, n)) return weight;  // a weight: rounded once
+// The bf16 values of an input of n elements: a bf16 one as it is, an fp32 one rounded into the
+// scratch `which`.
+const __nv_bfloat16* to_bf16(int which, GemmInput in, size_t n) {
+  if (in.bf16) return static_cast<const __nv_bfloat16*>(in.values);
   __nv_bfloat16* out = bf16_scratch(which, n);
   if (n) {
-    ZAYA_LAUNCH(to_bf16_kernel, blocks_for(long(n), 256), 256, 0, 0)(out, in, long(n));
+    ZAYA_LAUNCH(to_bf16_kernel, blocks_for(long(n), 256), 256, 0, 0)
+    (out, static_cast<const float*>(in.values), long(n));
     ZAYA_CUDA_LAUNCHED("to_bf16_kernel");
   }
   return out;
 }
 
-// The products of the ops: fp32 in and out, or, under Bf16Gemms, the inputs rounded to bf16
-// (weights and activations alike) with fp32 accumulation into the fp32 output.
-void gemm_f32(bool trans_a, bool trans_b, int m, int n, int k, const float* A, int lda,
-              const float* B, int ldb, float beta, float* C, int ldc) {
+// The products of the ops: fp32 in and out, or, under Bf16Gemms, the inputs in bf16 (weights
+// and activations alike) with fp32 accumulation into the output: fp32, or a bf16 weight gradient
+// (C = round(A·B + C), the sum in fp32 and one rounding).
+void gemm_typed(bool trans_a, bool trans_b, int m, int n, int k, GemmInput A, int lda, GemmInput B,
+                int ldb, float beta, GradRef C, int ldc) {
   if (!t_bf16_gemms) {
-    gemm(CUDA_R_32F, CUDA_R_32F, trans_a, trans_b, m, n, k, A, lda, B, ldb, beta, C, ldc);
+    ZAYA_CHECK(!A.bf16 && !B.bf16 && !C.is_bf16(),
+               "the fp32 CUDA backend was given bf16 weights or gradients; its products take "
+               "fp32 (the bf16 backend, --precision bf16, takes both)");
+    gemm(CUDA_R_32F, CUDA_R_32F, trans_a, trans_b, m, n, k, A.values, lda, B.values, ldb, beta,
+         C.f32(), ldc);
     return;
   }
   if (m == 0 || n == 0) return;
@@ -328,12 +312,12 @@ void gemm_f32(bool trans_a, bool trans_b, int m, int n, int k, const float* A, i
   const size_t b_elems = size_t(ldb) * size_t(trans_b ? k : n);
   const __nv_bfloat16* a16 = to_bf16(0, A, a_elems);
   const __nv_bfloat16* b16 = to_bf16(1, B, b_elems);
-  // A weight gradient kept in bf16: C = round(A·B + C), the sum in fp32 and one rounding.
-  if (__nv_bfloat16* c16 = bf16_grads().at(C, size_t(ldc) * size_t(n))) {
-    gemm(CUDA_R_16BF, CUDA_R_16BF, trans_a, trans_b, m, n, k, a16, lda, b16, ldb, beta, c16, ldc);
+  if (C.is_bf16()) {
+    gemm(CUDA_R_16BF, CUDA_R_16BF, trans_a, trans_b, m, n, k, a16, lda, b16, ldb, beta,
+         C.bf16_values(), ldc);
     return;
   }
-  gemm(CUDA_R_16BF, CUDA_R_32F, trans_a, trans_b, m, n, k, a16, lda, b16, ldb, beta, C, ldc);
+  gemm(CUDA_R_16BF, CUDA_R_32F, trans_a, trans_b, m, n, k, a16, lda, b16, ldb, beta, C.f32(), ldc);
 }
 
 // Values in [-0.5, 0.5) from a hash of the index, as fp32 or as bf16 (its upper 16 bits): data
@@ -356,7 +340,7 @@ __global__ void broadcast_rows_kernel(float* out, const float* bias, long total,
 
 }  // namespace
 
-void matmul_forward(float* out, const float* in, const float* w, const float* bias, int n, int k,
+void matmul_forward(float* out, const float* in, WeightRef w, const float* bias, int n, int k,
                     int m) {
   if (n == 0 || m == 0) return;
   if (bias) {
@@ -366,15 +350,15 @@ void matmul_forward(float* out, const float* in, const float* w, const float* bi
   }
   // outᵀ[m, n] = w[m, k] · inᵀ[k, n]: w's column-major view is wᵀ (transpose it back), in's
   // view is inᵀ.
-  gemm_f32(true, false, m, n, k, w, k, in, k, bias ? 1.0f : 0.0f, out, m);
+  gemm_typed(true, false, m, n, k, input(w), k, input(in), k, bias ? 1.0f : 0.0f, out, m);
 }
 
-void matmul_backward(float* din, float* dw, float* dbias, const float* dout, const float* in,
-                     const float* w, int n, int k, int m) {
+void matmul_backward(float* din, GradRef dw, float* dbias, const float* dout, const float* in,
+                     WeightRef w, int n, int k, int m) {
   // dinᵀ[k, n] += wᵀ[k, m] · doutᵀ[m, n].
-  if (din) gemm_f32(false, false, k, n, m, w, k, dout, m, 1.0f, din, k);
+  if (din) gemm_typed(false, false, k, n, m, input(w), k, input(dout), m, 1.0f, din, k);
   // dwᵀ[k, m] += inᵀ[k, n] · dout[n, m].
-  if (dw) gemm_f32(false, true, k, m, n, in, k, dout, m, 1.0f, dw, k);
+  if (!dw.empty()) gemm_typed(false, true, k, m, n, input(in), k, input(dout), m, 1.0f, dw, k);
   if (dbias && n > 0) add_column_sums(dbias, dout, n, m);
 }
 
@@ -383,38 +367,6 @@ void gemm_f32_batched(bool trans_a, bool trans_b, int m, int n, int k, float alp
                       const GemmBatch& batch) {
   gemm(CUDA_R_32F, CUDA_R_32F, trans_a, trans_b, m, n, k, A, lda, B, ldb, beta, C, ldc, alpha,
        batch);
-}
-
-const uint16_t* bf16_weights_at(const float* p) {
-  const Bf16Weights& w = bf16_weights();
-  return t_bf16_gemms ? reinterpret_cast<const uint16_t*>(w.at(p, 1)) : nullptr;
-}
-
-void set_stored_bf16_weights(const float* base, size_t n, const uint16_t* bf16) {
-  Bf16Weights& w = bf16_weights();
-  w.copy = DeviceBuffer<__nv_bfloat16>();  // the store replaces the copy: free its memory
-  w.base = base;
-  w.n = n;
-  w.stored = reinterpret_cast<const __nv_bfloat16*>(bf16);
-}
-
-void set_stored_bf16_gradients(const float* base, size_t n, uint16_t* bf16) {
-  Bf16Grads& g = bf16_grads();
-  g.base = base;
-  g.n = n;
-  g.values = reinterpret_cast<__nv_bfloat16*>(bf16);
-}
-
-void set_bf16_weights(const float* base, size_t n) {
-  Bf16Weights& w = bf16_weights();
-  grown(w.copy, n);
-  w.base = base;
-  w.n = n;
-  w.stored = nullptr;
-  if (n) {
-    ZAYA_LAUNCH(to_bf16_kernel, blocks_for(long(n), 256), 256, 0, 0)(w.copy.get(), base, long(n));
-    ZAYA_CUDA_LAUNCHED("set_bf16_weights");
-  }
 }
 
 Bf16Gemms::Bf16Gemms(bool on) : previous_(t_bf16_gemms) {

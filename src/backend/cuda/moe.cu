@@ -283,7 +283,7 @@ void moe_combine_backward(float* dprobs, float* dy, float* dx, const float* dout
   ZAYA_CUDA_LAUNCHED("moe_combine_backward");
 }
 
-void grouped_matmul_forward(float* out, const float* in, const float* const* weights,
+void grouped_matmul_forward(float* out, const float* in, const WeightRef* weights,
                             const int* offsets, int groups, int k, int m) {
   for (int g = 0; g < groups; ++g) {
     const int rows = offsets[g + 1] - offsets[g];  // experts with no token: no product
@@ -293,14 +293,14 @@ void grouped_matmul_forward(float* out, const float* in, const float* const* wei
   }
 }
 
-void grouped_matmul_backward(float* din, float* const* dweights, const float* dout, const float* in,
-                             const float* const* weights, const int* offsets, int groups, int k,
-                             int m) {
+void grouped_matmul_backward(float* din, const GradRef* dweights, const float* dout,
+                             const float* in, const WeightRef* weights, const int* offsets,
+                             int groups, int k, int m) {
   for (int g = 0; g < groups; ++g) {
     const int rows = offsets[g + 1] - offsets[g];
     if (rows > 0)
       matmul_backward(din ? din + size_t(offsets[g]) * k : nullptr,
-                      dweights ? dweights[g] : nullptr, nullptr, dout + size_t(offsets[g]) * m,
+                      dweights ? dweights[g] : GradRef(), nullptr, dout + size_t(offsets[g]) * m,
                       in + size_t(offsets[g]) * k, weights[g], rows, k, m);
   }
 }

@@ -13,8 +13,11 @@
 //   grouped_matmul_*'s offsets and the optimizer's segment and chunk tables are HOST memory,
 //   uploaded by each call (a few hundred bytes to kilobytes, once per step);
 // - matmul_* and grouped_matmul_* run through cuBLASLt in fp32 (no TF32), with bf16 inputs under
-//   Bf16Gemms; newton_schulz_batch stacks the matrices and runs each of the iteration's three
-//   products as one strided-batched GEMM (fp32, also on the bf16 backend);
+//   Bf16Gemms: a bf16 weight (WeightRef::bf16) as it is, every other input rounded by the
+//   product; a bf16 weight gradient (GradRef::bf16) as cuBLASLt's bf16 C (the sum in fp32, one
+//   rounding). The fp32 backend refuses bf16 weights; newton_schulz_batch stacks the matrices and
+//   runs each of the iteration's three products as one strided-batched GEMM (fp32, also on the bf16
+//   backend);
 // - attention_block_forward, attention_row_dot and attention_block_backward have no kernels yet
 //   (ring attention runs on host memory only): each fails, naming itself;
 // - sort_by_route is a stable counting sort (deterministic, dropless); embedding_backward adds
@@ -28,6 +31,7 @@
 
 #include "backend/op_types.h"
 #include "backend/optim_types.h"
+#include "backend/weight_ref.h"
 
 namespace zaya::cuda {
 
@@ -41,10 +45,10 @@ namespace zaya::cuda {
 double sum_row_losses(const double* row_loss, const int32_t* targets, int n, int64_t* count);
 
 // lm_head_loss_* with the blocks as chunk_tokens × chunk_vocab logits; scratch holds one block.
-double lm_head_loss_forward(float* lse, const float* y, const float* w, const int32_t* targets,
-                            int n, int e, int v, int chunk_tokens, int chunk_vocab, float* scratch,
+double lm_head_loss_forward(float* lse, const float* y, WeightRef w, const int32_t* targets, int n,
+                            int e, int v, int chunk_tokens, int chunk_vocab, float* scratch,
                             int64_t* count);
-void lm_head_loss_backward(float* dy, float* dw, const float* y, const float* w, const float* lse,
+void lm_head_loss_backward(float* dy, GradRef dw, const float* y, WeightRef w, const float* lse,
                            const int32_t* targets, int n, int e, int v, float loss_scale,
                            int chunk_tokens, int chunk_vocab, float* scratch);
 
@@ -62,23 +66,5 @@ class Bf16Gemms {
  private:
   bool previous_;
 };
-
-// The model's weights [base, base + n) in bf16, rounded once (to nearest even) for the products
-// that follow: under Bf16Gemms an operand inside that range is read from this copy instead of
-// being rounded again by each product, which gives the same bits for half the conversions (a
-// weight is an operand of the forward product and of the backward's input gradient). The caller
-// renews it whenever the weights may have changed (ZayaModel: every forward).
-void set_bf16_weights(const float* base, size_t n);
-// The bf16 weight storage: the weight addresses [base, base + n) stand for the bf16 values at
-// bf16[0, n) (device memory, the model's; no copy is made), with no fp32 memory behind them
-// (Backend::set_stored_bf16_weights). Replaces set_bf16_weights's copy until its next call.
-void set_stored_bf16_weights(const float* base, size_t n, const uint16_t* bf16);
-// The model's bf16 gradients (Backend::set_stored_bf16_gradients): a bf16 product whose output
-// lies in [base, base + n) adds into bf16[0, n) instead (cuBLASLt with a bf16 C: the sum in fp32,
-// one rounding). nullptr/0 ends it.
-void set_stored_bf16_gradients(const float* base, size_t n, uint16_t* bf16);
-// Under Bf16Gemms, the bf16 value of the weight at address p when p lies inside the weights of
-// set_bf16_weights or set_stored_bf16_weights; nullptr otherwise.
-const uint16_t* bf16_weights_at(const float* p);
 
 }  // namespace zaya::cuda
