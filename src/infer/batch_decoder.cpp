@@ -4,7 +4,7 @@
 
 #include "backend/rope_tables.h"
 #include "core/error.h"
-#include "model/moe_decode.h"
+#include "model/decode_step.h"
 
 namespace zaya {
 
@@ -40,7 +40,7 @@ BatchDecoder::BatchDecoder(ZayaModel& model, const DecoderLimits& limits, dist::
       pool_(model.backend(), int(model.config().num_attention_stages()),
             int(model.config().kv_dim()), limits.block_size, pool_blocks(model, limits, comm)),
       seqs_(size_t(limits.max_sequences)) {
-  ZAYA_CHECK(!model.placement_.bf16_weight_storage(),
+  ZAYA_CHECK(!model.placement().bf16_weight_storage(),
              "decoding reads fp32 weights, and this model keeps its weights in bf16 alone "
              "(--weight-storage bf16)");
   const ModelConfig& c = model_.config();
@@ -163,11 +163,8 @@ int BatchDecoder::add(std::span<const int32_t> prompt, int64_t reserve) {
              "decoding needs whole sequences: the model is set to a context group");
   ZAYA_CHECK(&model_.backend() == &be_,
              "decoder: the model's backend changed since the decoder was made");
-  model_.forward(prompt, {}, 1, S);
   const int Dk = int(c.kv_dim()), bs = pool_.block_size();
-  for (int i = 0; i < int(c.num_stages); i += 2) {
-    const int a = i / 2;
-    const CcaActivations& act = model_.acts_[size_t(i)].cca;
+  model_.prefill(prompt, [&](int a, const CcaActivations& act) {
     cca_state_from_forward(be_, conv_state(a), id, act, c, S);
     for (int64_t t = 0; t < S;) {
       const int64_t run = std::min<int64_t>(bs - t % bs, S - t);
@@ -179,7 +176,7 @@ int BatchDecoder::add(std::span<const int32_t> prompt, int64_t reserve) {
       }
       t += run;
     }
-  }
+  });
   const std::span<const float> all = model_.logits();
   s.logits.assign(all.begin() + ptrdiff_t(S - 1) * V, all.begin() + ptrdiff_t(S) * V);
   return id;
@@ -223,6 +220,38 @@ struct BatchDecoder::StepTables {
   const int32_t *tokens, *positions, *slots, *blocks, *counts;  // [n] each; [n, max_blocks]
   const int64_t* kv_rows;                                       // [n, 2]
   int max_blocks;
+};
+
+// The decoder's side of a decode step (model/decode_step.h): its convolution states and cache
+// blocks, and the attention over them, this rank's partials merged across the ranks.
+class BatchDecoder::StepCache final : public DecodeCache {
+ public:
+  StepCache(BatchDecoder& d, const StepTables& t, int n) : d_(d), t_(t) {
+    const ModelConfig& c = d.model_.config();
+    const int nq = int(c.num_q_heads), Dq = int(c.num_q_heads * c.head_dim), hd = int(c.head_dim);
+    partials_ = AttentionPartials{d.arena_.floats(size_t(n) * nq), d.arena_.floats(size_t(n) * nq),
+                                  d.arena_.floats(size_t(n) * Dq)};
+    scores_ = d.arena_.floats(size_t(n) * nq * t.max_blocks * d.pool_.block_size());
+    if (d.shard_.world > 1) gathered_ = d.arena_.floats(size_t(d.shard_.world) * n * nq * (hd + 2));
+  }
+  CcaDecodeState conv_state(int a) const override { return d_.conv_state(a); }
+  float* kv_rows_base(int a) const override { return d_.pool_.keys(0, a); }
+  void attend(int a, float* att, const float* q, int n) override {
+    const ModelConfig& c = d_.model_.config();
+    PagedKv kv = d_.pool_.paged(a);
+    kv.blocks = t_.blocks;
+    kv.counts = t_.counts;
+    kv.max_blocks = t_.max_blocks;
+    kv_attention_partials(d_.be_, partials_, scores_, q, kv, n, c);
+    combine_attention_partials(d_.be_, att, partials_, n, c, d_.comm_, gathered_);
+  }
+
+ private:
+  BatchDecoder& d_;
+  const StepTables& t_;
+  AttentionPartials partials_{};
+  float* scores_ = nullptr;
+  float* gathered_ = nullptr;
 };
 
 BatchDecoder::StepTables BatchDecoder::upload_tables(const std::vector<Sequence*>& rows,
@@ -285,7 +314,17 @@ void BatchDecoder::step(std::span<const int> ids, std::span<const int32_t> token
   }
   arena_.reset();
   const StepTables tables = upload_tables(rows, ids, tokens);
-  const float* logits = run_stages(tables, n);
+  StepCache cache(*this, tables, n);
+  const DecodeRows decode_rows{n,
+                               tables.tokens,
+                               tables.positions,
+                               tables.slots,
+                               tables.kv_rows,
+                               rope_cos_.floats(),
+                               rope_sin_.floats()};
+  last_routes_.clear();
+  last_n_ = n;
+  const float* logits = decode_step(model_, decode_rows, cache, arena_, &last_routes_);
   // The one read back: the rows' logits, for sampling.
   std::vector<float> host(size_t(n) * V);
   be_.to_host(host.data(), logits, sizeof(float) * host.size());
@@ -294,84 +333,6 @@ void BatchDecoder::step(std::span<const int> ids, std::span<const int32_t> token
     std::copy_n(host.data() + size_t(r) * V, V, s.logits.begin());
     ++s.length;
   }
-}
-
-float* BatchDecoder::run_stages(const StepTables& t, int n) {
-  const ModelConfig& c = model_.config();
-  const int E = int(c.hidden_size), V = int(c.vocab_size), L = int(c.num_stages);
-  const int R = int(c.router_dim), Dq = int(c.num_q_heads * c.head_dim), nq = int(c.num_q_heads);
-  const int d = int(c.head_dim), half = int(c.rotary_dim()) / 2;
-  model_.ensure_bound();
-  const ParamRegistry& reg = model_.params().registry();
-  const auto weight = [&](const char* name) {
-    return model_.placement_.fp32_weight(reg.get(name).offset);
-  };
-  const float* emb_w = model_.placement_.fp32_weight(model_.embedding_offset());
-
-  // h_{-1}: the embedding rows; each row's RoPE rows at its own position.
-  float* h_prev = arena_.floats(size_t(n) * E);
-  be_.embedding_forward(h_prev, emb_w, t.tokens, n, E);
-  CcaDecodeRows cca_rows;
-  cca_rows.n = n;
-  cca_rows.slots = t.slots;
-  cca_rows.kv_rows = t.kv_rows;
-  float* cos_rows = arena_.floats(size_t(n) * half);
-  float* sin_rows = arena_.floats(size_t(n) * half);
-  be_.gather_rows(cos_rows, rope_cos_.floats(), t.positions, n, half);
-  be_.gather_rows(sin_rows, rope_sin_.floats(), t.positions, n, half);
-  cca_rows.rope_cos = cos_rows;
-  cca_rows.rope_sin = sin_rows;
-  const float* r_prev = nullptr;
-  const float* router_state = nullptr;
-  float* q = arena_.floats(size_t(n) * Dq);
-  float* att = arena_.floats(size_t(n) * Dq);
-  AttentionPartials partials{arena_.floats(size_t(n) * nq), arena_.floats(size_t(n) * nq),
-                             arena_.floats(size_t(n) * Dq)};
-  float* scores = arena_.floats(size_t(n) * nq * t.max_blocks * pool_.block_size());
-  float* gathered =
-      shard_.world > 1 ? arena_.floats(size_t(shard_.world) * n * nq * (d + 2)) : nullptr;
-  last_routes_.clear();
-  last_n_ = n;
-  for (int i = 0; i < L; ++i) {
-    const ZayaModel::Stage& st = model_.decode_stage(i);
-    float* res = arena_.floats(size_t(n) * E);
-    be_.residual_merge_forward(res, h_prev, st.hb, st.hs, r_prev, st.rb, st.rs, n, E);
-    float* x = arena_.floats(size_t(n) * E);
-    be_.rmsnorm_forward(x, nullptr, res, st.norm_w, n, E, float(c.norm_eps));
-    float* h = arena_.floats(size_t(n) * E);
-    if (ModelConfig::is_attention_stage(i)) {
-      const int a = i / 2;
-      cca_rows.kv = pool_.keys(0, a);
-      cca_decode_project(be_, q, cca_rows, conv_state(a), x, st.cca, c, arena_);
-      PagedKv kv = pool_.paged(a);
-      kv.blocks = t.blocks;
-      kv.counts = t.counts;
-      kv.max_blocks = t.max_blocks;
-      kv_attention_partials(be_, partials, scores, q, kv, n, c);
-      combine_attention_partials(be_, att, partials, n, c, comm_, gathered);
-      cca_decode_output(be_, h, att, n, st.cca, c);
-    } else {
-      float* state = arena_.floats(size_t(n) * R);
-      int32_t* routes = arena_.ints(size_t(n));
-      moe_decode(be_, h, state, x, router_state, st.moe, c, n, arena_, routes);
-      last_routes_.push_back(routes);
-      router_state = state;
-    }
-    h_prev = h;
-    r_prev = res;
-  }
-  // The final merge with model.res_scale, final_norm and the tied LM head.
-  float* final_r = arena_.floats(size_t(n) * E);
-  be_.residual_merge_forward(final_r, h_prev, weight("model.res_scale.hidden_states_bias"),
-                             weight("model.res_scale.hidden_states_scale"), r_prev,
-                             weight("model.res_scale.residual_bias"),
-                             weight("model.res_scale.residual_scale"), n, E);
-  float* y = arena_.floats(size_t(n) * E);
-  be_.rmsnorm_forward(y, nullptr, final_r, weight("model.final_norm.weight"), n, E,
-                      float(c.norm_eps));
-  float* logits = arena_.floats(size_t(n) * V);
-  be_.rows_matmul_forward(logits, y, emb_w, nullptr, n, E, V);
-  return logits;
 }
 
 }  // namespace zaya

@@ -107,8 +107,8 @@ class BatchDecoder {
   struct StepTables;
   StepTables upload_tables(const std::vector<Sequence*>& rows, std::span<const int> ids,
                            std::span<const int32_t> tokens);
-  // The stages of a step, from the embedded tokens to the logits [n, V] (backend memory).
-  float* run_stages(const StepTables& t, int n);
+  // The decoder's side of a step (model/decode_step.h's DecodeCache).
+  class StepCache;
 
   ZayaModel& model_;
   const Backend& be_;  // the model's, at construction

@@ -94,7 +94,7 @@ void ZayaModel::bind_weights() {
   };
   // Decoding's fp32 views: none where the weights are kept in bf16 alone (the decoder refuses).
   const bool fp32_copy = placement_.bf16_products() && !placement_.bf16_weight_storage();
-  stages_.assign(L, Stage{});
+  stages_.assign(L, StageWeights{});
   grads_.assign(L, StageGrads{});
   for (int i = 0; i < L; ++i) {
     if (ModelConfig::is_attention_stage(i)) {
@@ -235,6 +235,41 @@ RopeTables ZayaModel::take_inputs(std::span<const int32_t> tokens, std::span<con
   return rope;
 }
 
+const ZayaModel::StageWeights& ZayaModel::decoding_weights(int i) {
+  ZAYA_CHECK(i >= 0 && i < int(config_.num_stages), "decoding_weights: stage ", i, " of ",
+             config_.num_stages);
+  ZAYA_CHECK(!placement_.bf16_weight_storage(),
+             "decoding reads fp32 weights, and this model keeps its weights in bf16 alone "
+             "(--weight-storage bf16)");
+  ensure_bound();
+  return fp32_stages_.empty() ? stages_[size_t(i)] : fp32_stages_[size_t(i)];
+}
+
+ZayaModel::HeadWeights ZayaModel::decoding_head() {
+  const ParamRegistry& reg = params().registry();
+  auto w = [&](const char* name) { return placement_.fp32_weight(reg.get(name).offset); };
+  return HeadWeights{w("model.res_scale.hidden_states_scale"),
+                     w("model.res_scale.hidden_states_bias"),
+                     w("model.res_scale.residual_scale"),
+                     w("model.res_scale.residual_bias"),
+                     w("model.final_norm.weight"),
+                     w("model.embed_tokens.weight")};
+}
+
+void ZayaModel::prefill(std::span<const int32_t> prompt,
+                        const std::function<void(int a, const CcaActivations& act)>& cache) {
+  const bool recompute = recompute_;
+  recompute_ = false;  // the cache reads every attention stage's activations
+  try {
+    forward(prompt, {}, 1, int(prompt.size()));
+  } catch (...) {
+    recompute_ = recompute;
+    throw;
+  }
+  recompute_ = recompute;
+  for (int i = 0; i < int(config_.num_stages); i += 2) cache(i / 2, acts_[size_t(i)].cca);
+}
+
 WeightRef ZayaModel::embedding_weights() const {
   return placement_.weight(embedding_offset());
 }
@@ -330,7 +365,7 @@ const float* ZayaModel::router_state_out(int i) const {
 void ZayaModel::stage_forward(int i, float* h, const RopeTables& rope, const ContextShard* shard,
                               const MergeInputs* merge_from) {
   const int N = B_ * T_, E = int(config_.hidden_size);
-  const Stage& st = stages_[size_t(i)];
+  const StageWeights& st = stages_[size_t(i)];
   StageActivations& a = acts_[size_t(i)];
   a.rstd = arena_.floats(N);
   a.x = arena_.floats(size_t(N) * E);
@@ -451,7 +486,7 @@ float* ZayaModel::stages_backward(StreamGrads top, bool report) {
                           chained_moe ? arena_.floats(size_t(N) * R) : nullptr};
   float* dstate = nullptr;  // gradient w.r.t. the router state flowing back across MoE stages
   for (int i = L - 1; i >= 0; --i) {
-    const Stage& st = stages_[i];
+    const StageWeights& st = stages_[i];
     StageGrads& sg = grads_[i];
     StageActivations& a = acts_[i];
     const Arena::Mark mark = arena_.mark();

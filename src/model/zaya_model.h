@@ -110,19 +110,36 @@ class ZayaModel {
   // last position of each sequence is ignored.
   static std::vector<int32_t> shifted_targets(std::span<const int32_t> tokens, int B, int S);
 
- private:
-  friend class BatchDecoder;  // infer/batch_decoder.h: reads the stage weights and prefill
-                              // activations
-  // A stage's tensors: its weights (Stage, read by the forward and backward) or their gradients
-  // (StageGrads, added into by the backward), filled by one binding (bind_stage).
+  // A stage's tensors: its weights (StageWeights, read by the forward and backward) or their
+  // gradients (StageGrads, added into by the backward), filled by one binding (bind_stage).
   template <class Views>
   struct StageTensors {
     typename Views::Plain norm_w, hs, hb, rs, rb;
     CcaTensors<Views> cca{};
     MoeTensors<Views> moe{};
   };
-  using Stage = StageTensors<WeightViews>;
+  using StageWeights = StageTensors<WeightViews>;
   using StageGrads = StageTensors<GradViews>;
+
+  // What decoding reads (model/decode_step.h), in the backend's memory, fp32 (decoding's row
+  // products take fp32 weights; a model whose weights are kept in bf16 alone cannot decode):
+  // stage i's weights, and the final merge's scales, the final norm's and the tied embedding.
+  const StageWeights& decoding_weights(int i);
+  struct HeadWeights {
+    const float *hs, *hb, *rs, *rb;  // model.res_scale
+    const float* norm_w;             // model.final_norm
+    const float* embedding;          // [V, E], the tied LM head
+  };
+  HeadWeights decoding_head();
+  // A decoder's prefill of one sequence: forward(prompt) without targets (logits() then holds
+  // every position's), with every stage's activations kept even under recompute, then
+  // cache(a, act) for each attention stage a with what its decode state starts from: the keys and
+  // values of every position (act.k, act.v: [S, kv_dim]) and the convolution inputs
+  // (cca_state_from_forward). In the backend's memory, valid during the call.
+  void prefill(std::span<const int32_t> prompt,
+               const std::function<void(int a, const CcaActivations& act)>& cache);
+
+ private:
   struct StageActivations {
     float* r = nullptr;     // merged residual r_i [N, E]
     float* rstd = nullptr;  // [N]
@@ -146,10 +163,6 @@ class ZayaModel {
   template <class Views, class Product, class Plain>
   StageTensors<Views> bind_stage(int i, Product product, Plain plain) const;
   const Backend& be() const { return placement_.backend(); }
-  // Stage i's fp32 weights, as decoding reads them.
-  const Stage& decode_stage(int i) const {
-    return fp32_stages_.empty() ? stages_[size_t(i)] : fp32_stages_[size_t(i)];
-  }
   // RMSNorm of stage i's merged residual and its block (CCA or MoE) into h [N, E]; fills
   // acts_[i] but r and h. Used by forward() and, with recompute, by backward().
   // With merge_from (the previous stage's h and r), the merge into acts_[i].r comes first, fused
@@ -194,10 +207,10 @@ class ZayaModel {
   std::vector<int64_t> final_from_;
   std::function<void(int64_t)> gradients_final_;
   uint64_t bound_layout_ = 0;  // the placement's layout_version the views were bound at
-  std::vector<Stage> stages_;
+  std::vector<StageWeights> stages_;
   // The stages' fp32 weights, which decoding reads (its row products are fp32): stages_ itself
   // unless the products read bf16 copies.
-  std::vector<Stage> fp32_stages_;
+  std::vector<StageWeights> fp32_stages_;
   std::vector<StageGrads> grads_;
   Arena arena_;
 
