@@ -8,7 +8,7 @@ PACKAGES=(
   libopenblas0-openmp libopenblas-openmp-dev   # BLAS for the CPU backend (OpenMP threading)
   nlohmann-json3-dev libcli11-dev              # config parsing, command line
   libre2-dev                                   # aegis log rules (linear-time regular expressions)
-  libcpp-httplib-dev                           # zaya serve's HTTP server (cpp-httplib)
+  libboost-dev                                 # zaya serve's HTTP messages (Boost.Beast)
   libboost-context-dev                         # fibers of the emulated CUDA device (cuda-emu)
   zlib1g-dev libzstd-dev zstd                  # .gz/.zst corpora (zaya data prepare); zstd CLI for tests
   libsimdjson-dev                              # fast JSON Lines fields (zaya data prepare)

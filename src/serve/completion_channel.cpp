@@ -9,10 +9,10 @@ namespace zaya::serve {
 using nlohmann::json;
 
 bool stream_events(Channel& ch, const StreamReply& r, const std::string& model_name,
-                   const std::atomic<bool>& aborting, httplib::DataSink& sink) {
+                   const std::atomic<bool>& aborting, EventSink& sink) {
   const auto event = [&](const json& j) {
     const std::string s = "data: " + dump(j) + "\n\n";
-    return sink.write(s.data(), s.size());
+    return sink.write(s);
   };
   const auto chunk = [&](const std::string& text, const json& finish) {
     return json{
@@ -37,7 +37,7 @@ bool stream_events(Channel& ch, const StreamReply& r, const std::string& model_n
           "data: " +
           dump(ApiError(500, "the request failed: " + ch.error, {}, "server_error").body()) +
           "\n\n";
-      sink.write(e.data(), e.size());
+      sink.write(e);
       return false;
     }
     text.swap(ch.text);
@@ -57,7 +57,7 @@ bool stream_events(Channel& ch, const StreamReply& r, const std::string& model_n
   }
   if (ok) {
     const std::string last = "data: [DONE]\n\n";
-    ok = sink.write(last.data(), last.size());
+    ok = sink.write(last);
   }
   r.log(ch, "200 (stream)");
   if (ok) sink.done();

@@ -2,11 +2,10 @@
 // events of a streamed completion read from it (zaya serve, openai_server.cpp).
 #pragma once
 
-#include <httplib.h>
-
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -17,12 +16,14 @@
 
 #include "core/clock.h"
 #include "infer/text_stream.h"
+#include "serve/http_message.h"
 #include "serve/logprobs.h"
 
 namespace zaya::serve {
 
 // What the engine thread hands a request's HTTP thread: settled text as it comes, then the end.
 struct Channel {
+  uint64_t id = 0;  // among the engine host's live requests (engine_host.h)
   std::mutex m;
   std::condition_variable cv;
   std::string text;  // settled, not yet taken by the HTTP thread
@@ -72,6 +73,6 @@ struct StreamReply {
 // The drain deadline (`aborting`) ends the stream cut short; an error in the request ends it
 // with an error event.
 bool stream_events(Channel& ch, const StreamReply& r, const std::string& model_name,
-                   const std::atomic<bool>& aborting, httplib::DataSink& sink);
+                   const std::atomic<bool>& aborting, EventSink& sink);
 
 }  // namespace zaya::serve

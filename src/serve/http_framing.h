@@ -1,4 +1,4 @@
-// The framing of an HTTP/1.1 request head, checked before anything reads a body (http_guard.h):
+// The framing of an HTTP/1.1 request head, checked before anything reads a body (http_server.h):
 // one plain decimal Content-Length (no sign, at most 19 digits, repeated only with the same
 // value) within the body limit, no chunked request body, a request line and `name: value` header
 // lines. A pure function of the bytes, fuzzed (fuzz/http_framing.cpp).

@@ -1,4 +1,4 @@
-// The limits zaya serve's HTTP front keeps (http_guard.h, connection_reader.h): deadlines for a
+// The limits zaya serve's HTTP front keeps (http_server.h, connection_reader.h): deadlines for a
 // request's head and body, keep-alive, the sizes it buffers, the connections it holds open and the
 // threads that answer complete requests.
 #pragma once

@@ -1,13 +1,16 @@
 // zaya serve: an OpenAI-compatible completions server over the continuous-batching engine
-// (infer/engine.h), on cpp-httplib.
+// (infer/engine.h), in parts: the HTTP server (http_server.h: zaya's reading and framing, Boost
+// Beast's messages), the engine on its thread (engine_host.h), the completions
+// (completion_handler.h) and the tokenizer shared by them (tokenizer_service.h).
 //
 //   POST /v1/completions   prompt, max_tokens, temperature, top_p, stop, seed, stream (server-sent
 //                          events); zaya's top_k and repetition_penalty too
 //   GET  /v1/models        the one model served
 //   GET  /health           200 while serving, 503 while draining
 //
-// Every connection is handled on a thread of a bounded pool (http_guard.h: deadlines, framing,
-// connection cap), which tokenizes, queues the request with the engine and waits for its text;
+// Every complete request is answered on a thread of a bounded pool (http_server.h: deadlines,
+// framing, connection cap), which tokenizes, queues the request with the engine and waits for its
+// text;
 // one engine thread decodes all running requests together. An error inside a request ends that
 // request (500, logged), never the process. A
 // request's text does not depend on what else runs (the decoder's rows are batch-independent and
@@ -26,31 +29,10 @@
 
 #include "infer/engine.h"
 #include "model/zaya_model.h"
+#include "serve/serve_options.h"
 #include "tokenizer/tokenizer.h"
 
 namespace zaya::serve {
-
-struct ServeOptions {
-  std::string host = "127.0.0.1";
-  int port = 8000;           // 0: any free port (printed)
-  std::string model_name;    // the id clients name in "model"
-  int max_batch = 16;        // requests decoded together
-  size_t max_queue = 64;     // requests waiting beyond those; more get 429
-  int64_t context = 0;       // positions per request, prompt + max_tokens (0: max_seq_len)
-  int max_tokens_limit = 0;  // the most max_tokens a request may ask (0: the context)
-  size_t max_body_bytes = 1 << 20;
-  size_t max_connections = 2048;  // open at once, read by one thread (http_guard.h); more: 503
-  size_t http_threads = 256;      // answering complete requests (a stream holds one to its end)
-  int drain_timeout_s = 30;       // stop(): how long requests in flight may take to finish
-  // A test hook (environment variable ZAYA_SERVE_TEST_FAULT=request:SEED or step:SEED, read by
-  // `zaya serve`; docs/commands/serve.md): a completion whose seed is test_fault_seed fails inside
-  // the engine at its first token. kRequest: that request ends with 500, as an error inside one
-  // request would; kStep: the decoding step fails, every request the engine held ends with 500
-  // and the engine starts again.
-  enum class TestFault { kNone, kRequest, kStep };
-  TestFault test_fault = TestFault::kNone;
-  uint64_t test_fault_seed = 0;
-};
 
 class OpenAiServer {
  public:
