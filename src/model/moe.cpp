@@ -26,10 +26,10 @@ void moe_forward(float* out, MoeActivations& act, const float* x, const float* s
   be.gelu_forward(act.m1, act.m1_pre, long(N) * R);
   be.matmul_forward(act.m2_pre, act.m1, w.mlp2_w, w.mlp2_b, N, R, R);
   be.gelu_forward(act.m2, act.m2_pre, long(N) * R);
-  float* logits = arena.floats(size_t(N) * NR);
-  be.matmul_forward(logits, act.m2, w.mlp4_w, nullptr, N, R, NR);
+  act.logits = arena.floats(size_t(N) * NR);
+  be.matmul_forward(act.logits, act.m2, w.mlp4_w, nullptr, N, R, NR);
   act.probs = arena.floats(size_t(N) * NR);
-  be.softmax_forward(act.probs, logits, N, NR);
+  be.softmax_forward(act.probs, act.logits, N, NR);
 
   // 6. Top-1 choice (top1_route), unless the test hook holds the routes.
   act.route = arena.ints(N);

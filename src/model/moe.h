@@ -41,6 +41,7 @@ struct MoeActivations {
   float* rstd = nullptr;              // [N]
   float* hn = nullptr;                // [N, R]
   float *m1_pre, *m1, *m2_pre, *m2;   // [N, R] each
+  float* logits = nullptr;            // [N, X+1] the router's, before the softmax
   float* probs = nullptr;             // [N, X+1]
   int32_t* route = nullptr;           // [N] chosen route, X = skip
   int32_t* order = nullptr;           // [N] tokens sorted by route (stable)

@@ -296,12 +296,14 @@ void ZayaModel::stages_forward(const RopeTables& rope) {
       const Arena::Mark mark = arena_.mark();
       stage_forward(i, a.h, rope, shard, &merge);
       if (!ModelConfig::is_attention_stage(i)) {
+        observe_router(i);
         be().copy(a.kept_route, a.moe.route, sizeof(int32_t) * size_t(N));
         be().copy(a.kept_state, a.moe.state, sizeof(float) * size_t(N) * config_.router_dim);
       }
       arena_.rewind(mark);
     } else {
       stage_forward(i, a.h, rope, shard, &merge);
+      if (!ModelConfig::is_attention_stage(i)) observe_router(i);
     }
     h_prev = a.h;
     r_prev = a.r;
@@ -355,6 +357,19 @@ float ZayaModel::mean_loss(double total) {
     loss_count_ = int64_t(sums[1]);
   }
   return loss_count_ ? float(total / double(loss_count_)) : 0.0f;
+}
+
+void ZayaModel::observe_router(int i) {
+  if (!router_observer_) return;
+  const int routes = int(config_.num_routes());
+  const size_t n = size_t(B_) * size_t(T_) * size_t(routes);
+  const float* logits = acts_[size_t(i)].moe.logits;
+  if (!be().host_memory()) {
+    host_router_logits_.resize(n);
+    be().to_host(host_router_logits_.data(), logits, sizeof(float) * n);
+    logits = host_router_logits_.data();
+  }
+  router_observer_(i / 2, std::span<const float>(logits, n), routes);
 }
 
 const float* ZayaModel::router_state_out(int i) const {

@@ -56,6 +56,14 @@ class ZayaModel {
     gradients_final_ = std::move(fn);
   }
 
+  // Following forward() calls (not the recomputed ones of a backward) hand each MoE stage's router
+  // logits [rows, routes] to `fn`, copied to the host: k counts the MoE stages from 0. The step
+  // accounting reads the routers' per-token health from them (train/step_accounting.h). An empty
+  // function (the default): no copies.
+  using RouterLogitsObserver =
+      std::function<void(int k, std::span<const float> logits, int routes)>;
+  void set_router_logits_observer(RouterLogitsObserver fn) { router_observer_ = std::move(fn); }
+
   // Test hook: following forward() calls take these routes (one [B·S] vector per MoE stage, in
   // stage order) instead of choosing top-1, so that finite differences can cross a near-tie.
   // An empty argument returns to normal routing.
@@ -193,6 +201,8 @@ class ZayaModel {
   float* stages_backward(StreamGrads top, bool report);
   // The router state MoE stage i passes on.
   const float* router_state_out(int i) const;
+  // Hands MoE stage i's router logits to the observer (set_router_logits_observer).
+  void observe_router(int i);
   // The mean loss from this rank's sum (and loss_count_), over the context group when sharded.
   float mean_loss(double total);
   void rope_for(int S);
@@ -206,7 +216,9 @@ class ZayaModel {
   // the embedding still write (final_from_[L]: above every stage); see set_gradients_final.
   std::vector<int64_t> final_from_;
   std::function<void(int64_t)> gradients_final_;
-  uint64_t bound_layout_ = 0;  // the placement's layout_version the views were bound at
+  RouterLogitsObserver router_observer_;
+  std::vector<float> host_router_logits_;  // the observer's copy on a device backend
+  uint64_t bound_layout_ = 0;              // the placement's layout_version the views were bound at
   std::vector<StageWeights> stages_;
   // The stages' fp32 weights, which decoding reads (its row products are fp32): stages_ itself
   // unless the products read bf16 copies.

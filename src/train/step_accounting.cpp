@@ -80,6 +80,36 @@ void StepAccounting::add_to(json& rec, int64_t tokens, int seq, double step_s,
                    {"device_bytes", m.device_bytes}};
   routers_.observe(stage_counts);
   rec["routers"] = routers_.to_json();
+  json entropy = json::array(), max_logit = json::array();
+  for (const RouterTokenStats& s : token_stats_) {
+    entropy.push_back(s.mean_entropy());
+    max_logit.push_back(s.tokens ? json(s.max_logit) : json(nullptr));
+  }
+  rec["routers"]["token_entropy"] = entropy;
+  rec["routers"]["max_logit"] = max_logit;
+  token_stats_.clear();
+}
+
+void StepAccounting::observe_router_logits(int k, std::span<const float> logits, int routes) {
+  if (token_stats_.size() <= size_t(k)) token_stats_.resize(size_t(k) + 1);
+  token_stats_[size_t(k)].observe(logits, routes);
+}
+
+void RouterTokenStats::observe(std::span<const float> logits, int routes) {
+  const size_t r = size_t(routes);
+  std::vector<double> p(r);
+  for (size_t row = 0; row + r <= logits.size(); row += r) {
+    double top = logits[row];
+    for (size_t j = 1; j < r; ++j) top = std::max(top, double(logits[row + j]));
+    max_logit = std::max(max_logit, top);
+    double sum = 0;
+    for (size_t j = 0; j < r; ++j) sum += p[j] = std::exp(double(logits[row + j]) - top);
+    double h = 0;  // −Σ p log p with p = e^(x−top) / sum: log p = (x − top) − log(sum)
+    for (size_t j = 0; j < r; ++j)
+      h -= p[j] / sum * (double(logits[row + j]) - top - std::log(sum));
+    entropy_sum += h;
+    ++tokens;
+  }
 }
 
 double StepAccounting::mfu_over(double train_s) const {

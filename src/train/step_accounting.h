@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <limits>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -86,6 +88,19 @@ class RouterWatch {
   std::deque<std::vector<RouteCounts>> recent_;  // the last `window` steps' counts
 };
 
+// The routers' per-token health over a step's tokens, per MoE stage: the mean entropy of the
+// routing distribution (softmax of the logits; nats: 0 is certain, log(routes) undecided) and
+// the largest logit. From the logits ZayaModel hands over (set_router_logits_observer), summed in
+// token order in double.
+struct RouterTokenStats {
+  double entropy_sum = 0;
+  int64_t tokens = 0;
+  double max_logit = -std::numeric_limits<double>::infinity();
+  // Adds `rows` rows of `routes` logits each.
+  void observe(std::span<const float> logits, int routes);
+  double mean_entropy() const { return tokens ? entropy_sum / double(tokens) : 0.0; }
+};
+
 // The accounting fields of each step's metrics record, and the run's MFU.
 class StepAccounting {
  public:
@@ -96,6 +111,9 @@ class StepAccounting {
   void add_to(nlohmann::json& record, int64_t tokens, int seq, double step_s,
               const StepTimes& times, const std::vector<RouteCounts>& stage_counts);
   const PeakFlops& peak() const { return peak_; }
+  // MoE stage k's router logits of one forward of this step (ZayaModel's observer); the next
+  // add_to reports them (routers.token_entropy, routers.max_logit) and starts afresh.
+  void observe_router_logits(int k, std::span<const float> logits, int routes);
   // The MFU of the steps added so far, over `train_s` seconds of them.
   double mfu_over(double train_s) const;
 
@@ -104,6 +122,7 @@ class StepAccounting {
   const ComputeDevice& device_;
   PeakFlops peak_;
   RouterWatch routers_;
+  std::vector<RouterTokenStats> token_stats_;  // this step's, per MoE stage
   double model_flops_ = 0;
 };
 

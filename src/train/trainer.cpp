@@ -53,16 +53,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-std::string format_duration(double s) {
-  char b[32];
-  const int t = int(s + 0.5);
-  if (t >= 3600)
-    std::snprintf(b, sizeof(b), "%dh%02dm", t / 3600, t / 60 % 60);
-  else
-    std::snprintf(b, sizeof(b), "%dm%02ds", t / 60, t % 60);
-  return b;
-}
-
 // The sequences of one optimizer step.
 struct StepBatch {
   int phase = 0;
@@ -296,6 +286,11 @@ double TrainingRun::forward_backward(const StepBatch& b, std::vector<int64_t>& r
   const bool overlap = update_->zero1() && tc_.overlap_reduce && !nan_drill;
   double loss_sum = 0;
   window_.resize(size_t(S) + 1);
+  // The lead rank's accounting reads the routers' per-token health from this step's forwards.
+  if (accounting_)
+    model_.set_router_logits_observer([this](int k, std::span<const float> logits, int routes) {
+      accounting_->observe_router_logits(k, logits, routes);
+    });
   size_t mine = size_t(p_.grid.data_rank * (b.seqs / p_.grid.data));
   for (int m = 0; m < b.micro_steps; ++m) {
     tokens_.resize(size_t(B) * S);
@@ -329,6 +324,7 @@ double TrainingRun::forward_backward(const StepBatch& b, std::vector<int64_t>& r
     if (lead_ && !thread_change.empty())
       std::fprintf(stderr, "%s%s\n", erase_line(), thread_change.c_str());
   }
+  model_.set_router_logits_observer({});  // evaluation's forwards are not the step's
   return loss_sum;
 }
 

@@ -90,6 +90,11 @@ check(len(ro["entropy"]) == 2 and all(0 <= h <= ro["entropy_even"] + 1e-12 for h
       and ro["busiest_share"]["min"] <= ro["busiest_share"]["p50"] <= ro["busiest_share"]["max"] <= 1
       and isinstance(ro["idle_routes"], list) and ro["idle_window_steps"] == min(100, len(a)),
       f"routers: entropy per MoE stage, the busiest route's share, idle routes ({ro})")
+check(all(len(r["routers"]["token_entropy"]) == 2 and len(r["routers"]["max_logit"]) == 2
+          and all(0 < h <= r["routers"]["entropy_even"] + 1e-9 for h in r["routers"]["token_entropy"])
+          and all(isinstance(x, float) for x in r["routers"]["max_logit"]) for r in a),
+      f"every step: the routers' mean per-token entropy and largest logit per MoE stage "
+      f"({ro['token_entropy']}, {ro['max_logit']})")
 s4 = json.load(open(f"{work}/run4/summary.json"))
 check(s4["peak_tflops"] == 0.5 and s4["peak_source"] == "given (--peak-tflops)",
       "--peak-tflops sets the peak MFU is taken against")

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <thread>
+#include <vector>
 
 #include "train/step_accounting.h"
 
@@ -33,6 +34,25 @@ TEST(RouterWatch, EntropyBusiestShareAndIdleRoutesOverTheWindow) {
   j = watch.to_json();
   EXPECT_EQ(j["idle_routes"], json::parse("[[1, 1], [1, 2]]"));
   EXPECT_EQ(j["idle_window_steps"], 2);
+}
+
+// The per-token figures from logits, against values worked out by hand: equal logits are an even
+// spread (log 3), one logit far above the others a certain choice, and a shift of every logit of
+// a row changes neither entropy (softmax is shift-invariant) but moves the largest logit.
+TEST(RouterTokenStats, EntropyAndLargestLogitFromTheLogits) {
+  RouterTokenStats s;
+  const std::vector<float> even = {0.5f, 0.5f, 0.5f, 100.0f, 0.0f, 0.0f};
+  s.observe(even, 3);
+  EXPECT_EQ(s.tokens, 2);
+  EXPECT_NEAR(s.mean_entropy(), std::log(3.0) / 2, 1e-12);  // log 3 and ~0
+  EXPECT_EQ(s.max_logit, 100.0);
+  // Two routes at logits 0 and log 3: p = 1/4, 3/4, entropy −(¼ log ¼ + ¾ log ¾).
+  RouterTokenStats two;
+  const std::vector<float> row = {0.0f, float(std::log(3.0)), 7.0f, 7.0f + float(std::log(3.0))};
+  two.observe(row, 2);
+  const double h = -(0.25 * std::log(0.25) + 0.75 * std::log(0.75));
+  EXPECT_NEAR(two.mean_entropy(), h, 1e-7);
+  EXPECT_NEAR(two.max_logit, 7.0 + std::log(3.0), 1e-6);
 }
 
 TEST(PartClock, MarksAddTheTimeSinceTheLastMarkToEachPart) {
