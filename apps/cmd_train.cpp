@@ -57,6 +57,22 @@ void add_train_options(CLI::App& train, TrainArgs& a) {
                   "with --precision bf16 and --weight-storage bf16: bf16 (the Muon matrices' "
                   "gradients in bf16, 2 bytes each, rounded once per product and micro-batch; "
                   "the others fp32) or fp32 (every gradient in fp32, 4 bytes)");
+  train.add_option("--trace", a.train.trace_path,
+                   "write a Chrome trace (Perfetto loads it) of the steps of --trace-steps to this "
+                   "file: each rank's step parts, stage forwards and backwards, and collectives "
+                   "with their bytes, on one clock (it must not exist)");
+  train.add_option_function<std::string>(
+      "--trace-steps",
+      [&a](const std::string& text) {
+        const std::optional<TraceWindow> w = parse_trace_steps(text);
+        if (!w)
+          throw CLI::ValidationError("--trace-steps",
+                                     "expected A:B with 1 <= A <= B (steps, "
+                                     "from 1), got '" +
+                                         text + "'");
+        a.train.trace_steps = *w;
+      },
+      "the steps --trace records, A:B (from 1, both included; default 2:3)");
   train
       .add_option("--peak-tflops", a.train.peak_tflops,
                   "the peak MFU is taken against, in TFLOP/s (the device's datasheet figure in the "

@@ -5,6 +5,7 @@
 
 #include "backend/rope_tables.h"
 #include "core/error.h"
+#include "core/trace.h"
 #include "dist/rank_sum.h"
 
 namespace zaya {
@@ -282,6 +283,7 @@ void ZayaModel::stages_forward(const RopeTables& rope) {
   const float* h_prev = emb_;
   const float* r_prev = nullptr;
   for (int i = 0; i < L; ++i) {
+    const trace::Span span("model", [&] { return "stage " + std::to_string(i) + " forward"; });
     StageActivations& a = acts_[i];
     a.r = arena_.floats(size_t(N) * E);  // merged in stage_forward, with the norm
     a.h = arena_.floats(size_t(N) * E);
@@ -312,6 +314,7 @@ void ZayaModel::stages_forward(const RopeTables& rope) {
 
 // Final merge with model.res_scale, final_norm, the tied LM head and the loss.
 float ZayaModel::head_forward() {
+  const trace::Span span("head forward", "model");
   const int N = B_ * T_, E = int(config_.hidden_size), V = int(config_.vocab_size);
   const WeightRef emb_w = embedding_weights();
   const float* h_prev = acts_.empty() ? emb_ : acts_.back().h;  // the last stage's output
@@ -447,6 +450,7 @@ size_t ZayaModel::embedding_offset() const {
 // Loss → logits (in place) → final_norm → final merge: the gradients w.r.t. the last stage's
 // output and merged residual.
 ZayaModel::StreamGrads ZayaModel::head_backward(float loss_scale) {
+  const trace::Span span("head backward", "model");
   const int N = B_ * T_, E = int(config_.hidden_size), V = int(config_.vocab_size);
   const int L = int(config_.num_stages);
   const ParamRegistry& reg = params().registry();
@@ -501,6 +505,7 @@ float* ZayaModel::stages_backward(StreamGrads top, bool report) {
                           chained_moe ? arena_.floats(size_t(N) * R) : nullptr};
   float* dstate = nullptr;  // gradient w.r.t. the router state flowing back across MoE stages
   for (int i = L - 1; i >= 0; --i) {
+    const trace::Span span("model", [&] { return "stage " + std::to_string(i) + " backward"; });
     const StageWeights& st = stages_[i];
     StageGrads& sg = grads_[i];
     StageActivations& a = acts_[i];

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/device_select.h"
+#include "core/trace.h"
 #include "model/config.h"
 #include "optim/router_balancer.h"
 
@@ -37,17 +38,25 @@ struct StepTimes {
   nlohmann::json to_json() const;
 };
 
-// Adds the seconds since its construction, or since the last mark, to a part of StepTimes.
+// Adds the seconds since its construction, or since the last mark, to a part of StepTimes; with
+// a name, the interval is also a span of the trace when one is recording (core/trace.h).
 class PartClock {
  public:
   PartClock() : last_(std::chrono::steady_clock::now()) {}
-  void mark(double& part) {
+  void mark(double& part, const char* name = nullptr) {
     const auto now = std::chrono::steady_clock::now();
     part += std::chrono::duration<double>(now - last_).count();
+    if (name) trace::record(name, "step", last_, now);
     last_ = now;
   }
   double elapsed() const {  // since the last mark
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - last_).count();
+  }
+  // The same, recorded as a span of the trace named `name`.
+  double elapsed(const char* name) const {
+    const auto now = std::chrono::steady_clock::now();
+    trace::record(name, "step", last_, now);
+    return std::chrono::duration<double>(now - last_).count();
   }
 
  private:

@@ -9,7 +9,6 @@
 //   checkpoint every checkpoint_every steps, at the end and on a stop signal
 #include "train/trainer.h"
 
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -27,8 +26,8 @@
 #include "ckpt/hf_interop.h"
 #include "core/clock.h"
 #include "core/error.h"
-#include "dist/communicator.h"
 #include "dist/rank_sum.h"
+#include "dist/traced_communicator.h"
 #include "model/weights_io.h"
 #include "model/zaya_model.h"
 #include "optim/parameter_update.h"
@@ -139,7 +138,8 @@ class TrainingRun {
   EvalResult last_eval_;
   double train_s_ = 0;
   std::unique_ptr<StepAccounting> accounting_;  // the lead rank's: FLOPs, MFU, times, routers
-  double last_checkpoint_s_ = 0;  // the save after the previous step, for the next record
+  double last_checkpoint_s_ = 0;     // the save after the previous step, for the next record
+  std::unique_ptr<RunTrace> trace_;  // --trace
 };
 
 void TrainingRun::build() {
@@ -165,6 +165,8 @@ void TrainingRun::build() {
   // (NCCL on a GPU, sums in rank order, backend/cuda/nccl_communicator.h), while the loss, the
   // loads and the norm go over the host communicator.
   if (world_ > 1) nccl_ = p_.device.make_collective(comm_, /*rank_order_sums=*/true);
+  if (nccl_ && !opt_.trace_path.empty())
+    nccl_ = std::make_unique<dist::TracedCommunicator>(std::move(nccl_), "device");
   update_ = std::make_unique<ParameterUpdate>(
       placement, p_.optim, &comm_, nccl_ ? nccl_.get() : &comm_, tc_.zero1_bucket_floats);
   balancer_ = std::make_unique<RouterBalancer>(model_.params().registry(), p_.optim);
@@ -182,6 +184,8 @@ void TrainingRun::build() {
   // One line per committed checkpoint: an operator (and the Aegis drills) can tell which
   // checkpoint a crash will resume from.
   announced_ = checkpoints_->last_saved();
+  if (!opt_.trace_path.empty())
+    trace_ = std::make_unique<RunTrace>(opt_.trace_path, opt_.trace_steps, comm_);
 }
 
 // --init-from: another model's weights (every config field must match but rope_theta, which
@@ -300,7 +304,7 @@ double TrainingRun::forward_backward(const StepBatch& b, std::vector<int64_t>& r
       std::copy_n(window_.begin(), S, tokens_.begin() + size_t(k) * S);
       std::copy_n(window_.begin() + 1, S, targets_.begin() + size_t(k) * S);
     }
-    clock.mark(times.data_s);
+    clock.mark(times.data_s, "data");
     // Under context parallelism the model computes this rank's chunks of the sequences.
     loss_sum += model_.forward(tokens_, targets_, B, S);
     for (int k = 0; k < n_moe; ++k) {
@@ -308,7 +312,7 @@ double TrainingRun::forward_backward(const StepBatch& b, std::vector<int64_t>& r
       accumulate_routes(c, model_.routes(balancer_->stage_of(k)));
       for (int e = 0; e < n_routes; ++e) route_counts[size_t(k * n_routes + e)] += c[size_t(e)];
     }
-    clock.mark(times.forward_s);
+    clock.mark(times.forward_s, "forward");
     // Every micro-batch loss is a mean over its tokens; the step's loss is their mean over
     // all data ranks, so each backward carries 1 / (micro-batches of the whole step). Context
     // ranks each hold a share of their micro-batch's gradient; the reduction sums the shares.
@@ -318,7 +322,7 @@ double TrainingRun::forward_backward(const StepBatch& b, std::vector<int64_t>& r
     if (overlap && last_micro) model_.set_gradients_final(update_->begin_overlapped_reduce());
     model_.backward(1.0f / float(b.micro_steps * p_.grid.data));
     if (overlap && last_micro) model_.set_gradients_final(nullptr);
-    clock.mark(times.backward_s);
+    clock.mark(times.backward_s, "backward");
     // Fewer threads while other work holds the CPU, decided per micro-batch (same numbers).
     const std::string thread_change = threads_->tick(step_ + 1);
     if (lead_ && !thread_change.empty())
@@ -339,14 +343,14 @@ StepOutcome TrainingRun::update(const StepBatch& b, double loss_sum,
   // blocks in a host collective (with NCCL, a rank whose GPU waits for a bucket another rank has
   // not started, while that rank waits in MPI for this one, would never move).
   sum_.grad_reduce_wait_s += update_->reduce_gradients();
-  clock.mark(o.times.reduce_wait_s);
+  clock.mark(o.times.reduce_wait_s, "reduce_wait");
   // Global figures: the loss and the routers' loads over every rank's micro-batches.
   dist::sum_over_ranks(&comm_, std::span<double>(&loss_sum, 1));
   dist::sum_over_ranks(&comm_, route_counts);
-  clock.mark(o.times.sums_s);
+  clock.mark(o.times.sums_s, "sums");
   o.lr = learning_rate(p_.optim, step_, p_.schedule_steps);
   o.grad_norm = update_->step(o.lr);
-  clock.mark(o.times.optimizer_s);
+  clock.mark(o.times.optimizer_s, "optimizer");
   o.stage_counts.resize(size_t(n_moe));
   for (int k = 0; k < n_moe; ++k)
     o.stage_counts[size_t(k)].assign(route_counts.begin() + k * n_routes,
@@ -354,7 +358,7 @@ StepOutcome TrainingRun::update(const StepBatch& b, double loss_sum,
   balancer_->update(model_.params(), o.stage_counts);  // same counts on every rank: same biases
   // The host holds the biases' master copy: the backend gets the new ones.
   for (const auto& [offset, n] : balancer_ranges_) update_->push_weights(offset, n);
-  clock.mark(o.times.router_s);
+  clock.mark(o.times.router_s, "router");
   tokens_done_ += b.seqs * b.S;
   // Every context rank of a data rank holds the same (group-wide) loss: world = data × context.
   o.loss = loss_sum / double(b.micro_steps * world_);
@@ -451,6 +455,7 @@ void TrainingRun::run(Clock::time_point t_start) {
     const auto t0 = Clock::now();
     const int step_threads = omp_get_max_threads();
     faults_.at_step_start(step_ + 1);  // Aegis drills: kill, hang, slow
+    if (trace_) trace_->at_step(step_ + 1);
     const StepBatch b = sample();
     model_.set_rope_theta(b.ph->rope_theta);
     model_.placement().zero_grads();
@@ -489,9 +494,9 @@ void TrainingRun::run(Clock::time_point t_start) {
         if (eval)
           last_eval_ = evaluate(model_, *p_.loader, b.S, tc_.eval_windows, tc_.micro_batch,
                                 tc_.context_parallel > 1 ? p_.grid.data_comm.get() : &comm_);
-        clock.mark(o.times.eval_s);
+        clock.mark(o.times.eval_s, "eval");
         if (tasks) p_.tasks->evaluate(model_, &comm_);  // reads the weights, nothing else
-        clock.mark(o.times.tasks_s);
+        clock.mark(o.times.tasks_s, "tasks");
       } catch (const Error& e) {
         if (!last) throw;  // the last step's evaluation may not cost the run its final save
         if (lead_) std::fprintf(stderr, "warning: the final evaluation failed: %s\n", e.what());
@@ -501,7 +506,7 @@ void TrainingRun::run(Clock::time_point t_start) {
     log(b, o, step_threads, eval, tasks, last);
     const PartClock save_clock;
     checkpoint(last, o.stop);
-    last_checkpoint_s_ = save_clock.elapsed();
+    last_checkpoint_s_ = save_clock.elapsed("checkpoint");
     if (o.stop) {
       sum_.interrupted = true;
       ++step_;
@@ -545,10 +550,7 @@ void TrainingRun::finish(int64_t first_step, Clock::time_point t_start) {
   if (lead_)
     write_run_outputs(sum_, model_, tc_, p_.sample_tokenizer.get(), p_.loader->eos_id(),
                       p_.config_path);
-  // Every rank's peak resident memory (KiB from getrusage), for the summary.
-  struct rusage usage {};
-  getrusage(RUSAGE_SELF, &usage);
-  const int64_t own_rss = int64_t(usage.ru_maxrss) * 1024;
+  const int64_t own_rss = memory_now(p_.device).peak_rss_bytes;  // every rank's, for the summary
   const ParameterPlacement& placement = model_.placement();
   sum_.activation_bytes = int64_t(model_.arena_high_water());
   sum_.device_weight_bytes = int64_t(placement.weight_bytes() + update_->master_bytes());
@@ -559,6 +561,7 @@ void TrainingRun::finish(int64_t first_step, Clock::time_point t_start) {
   comm_.barrier();  // the run's files are complete when any rank returns
   sum_.elapsed_s = seconds_since(t_start);
   if (lead_) write_run_summary(sum_);
+  if (trace_) trace_->write();
   heartbeat_.beat_phase(BeatPhase::kDone, step_, g_);
 }
 
@@ -566,7 +569,9 @@ void TrainingRun::finish(int64_t first_step, Clock::time_point t_start) {
 
 TrainSummary run_training(const TrainOptions& opt) {
   const auto t_start = Clock::now();
-  const std::unique_ptr<dist::Communicator> comm = dist::make_communicator();
+  std::unique_ptr<dist::Communicator> comm = dist::make_communicator();
+  if (!opt.trace_path.empty())  // every collective a span (the grid's groups split from it)
+    comm = std::make_unique<dist::TracedCommunicator>(std::move(comm), "world");
   RunPlan plan = plan_run(opt, *comm);
   TrainSummary sum;
   sum.out_dir = plan.train.out_dir;

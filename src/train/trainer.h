@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/precision.h"
+#include "train/run_trace.h"
 #include "train/train_modes.h"
 
 namespace zaya {
@@ -54,6 +55,9 @@ struct TrainOptions {
   // the run's precision, e.g. 989 for an H100's dense bf16); 0: measured at start on a square
   // product of the run's backend and precision (train/step_accounting.h).
   double peak_tflops = 0;
+  // --trace FILE: a Chrome trace of the steps of trace_steps (train/run_trace.h); "" none.
+  std::string trace_path;
+  TraceWindow trace_steps;
 };
 
 struct TrainSummary {
