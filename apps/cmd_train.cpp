@@ -6,6 +6,8 @@
 #include <memory>
 
 #include "backend/device_select.h"
+#include "dist/dist_context.h"
+#include "serve/train_metrics.h"
 #include "train/train_tasks.h"
 #include "train/trainer.h"
 
@@ -17,6 +19,8 @@ struct TrainArgs {
   TrainOptions train;
   bool no_progress = false;
   bool fixed_threads = false;
+  int metrics_port = -1;  // --metrics-port: -1 none, 0 any free port
+  std::string metrics_host = "127.0.0.1";
 };
 
 void add_train_options(CLI::App& train, TrainArgs& a) {
@@ -79,6 +83,15 @@ void add_train_options(CLI::App& train, TrainArgs& a) {
                   "run's precision, e.g. 989 for an H100 in dense bf16); default: measured at "
                   "start on a square product of this device (printed)")
       ->check(AtLeast(0.0));
+  train
+      .add_option("--metrics-port", a.metrics_port,
+                  "serve each step's metrics (step, loss, tokens/s, MFU, time by part, memory, "
+                  "routers) at http://HOST:PORT/metrics in Prometheus' text format, from rank 0 "
+                  "(0: any free port, printed)")
+      ->check(CLI::Range(0, 65535));
+  train.add_option("--metrics-host", a.metrics_host,
+                   "the address --metrics-port listens on (default 127.0.0.1; 0.0.0.0 for a "
+                   "Prometheus on another machine)");
   train.add_flag("--no-progress", a.no_progress, "no live progress line");
   train.add_flag("--fixed-threads", a.fixed_threads,
                  "keep the thread count of --threads for the whole run; by default it drops "
@@ -116,6 +129,17 @@ Runner add_train_command(CLI::App& app) {
     if (!*train) return kNotMine;
     args->train.progress = !args->no_progress;
     args->train.adaptive_threads = !args->fixed_threads;
+    // Rank 0 writes the metrics records: it alone serves them.
+    std::unique_ptr<serve::TrainMetrics> metrics;
+    std::unique_ptr<serve::MetricsEndpoint> endpoint;
+    if (args->metrics_port >= 0 && dist::detect_launch().rank == 0) {
+      metrics = std::make_unique<serve::TrainMetrics>(0);
+      endpoint = std::make_unique<serve::MetricsEndpoint>(
+          args->metrics_host, args->metrics_port, [m = metrics.get()] { return m->text(); });
+      std::fprintf(stderr, "metrics: http://%s:%d/metrics\n", args->metrics_host.c_str(),
+                   endpoint->port());
+      args->train.on_record = [m = metrics.get()](const nlohmann::json& r) { m->update(r); };
+    }
     const TrainSummary s = run_training(args->train);
     if (s.already_finished) {
       std::printf("run %s already finished at step %lld; nothing to do\n", s.out_dir.c_str(),

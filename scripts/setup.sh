@@ -9,6 +9,8 @@ PACKAGES=(
   nlohmann-json3-dev libcli11-dev              # config parsing, command line
   libre2-dev                                   # aegis log rules (linear-time regular expressions)
   libboost-dev                                 # zaya serve's HTTP messages (Boost.Beast)
+  prometheus-cpp-dev                           # /metrics of zaya serve and zaya train
+  prometheus                                   # a real Prometheus scrapes them (tests only)
   libboost-context-dev                         # fibers of the emulated CUDA device (cuda-emu)
   zlib1g-dev libzstd-dev zstd                  # .gz/.zst corpora (zaya data prepare); zstd CLI for tests
   libsimdjson-dev                              # fast JSON Lines fields (zaya data prepare)

@@ -17,13 +17,15 @@ using nlohmann::json;
 
 CompletionHandler::CompletionHandler(EngineHost& engine, const TokenizerService& tokenizer,
                                      const ServeOptions& options, int64_t model_vocab,
-                                     RequestFlight& flight, const ServerState& state)
+                                     RequestFlight& flight, const ServerState& state,
+                                     ServeMetrics& metrics)
     : engine_(engine),
       tokenizer_(tokenizer),
       opt_(options),
       model_vocab_(model_vocab),
       flight_(flight),
-      state_(state) {
+      state_(state),
+      metrics_(metrics) {
   const int64_t context = engine.context();
   max_tokens_limit_ =
       int(opt_.max_tokens_limit > 0 ? std::min<int64_t>(opt_.max_tokens_limit, context) : context);
@@ -192,6 +194,8 @@ void CompletionHandler::answer_batch(const CompletionRequest& cr, HttpResponse& 
         throw ApiError(500, "the request failed: " + ch.error, {}, "server_error");
       }
     }
+    metrics_.completion(ch.finish_reason, prompts[i].size(), ch.completion_tokens, ch.ttft_s,
+                        seconds_since(t0));
     choices.push_back(choice_json(i, ch, cr.prompts[i], prompts[i], cr));
     prompt_tokens += prompts[i].size();
     completion_tokens += cr.max_tokens > 0 ? ch.completion_tokens : 0;
@@ -257,8 +261,11 @@ void CompletionHandler::operator()(const HttpRequest& request, HttpResponse& res
   res.stream = [this, ch, reply](EventSink& sink) {
     return stream_events(*ch, reply, opt_.model_name, state_.aborting, sink);
   };
-  res.stream_end = [this, ch](bool complete) {
+  res.stream_end = [this, ch, reply](bool complete) {
     if (!complete) ch->cancelled = true;
+    if (complete)
+      metrics_.completion(ch->finish_reason, reply.prompt_tokens, ch->completion_tokens, ch->ttft_s,
+                          seconds_since(reply.t0));
     flight_.end();
   };
 }

@@ -17,6 +17,7 @@
 #include "serve/engine_host.h"
 #include "serve/http_message.h"
 #include "serve/request_flight.h"
+#include "serve/serve_metrics.h"
 #include "serve/tokenizer_service.h"
 
 namespace zaya::serve {
@@ -33,7 +34,7 @@ class CompletionHandler {
  public:
   CompletionHandler(EngineHost& engine, const TokenizerService& tokenizer,
                     const ServeOptions& options, int64_t model_vocab, RequestFlight& flight,
-                    const ServerState& state);
+                    const ServerState& state, ServeMetrics& metrics);
   void operator()(const HttpRequest& request, HttpResponse& response);
 
  private:
@@ -56,6 +57,7 @@ class CompletionHandler {
   int64_t model_vocab_;
   RequestFlight& flight_;
   const ServerState& state_;
+  ServeMetrics& metrics_;
   int max_tokens_limit_;
   std::atomic<uint64_t> next_id_{1};
 };

@@ -307,6 +307,7 @@ bool HttpServer::respond(int fd, const std::string& bytes) {
     return false;
   }
   handle(request, response);
+  if (response_observer_) response_observer_(response.status);
   keep_alive = keep_alive && !closing_ && !asks_to_close(response);
   return write_response(fd, response, keep_alive, limits_, closing_) && keep_alive;
 }

@@ -49,6 +49,10 @@ class HttpServer {
   void set_error_body(std::function<std::string(int status, const std::string& message)> body) {
     error_body_ = std::move(body);
   }
+  // Told the status of every response the server writes (the server's metrics).
+  void set_response_observer(std::function<void(int status)> observer) {
+    response_observer_ = std::move(observer);
+  }
 
   // Binds the listening socket, this server's alone (SO_REUSEADDR, not SO_REUSEPORT); returns the
   // port (the chosen one for port 0). Throws naming the address and the kernel's reason.
@@ -75,6 +79,7 @@ class HttpServer {
   HttpLimits limits_;
   std::map<std::pair<std::string, std::string>, HttpHandler> routes_;
   std::function<std::string(int, const std::string&)> error_body_;
+  std::function<void(int)> response_observer_;
   int listen_fd_ = -1;
   std::atomic<bool> closing_{false}, stopping_{false};
   std::unique_ptr<AnswerPool> pool_;

@@ -14,6 +14,7 @@
 #include "serve/engine_host.h"
 #include "serve/http_server.h"
 #include "serve/request_flight.h"
+#include "serve/serve_metrics.h"
 #include "serve/tokenizer_endpoints.h"
 #include "serve/tokenizer_service.h"
 
@@ -57,6 +58,7 @@ struct OpenAiServer::Impl {
   int64_t model_vocab;
   RequestFlight flight;
   ServerState state;
+  ServeMetrics metrics;
   CompletionHandler completions;
   HttpServer http;
   int64_t created = int64_t(std::time(nullptr));
@@ -66,9 +68,14 @@ struct OpenAiServer::Impl {
         tokenizer(t),
         engine(m, engine_limits(m, o)),
         model_vocab(m.config().vocab_size),
-        completions(engine, tokenizer, opt, model_vocab, flight, state),
+        completions(engine, tokenizer, opt, model_vocab, flight, state, metrics),
         http(http_limits(o)) {
     http.set_error_body(error_body);
+    http.set_response_observer([this](int status) { metrics.response(status); });
+    http.route("GET", "/metrics", [this](const HttpRequest&, HttpResponse& res) {
+      res.set_content(metrics.text(engine.running(), engine.queued()),
+                      "text/plain; version=0.0.4; charset=utf-8");
+    });
     http.route("POST", "/v1/completions",
                [this](const HttpRequest& rq, HttpResponse& res) { completions(rq, res); });
     http.route("GET", "/v1/models", [this](const HttpRequest&, HttpResponse& res) { models(res); });

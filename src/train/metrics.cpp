@@ -6,7 +6,9 @@
 
 namespace zaya {
 
-MetricsWriter::MetricsWriter(const std::string& path, bool append) : path_(path) {
+MetricsWriter::MetricsWriter(const std::string& path, bool append,
+                             std::function<void(const nlohmann::json&)> on_record)
+    : path_(path), on_record_(std::move(on_record)) {
   file_ = std::fopen(path.c_str(), append ? "a" : "w");
   ZAYA_CHECK(file_, "cannot write metrics file '", path, "'");
 }
@@ -20,6 +22,7 @@ void MetricsWriter::write(const nlohmann::json& record) {
   const std::string line = record.dump() + "\n";
   std::fwrite(line.data(), 1, line.size(), file_);
   std::fflush(file_);
+  if (on_record_) on_record_(record);
 }
 
 std::vector<nlohmann::json> read_metrics(const std::string& path, int* torn_tail) {

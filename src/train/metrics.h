@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -13,8 +14,10 @@ namespace zaya {
 class MetricsWriter {
  public:
   MetricsWriter() = default;
-  // Truncates, or appends (a resumed run continues its metrics).
-  explicit MetricsWriter(const std::string& path, bool append = false);
+  // Truncates, or appends (a resumed run continues its metrics). Each record written is also
+  // handed to `on_record` when given (zaya train --metrics-port).
+  explicit MetricsWriter(const std::string& path, bool append = false,
+                         std::function<void(const nlohmann::json&)> on_record = {});
   ~MetricsWriter();
   MetricsWriter(const MetricsWriter&) = delete;
   MetricsWriter& operator=(const MetricsWriter&) = delete;
@@ -24,6 +27,7 @@ class MetricsWriter {
  private:
   std::string path_;
   std::FILE* file_ = nullptr;
+  std::function<void(const nlohmann::json&)> on_record_;
 };
 
 // torn_tail, when given, accepts a last line that is not JSON (what a kill in the middle of a write

@@ -122,8 +122,7 @@ class TrainingRun {
   std::unique_ptr<ParameterUpdate> update_;
   std::unique_ptr<RouterBalancer> balancer_;
   std::vector<std::pair<size_t, size_t>> balancer_ranges_;  // the biases the balancer writes
-  // Aegis hooks (see src/aegis/): heartbeats for the supervisor, drills from ZAYA_FAULTS, and the
-  // data windows a rollback skipped (the same on every rank: the mapping is a pure function).
+  // Aegis hooks (src/aegis/): heartbeats, drills (ZAYA_FAULTS), data windows a rollback skipped.
   HeartbeatWriter heartbeat_;
   FaultInjector faults_;
   const SkipWindows skip_windows_;
@@ -143,7 +142,9 @@ class TrainingRun {
 };
 
 void TrainingRun::build() {
-  if (lead_) metrics_ = std::make_unique<MetricsWriter>(p_.metrics_path, !p_.resume_dir.empty());
+  if (lead_)
+    metrics_ =
+        std::make_unique<MetricsWriter>(p_.metrics_path, !p_.resume_dir.empty(), opt_.on_record);
   model_.params().init(tc_.seed);
   const Backend& be = *p_.device.backend;
   ParameterPlacement& placement = model_.placement();
@@ -158,12 +159,11 @@ void TrainingRun::build() {
   model_.set_lm_head_chunks({tc_.lm_head_chunk_tokens, tc_.lm_head_chunk_vocab});
   if (!opt_.init_from.empty() && p_.resume_dir.empty()) init_weights();
   // The parameters, gradients and optimizer state live in the backend's memory for the whole
-  // run (on a GPU: resident there, and nothing crosses per micro-batch but the tokens and the
-  // experts' row counts; the host copies are refreshed for checkpoints and the end of the run;
-  // on the CPU the pulls and pushes do nothing). With several ranks ZeRO-1's buckets and the
-  // Muon pieces move in that memory too: over the device's own collectives where it has them
-  // (NCCL on a GPU, sums in rank order, backend/cuda/nccl_communicator.h), while the loss, the
-  // loads and the norm go over the host communicator.
+  // run (on a GPU nothing crosses per micro-batch but the tokens and the experts' row counts;
+  // the host copies are refreshed for checkpoints and the run's end). With several ranks
+  // ZeRO-1's buckets and the Muon pieces move in that memory too, over the device's own
+  // collectives where it has them (NCCL, sums in rank order, backend/cuda/nccl_communicator.h);
+  // the loss, the loads and the norm go over the host communicator.
   if (world_ > 1) nccl_ = p_.device.make_collective(comm_, /*rank_order_sums=*/true);
   if (nccl_ && !opt_.trace_path.empty())
     nccl_ = std::make_unique<dist::TracedCommunicator>(std::move(nccl_), "device");

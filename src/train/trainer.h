@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -58,6 +59,8 @@ struct TrainOptions {
   // --trace FILE: a Chrome trace of the steps of trace_steps (train/run_trace.h); "" none.
   std::string trace_path;
   TraceWindow trace_steps;
+  // Each metrics.jsonl record as it is written, on rank 0 (zaya train --metrics-port serves them).
+  std::function<void(const nlohmann::json&)> on_record;
 };
 
 struct TrainSummary {
