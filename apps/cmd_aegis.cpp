@@ -75,6 +75,16 @@ Runner add_aegis_commands(CLI::App& app) {
                   "after a lost node the run continues on fewer ranks, resharded from its "
                   "checkpoint; the global batch must divide by the new data-parallel ranks")
       ->check(PositiveInt());
+  cmd->add_option("--hostfile", o.hostfile,
+                  "the Open MPI hostfile of the job's hosts (HOST [slots=N] per line): a host a "
+                  "mark_bad_host rule names is left out of every relaunch (aegis writes the good "
+                  "hosts to OUT/aegis/hostfile, points mpirun's --hostfile at it or gives srun "
+                  "--exclude, and sets the rank count to their slots)")
+      ->check(ExistingFile());
+  cmd->add_option("--min-ranks", o.min_ranks,
+                  "refuse a relaunch that would run fewer ranks than this (exit 5)")
+      ->capture_default_str()
+      ->check(PositiveInt());
   cmd->add_option("--poll", o.poll_s, "seconds between checks of heartbeats and processes")
       ->capture_default_str()
       ->check(RealIn(0.01, 60.0));

@@ -22,6 +22,8 @@ struct AegisOptions {
   std::string rules_file;   // JSON list of {regex, action}; empty: no rules
   double poll_s = 0.25;
   int restart_ranks = 0;  // > 0: restarts launch this many ranks (with_rank_count)
+  std::string hostfile;   // the job's hosts (host_list.h); bad ones are left out of relaunches
+  int min_ranks = 1;      // a relaunch on fewer ranks than this is refused
 };
 
 constexpr double kMaxBackoffS = 300;

@@ -83,11 +83,39 @@ Supervisor::Supervisor(AegisOptions options)
   if (const char* faults = std::getenv("ZAYA_FAULTS")) parse_fault_specs(faults);
   check_run_dir_matches_out(opt_.command, opt_.run_dir);
   if (opt_.restart_ranks > 0) with_rank_count(opt_.command, opt_.restart_ranks);  // fails early
+  if (!opt_.hostfile.empty()) {  // a bad hostfile or a launcher it cannot steer: at once
+    hosts_ = read_hostfile(opt_.hostfile);
+    with_rank_count(with_hosts(opt_.command, opt_.hostfile, {}), total_slots(hosts_));
+  }
   char host[256] = "";
   ::gethostname(host, sizeof host - 1);
   hostname_ = host;
   state_.command = opt_.command;
   state_.max_restarts = opt_.max_restarts;
+}
+
+bool Supervisor::leave_out_bad_hosts(std::vector<std::string>& command) {
+  if (hosts_.empty() || state_.bad_hosts.empty()) return true;
+  const std::vector<HostSlots> good = good_hosts(hosts_, state_.bad_hosts);
+  const int ranks = total_slots(good);
+  if (ranks < opt_.min_ranks) {
+    events_.write(
+        "relaunch_refused",
+        "without the bad hosts the job would run " + std::to_string(ranks) +
+            " ranks, fewer than --min-ranks " + std::to_string(opt_.min_ranks),
+        {{"bad_hosts", state_.bad_hosts}, {"ranks", ranks}, {"min_ranks", opt_.min_ranks}});
+    return false;
+  }
+  const std::string path = aegis_dir(opt_.run_dir) + "/hostfile";
+  write_hostfile(path, good);
+  command = with_rank_count(with_hosts(command, path, state_.bad_hosts), ranks);
+  std::vector<std::string> names;
+  for (const HostSlots& h : good) names.push_back(h.host);
+  events_.write("hosts",
+                "relaunching on " + join(names, ", ") + " (" + std::to_string(ranks) +
+                    " ranks), without " + join(state_.bad_hosts, ", "),
+                {{"hosts", names}, {"ranks", ranks}, {"hostfile", path}});
+  return true;
 }
 
 void Supervisor::save() {
@@ -174,6 +202,13 @@ int Supervisor::run() {
     ++state_.restarts_used;
     command = with_resume_auto(command);
     if (opt_.restart_ranks > 0) command = with_rank_count(command, opt_.restart_ranks);
+    if (!leave_out_bad_hosts(command))
+      return finish("failed",
+                    "without the bad hosts (" + join(state_.bad_hosts, ", ") +
+                        ") the job would run " +
+                        std::to_string(total_slots(good_hosts(hosts_, state_.bad_hosts))) +
+                        " ranks, fewer than --min-ranks " + std::to_string(opt_.min_ranks),
+                    kExitTooFewRanks);
     const double delay = backoff_delay(opt_.backoff_s, state_.restarts_used, kMaxBackoffS);
     events_.write("restart",
                   "restart " + std::to_string(state_.restarts_used) + " of " +

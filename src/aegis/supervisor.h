@@ -8,10 +8,11 @@
 //            roll back: quarantine the checkpoints from the bad step on and skip the step's data
 //            window (OUT/skip_windows.json); a "stop" rule ends the run; a "mark_bad_host" rule
 //            records the host (state.json, and ZAYA_BAD_HOSTS for the relaunched command) and
-//            restarts
+//            restarts, without the host when --hostfile lists the job's hosts (host_list.h)
 //   record   every event in OUT/aegis/events.jsonl, the totals in OUT/aegis/state.json
 // run() returns the exit code: 0 completed, 2 stopped by a rule, 3 restart budget exhausted,
-// 4 the job exited 0 without any training step, 127 the launch command cannot be executed (not
+// 4 the job exited 0 without any training step, 5 a relaunch without the bad hosts would run fewer
+// than --min-ranks, 127 the launch command cannot be executed (not
 // retried), 130 interrupted (SIGINT/SIGTERM/SIGHUP to the supervisor, which stops the job first).
 // The job never outlives the supervisor, even a SIGKILLed one (job_process.h).
 #pragma once
@@ -25,6 +26,7 @@
 #include "aegis/event_log.h"
 #include "aegis/hang_watch.h"
 #include "aegis/heartbeat_reader.h"
+#include "aegis/host_list.h"
 #include "aegis/job_process.h"
 #include "aegis/log_rules.h"
 #include "aegis/loss_guard.h"
@@ -34,7 +36,7 @@
 
 namespace zaya::aegis {
 
-constexpr int kExitStopped = 2, kExitBudgetExhausted = 3, kExitNoProgress = 4,
+constexpr int kExitStopped = 2, kExitBudgetExhausted = 3, kExitNoProgress = 4, kExitTooFewRanks = 5,
               kExitCannotExecute = 127, kExitInterrupted = 130;
 
 class Supervisor {
@@ -70,6 +72,9 @@ class Supervisor {
   std::optional<Fault> lost_rank(double now) const;
   void record_fault(const Fault& f, JobProcess& job);
   void roll_back(const Fault& f);
+  // With --hostfile and bad hosts: `command` relaunches on the good hosts' slots; false (the
+  // event recorded) when they are fewer than --min-ranks.
+  bool leave_out_bad_hosts(std::vector<std::string>& command);
   bool wait_interruptibly(double seconds) const;
   int finish(const std::string& outcome, const std::string& cause, int exit_code);
   void save();
@@ -84,6 +89,7 @@ class Supervisor {
   std::map<int, Heartbeat> latest_;        // each rank's newest beat in this attempt
   std::map<int64_t, double> step_time_s_;  // step -> slowest rank's time, latest run of the step
   std::string hostname_;
+  std::vector<HostSlots> hosts_;  // --hostfile
   RunState state_;
   std::optional<Fault> unrecovered_;  // the last fault, until the restarted job's first step
   double down_since_ = 0;             // the first fault since the job last made a step

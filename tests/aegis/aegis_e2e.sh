@@ -181,6 +181,50 @@ sigterm)  # SIGTERM to the supervisor: it stops the job (grace, then SIGKILL) be
   check "the event log says how it was stopped" grep -q '"kind":"interrupted".*SIGKILL after 0.5 s grace' "$OUT/aegis/events.jsonl"
   kill -KILL "$LEADER" 2>/dev/null
   ;;
+bad_host)  # a mark_bad_host rule: the relaunch leaves that host out (an Open MPI hostfile of two
+  # "hosts" on this machine: this one, and hostB reached through a launch agent that runs the
+  # command here; mpirun alone would take both names for one node), and at --min-ranks 2 the
+  # relaunch is refused
+  if [[ $NP != 2 ]]; then echo "bad_host needs mpirun -np 2 (NP=2)"; exit 77; fi
+  printf '#!/bin/sh\nshift\nexec sh -c "$*"\n' > "$WORK/local_agent.sh"
+  chmod +x "$WORK/local_agent.sh"
+  printf '%s slots=1\nhostB slots=1\n' "$(hostname)" > "$WORK/hosts"
+  echo '[{"regex": "^fault injection: hang@", "action": "mark_bad_host"}]' > "$WORK/host_rules.json"
+  host_run() {  # host_run OUT LOG [aegis options...]
+    local out=$1 log=$2; shift 2
+    rm -rf "$out"
+    ZAYA_FAULTS="hang@6:rank=0" "$ZAYA" aegis --run-dir "$out" --backoff 0.2 --poll 0.05 --grace 2 \
+      --rules "$WORK/host_rules.json" --hostfile "$WORK/hosts" --hang-floor 60 "$@" -- \
+      mpirun --hostfile "$WORK/hosts" --mca plm_rsh_agent "$WORK/local_agent.sh" --mca rtc ^hwloc \
+      -np 2 --allow-run-as-root -x ZAYA_FAULTS -x OMP_NUM_THREADS \
+      "$ZAYA" --threads 1 train --config "$WORK/train.json" --out "$out" --no-progress > "$log" 2>&1
+    AEGIS_RC=$?
+  }
+  host_run "$OUT" "$LOG"
+  check "aegis exits 0" test "$AEGIS_RC" = 0
+  check "this host marked bad, the run relaunched on hostB alone with one rank" py "
+import json, sys
+ev = [json.loads(l) for l in open('$OUT/aegis/events.jsonl')]
+bad = [e['host'] for e in ev if e['kind'] == 'bad_host']
+hosts = [e for e in ev if e['kind'] == 'hosts']
+launches = [e['command'] for e in ev if e['kind'] == 'launch']
+second = launches[1] if len(launches) > 1 else []
+print(bad, [(h['hosts'], h['ranks']) for h in hosts], second[:8])
+sys.exit(not (bad == ['$(hostname)'] and len(hosts) == 1 and hosts[0]['hosts'] == ['hostB']
+              and hosts[0]['ranks'] == 1 and len(launches) == 2
+              and second[second.index('--hostfile') + 1] == '$OUT/aegis/hostfile'
+              and second[second.index('-np') + 1] == '1'))"
+  check "aegis's hostfile lists hostB alone" test "$(cat "$OUT/aegis/hostfile")" = "hostB slots=1"
+  check "the run finished its 20 steps, resharded from 2 ranks to 1" finite_metrics "$OUT" 20
+  host_run "$OUT.min" "$LOG.min" --min-ranks 2
+  check "at --min-ranks 2: exit 5, the relaunch refused with an event, one launch" py "
+import json, sys
+ev = [json.loads(l) for l in open('$OUT.min/aegis/events.jsonl')]
+refused = [e for e in ev if e['kind'] == 'relaunch_refused']
+print($AEGIS_RC, refused)
+sys.exit(not ($AEGIS_RC == 5 and len(refused) == 1 and refused[0]['ranks'] == 1
+              and sum(e['kind'] == 'launch' for e in ev) == 1))"
+  ;;
 hostile_log)  # docs/aegis.md's example rules and a backtracking one against huge lines: no crash, no hang
   rm -rf "$OUT"
   cat > "$WORK/hostile_rules.json" <<'JSON'
