@@ -2,11 +2,13 @@
 // Run: ./build/zaya_bench_ops [--benchmark_filter=Attention]
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
 #include "backend/cpu/attention.h"
 #include "backend/cpu/conv.h"
+#include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/matmul.h"
 
 namespace {
@@ -65,6 +67,38 @@ void BM_GroupedConv(benchmark::State& state) {
       benchmark::Counter(double(B) * S, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_GroupedConv)->UseRealTime();
+
+// The decode step's batch-invariant products (rows_matmul_forward) on this CPU's chosen vector path
+// (or --vector-path's: ZAYA_VECTOR_PATH), at the small config's shapes: rows × in → out. Reports
+// FLOP/s and the bytes of weights read per second (each call reads every weight once).
+void BM_RowsMatmul(benchmark::State& state) {
+  const int n = int(state.range(0)), k = int(state.range(1)), m = int(state.range(2));
+  const zaya::CpuBackend be;
+  // Enough copies of the weights to pass 64 MB, taken in turn: each call reads its weights from
+  // memory, as a decode step does (the small model's 32 MB do not stay in this machine's cache).
+  const size_t copies = std::max<size_t>(1, (size_t(64) << 20) / (sizeof(float) * m * k));
+  const auto in = random_vector(size_t(n) * k), w = random_vector(copies * m * k);
+  std::vector<float> out(size_t(n) * m);
+  size_t turn = 0;
+  for (auto _ : state) {
+    const float* wc = w.data() + (turn++ % copies) * size_t(m) * k;
+    be.rows_matmul_forward(out.data(), in.data(), wc, nullptr, n, k, m);
+  }
+  state.counters["FLOP/s"] =
+      benchmark::Counter(2.0 * n * k * m, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["weight B/s"] =
+      benchmark::Counter(4.0 * k * m, benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(be.name());
+}
+// The LM head at batch 1 and 16, an expert's two products at 2 rows (batch 16 over 8 experts), the
+// attention input projection at 16.
+BENCHMARK(BM_RowsMatmul)
+    ->Args({1, 256, 4096})
+    ->Args({16, 256, 4096})
+    ->Args({2, 256, 512})
+    ->Args({2, 256, 256})
+    ->Args({16, 256, 320})
+    ->UseRealTime();
 
 }  // namespace
 

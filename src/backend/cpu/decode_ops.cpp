@@ -12,6 +12,30 @@ ZAYA_CPU_TARGET_BEGIN
 namespace zaya::cpu {
 ZAYA_CPU_PATH_BEGIN
 
+namespace {
+
+// Vectors of the path's own width (cpu_path_target.h), as in rowwise.cpp: a wider GCC vector would
+// live in memory on a narrower path.
+constexpr int kWidth = ZAYA_CPU_VECTOR_FLOATS;
+typedef float Vec __attribute__((vector_size(kWidth * sizeof(float))));
+typedef float UnalignedVec
+    __attribute__((vector_size(kWidth * sizeof(float)), aligned(4), may_alias));
+
+// The slice of a head's values whose weighted sums are held in registers across positions.
+constexpr int kSlice = 32;
+constexpr int kSliceParts = kSlice / kWidth;
+
+// acc[x] += weight · v[x] for x < kSlice: the multiply, then the add, per lane (no fused
+// multiply-add: every path gives the bits of the scalar loop).
+inline void add_weighted(Vec (&acc)[kSliceParts], float weight, const float* v) {
+  Vec w;
+  for (int i = 0; i < kWidth; ++i) w[i] = weight;
+  for (int q = 0; q < kSliceParts; ++q)
+    acc[q] += w * *reinterpret_cast<const UnalignedVec*>(v + q * kWidth);
+}
+
+}  // namespace
+
 void cca_decode_conv(float* z_out, const float* proj, const float* window, const int32_t* slots,
                      const CcaDecodeStep& s) {
   const int g = s.nq / s.nk, Dq = s.nq * s.d, Dk = s.nk * s.d, C = Dq + Dk, P = C + Dk;
@@ -102,13 +126,24 @@ void kv_attention_partials(float* max, float* sum, float* out, float* scores, co
     const int r = item / nq, h = item % nq, j = h / g;
     const float* qh = q + size_t(r) * Dq + size_t(h) * d;
     float* o = out + size_t(item) * d;
-    std::fill(o, o + d, 0.0f);
     // Scores of every held position, in position order, then max, exponentials and the sum.
     float* score = scores + size_t(item) * stride;
     size_t held = 0;
     for_each_held(r, [&](int32_t block, int count) {
       const float* keys = kv.keys + size_t(block) * size_t(kv.block_stride);
-      for (int p = 0; p < count; ++p) {
+      // Each score is one sum over x in order, whose additions wait on each other: eight
+      // positions' sums side by side keep the adders busy (one at a time, a score cost d add
+      // latencies; this was a quarter of a batch-16 decode step of the small config).
+      constexpr int kSide = 8;
+      int p = 0;
+      for (; p + kSide <= count; p += kSide) {
+        const float* k = keys + size_t(p) * Dk + size_t(j) * d;
+        float dot[kSide] = {};
+        for (int x = 0; x < d; ++x)
+          for (int i = 0; i < kSide; ++i) dot[i] += qh[x] * k[size_t(i) * Dk + x];
+        for (int i = 0; i < kSide; ++i) score[held++] = dot[i] * scale;
+      }
+      for (; p < count; ++p) {
         const float* k = keys + size_t(p) * Dk + size_t(j) * d;
         float dot = 0.0f;
         for (int x = 0; x < d; ++x) dot += qh[x] * k[x];
@@ -116,6 +151,7 @@ void kv_attention_partials(float* max, float* sum, float* out, float* scores, co
       }
     });
     if (held == 0) {
+      std::fill(o, o + d, 0.0f);
       max[item] = -INFINITY;
       sum[item] = 0.0f;
       continue;
@@ -124,15 +160,35 @@ void kv_attention_partials(float* max, float* sum, float* out, float* scores, co
     for (size_t p = 0; p < held; ++p) mx = std::max(mx, score[p]);
     float total = 0.0f;
     for (size_t p = 0; p < held; ++p) total += score[p] = fast_exp(score[p] - mx);
-    size_t at = 0;
-    for_each_held(r, [&](int32_t block, int count) {
-      const float* values =
-          kv.keys + size_t(block) * size_t(kv.block_stride) + size_t(kv.values_offset);
-      for (int p = 0; p < count; ++p, ++at) {
-        const float* v = values + size_t(p) * Dk + size_t(j) * d;
-        for (int x = 0; x < d; ++x) o[x] += score[at] * v[x];
+    // o[x] sums score · v[x] over the positions in order. The sums of a slice of x are held in a
+    // local array across all positions, which the compiler keeps in registers; summed into o in
+    // place, each position's additions waited on the previous one's store.
+    for (int x0 = 0; x0 < d; x0 += kSlice) {
+      const int width = std::min(kSlice, d - x0);
+      Vec acc[kSliceParts] = {};
+      float tail[kSlice] = {};
+      const float* weight = score;
+      // A plain loop, not for_each_held: captured by a lambda, acc would live on the stack.
+      for (int i = 0; i < kv.max_blocks; ++i) {
+        const int count = kv.counts[size_t(r) * kv.max_blocks + i];
+        if (count <= 0) break;
+        const float* v =
+            kv.keys + size_t(kv.blocks[size_t(r) * kv.max_blocks + i]) * size_t(kv.block_stride) +
+            size_t(kv.values_offset) + size_t(j) * d + x0;
+        for (int p = 0; p < count; ++p, ++weight, v += Dk) {
+          if (width == kSlice) {
+            add_weighted(acc, *weight, v);
+          } else {
+            for (int x = 0; x < width; ++x) tail[x] += *weight * v[x];
+          }
+        }
       }
-    });
+      if (width == kSlice) {
+        std::memcpy(o + x0, acc, sizeof acc);
+      } else {
+        std::copy(tail, tail + width, o + x0);
+      }
+    }
     max[item] = mx;
     sum[item] = total;
   }

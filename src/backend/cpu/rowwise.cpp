@@ -88,10 +88,12 @@ inline Lanes4 finish4(const Lanes* acc) {
 // the same sequence of vector operations as a lone fixed_order_dot.
 template <int R, int W>
 inline void dots(float* out, size_t out_stride, const float* x, size_t x_stride, const float* w,
-                 size_t w_stride, int k) {
+                 size_t w_stride, int k, const float* prefetch = nullptr) {
   Lanes acc[R][W] = {};
   const int full = k / kLanes * kLanes;
   for (int i = 0; i < full; i += kLanes) {
+    if (prefetch)
+      for (int q = 0; q < W; ++q) __builtin_prefetch(prefetch + q * w_stride + i);
     Lanes wv[W];
     for (int q = 0; q < W; ++q) load(wv[q], w + q * w_stride + i);
     for (int r = 0; r < R; ++r) {
@@ -141,6 +143,7 @@ void rows_matmul_forward(float* out, const float* in, const float* w, const floa
   // would spill to memory at every step of k (0.6x the AVX-512 path's decode, measured).
   constexpr int kRowsPerBlock = ZAYA_CPU_VECTOR_REGISTERS * ZAYA_CPU_VECTOR_FLOATS >= 512 ? 4 : 1;
   const int blocks = (m + kW - 1) / kW;
+  constexpr int kBlocksAhead = 4;
   const size_t K = size_t(k), M = size_t(m);
   // Below about 256k multiply-adds (tens of microseconds on one core) waking the other threads
   // costs more than it saves: with OMP_WAIT_POLICY=passive each region is a futex round trip per
@@ -151,15 +154,29 @@ void rows_matmul_forward(float* out, const float* in, const float* w, const floa
     const float* wb = w + size_t(o0) * K;
     if (m - o0 >= kW) {
       int r = 0;
+      // The first pass over a block asks for a later block's weights, which are on their way
+      // from memory by the time it is reached (the hardware's prefetchers lose the four rows'
+      // streams, which are only 1 KB each at k = 256).
+      const int ahead = n >= 4 ? 1 : kBlocksAhead;
+      const float* prefetch = blk + ahead < blocks ? w + size_t(o0 + ahead * kW) * K : nullptr;
       if constexpr (kRowsPerBlock == 4) {
+        if (r + 4 <= n) {
+          dots<4, kW>(out + size_t(r) * M + o0, M, in + size_t(r) * K, K, wb, K, k, prefetch);
+          r += 4;
+          prefetch = nullptr;
+        }
         for (; r + 4 <= n; r += 4)
           dots<4, kW>(out + size_t(r) * M + o0, M, in + size_t(r) * K, K, wb, K, k);
         if (r + 2 <= n) {
-          dots<2, kW>(out + size_t(r) * M + o0, M, in + size_t(r) * K, K, wb, K, k);
+          dots<2, kW>(out + size_t(r) * M + o0, M, in + size_t(r) * K, K, wb, K, k, prefetch);
           r += 2;
+          prefetch = nullptr;
         }
       }
-      for (; r < n; ++r) dots<1, kW>(out + size_t(r) * M + o0, M, in + size_t(r) * K, K, wb, K, k);
+      for (; r < n; ++r) {
+        dots<1, kW>(out + size_t(r) * M + o0, M, in + size_t(r) * K, K, wb, K, k, prefetch);
+        prefetch = nullptr;
+      }
     } else {
       for (int r = 0; r < n; ++r)
         for (int o = o0; o < m; ++o)
