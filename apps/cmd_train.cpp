@@ -4,8 +4,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "backend/device_select.h"
+#include "dist/collective_watchdog.h"
 #include "dist/dist_context.h"
 #include "serve/train_metrics.h"
 #include "train/train_tasks.h"
@@ -92,6 +95,21 @@ void add_train_options(CLI::App& train, TrainArgs& a) {
   train.add_option("--metrics-host", a.metrics_host,
                    "the address --metrics-port listens on (default 127.0.0.1; 0.0.0.0 for a "
                    "Prometheus on another machine)");
+  train
+      .add_option("--collective-timeout", a.train.collective_timeouts.default_s,
+                  "on several ranks: seconds a rank may wait in one collective before it reports "
+                  "which one, of which group, since when (a line on stderr that zaya aegis reads "
+                  "to name the ranks that never entered it); 5 s later the rank exits with "
+                  "status 124 so that the job ends (default 600; 0: no watch)")
+      ->check(AtLeast(0.0));
+  train.add_option_function<std::vector<std::string>>(
+      "--collective-timeout-kind",
+      [&a](const std::vector<std::string>& specs) {
+        for (const std::string& spec : specs)
+          dist::add_kind_timeout(a.train.collective_timeouts, spec, "--collective-timeout-kind");
+      },
+      "KIND=SECONDS: another timeout for one kind of collective (all_reduce, reduce_scatter, "
+      "all_gather, broadcast, send, recv, barrier, sendrecv, split); repeatable");
   train.add_flag("--no-progress", a.no_progress, "no live progress line");
   train.add_flag("--fixed-threads", a.fixed_threads,
                  "keep the thread count of --threads for the whole run; by default it drops "

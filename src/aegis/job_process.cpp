@@ -1,5 +1,6 @@
 #include "aegis/job_process.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/prctl.h>
@@ -9,6 +10,8 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <utility>
@@ -21,6 +24,38 @@ extern char** environ;
 namespace zaya::aegis {
 
 namespace {
+
+// Signals the job's process group and every other process of its session (the job is a session
+// leader). A launcher's children may sit in process groups of their own (Open MPI's mpirun puts
+// each local rank in one): signalling the group alone would reach mpirun but not the ranks, and a
+// rank left behind, orphaned, is continued by the kernel (SIGHUP, SIGCONT) and runs on beside
+// the restarted job, writing into the same run directory.
+void signal_session(pid_t session, int sig) {
+  ::kill(-session, sig);  // ESRCH (group already gone) is fine
+  DIR* proc = ::opendir("/proc");
+  if (!proc) return;
+  while (const dirent* e = ::readdir(proc)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0') continue;
+    char path[64], stat[512];
+    std::snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    const ssize_t n = ::read(fd, stat, sizeof stat - 1);
+    ::close(fd);
+    if (n <= 0) continue;
+    stat[n] = '\0';
+    // "pid (comm) state ppid pgrp session ...": comm may hold spaces and parentheses.
+    const char* after = std::strrchr(stat, ')');
+    char state = 0;
+    long ppid = 0, pgrp = 0, sid = 0;
+    if (after && std::sscanf(after + 1, " %c %ld %ld %ld", &state, &ppid, &pgrp, &sid) == 4 &&
+        sid == long(session))
+      ::kill(pid_t(pid), sig);
+  }
+  ::closedir(proc);
+}
 
 // At most this much output is read per pump, so that a job printing without pause cannot keep
 // the supervisor from its other checks or grow the unreturned lines without bound.
@@ -129,7 +164,7 @@ void JobProcess::start_guardian() {
     ssize_t n;
     while ((n = ::read(3, &c, 1)) != 0 && (n > 0 || errno == EINTR)) {
     }
-    ::kill(-group, SIGKILL);  // end of file: the supervisor is gone
+    signal_session(group, SIGKILL);  // end of file: the supervisor is gone
     ::_exit(0);
   }
   ::close(fds[0]);
@@ -237,7 +272,7 @@ std::string JobProcess::stop(double grace_s, int first_signal) {
 }
 
 void JobProcess::kill_group(int sig) const {
-  if (pid_ > 0) ::kill(-pid_, sig);  // ESRCH (group already gone) is fine
+  if (pid_ > 0) signal_session(pid_, sig);
 }
 
 }  // namespace zaya::aegis

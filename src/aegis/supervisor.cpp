@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "aegis/collective_reports.h"
 #include "aegis/recovery.h"
 #include "core/error.h"
 #include "train/fault_injection.h"
@@ -149,6 +150,7 @@ int Supervisor::run() {
     latest_.clear();
     stepped_this_attempt_ = false;
     hang_.start_attempt(unix_now());
+    collective_reports_.clear();
     std::vector<std::string> env;
     if (!state_.bad_hosts.empty()) env.push_back("ZAYA_BAD_HOSTS=" + join(state_.bad_hosts, ","));
     std::optional<JobProcess> launched;
@@ -231,6 +233,7 @@ std::optional<Supervisor::Fault> Supervisor::watch(JobProcess& job) {
     double now = unix_now();
     for (const Heartbeat& hb : reader_.read_new())
       if (auto f = on_beat(hb, now)) return f;
+    if (auto f = collective_timeout(now, /*job_ended=*/false)) return f;
     if (job.poll_exit()) {
       for (const OutputLine& line : job.drain())
         if (auto f = on_line(line)) return f;
@@ -238,6 +241,7 @@ std::optional<Supervisor::Fault> Supervisor::watch(JobProcess& job) {
       for (const Heartbeat& hb : reader_.read_new())  // beats written just before the exit
         if (auto f = on_beat(hb, now)) return f;
       if (job.succeeded()) return std::nullopt;
+      if (auto f = collective_timeout(now, /*job_ended=*/true)) return f;
       return Fault("crash",
                    "the job ended with " + job.describe_exit() + " after step " +
                        std::to_string(state_.last_step),
@@ -267,9 +271,42 @@ std::optional<Supervisor::Fault> Supervisor::watch(JobProcess& job) {
   return std::nullopt;
 }
 
+bool Supervisor::take_collective_report(const std::string& line) {
+  try {
+    const auto report = dist::parse_collective_timeout_line(line);
+    if (!report) return false;
+    if (collective_reports_.empty()) first_report_at_ = unix_now();
+    collective_reports_.push_back(*report);
+  } catch (const Error& e) {  // the job's output is not ours to fail on: said, then ignored
+    std::fprintf(stderr, "aegis: %s\n", e.what());
+  }
+  return true;
+}
+
+std::optional<Supervisor::Fault> Supervisor::collective_timeout(double now, bool job_ended) {
+  // The waiting ranks report within a poll of each other (they wait on the same missing rank);
+  // a second gathers them, well before their exit (5 s after the report).
+  constexpr double kSettleS = 1.0;
+  if (collective_reports_.empty() || (!job_ended && now - first_report_at_ < kSettleS))
+    return std::nullopt;
+  const CollectiveVerdict v = judge_collective_timeouts(collective_reports_);
+  collective_reports_.clear();
+  std::vector<std::string> missing_hosts;
+  for (const int r : v.missing)
+    if (latest_.count(r)) missing_hosts.push_back(latest_.at(r).host);
+  Fault f("collective_timeout", describe_verdict(v), state_.last_step, v.first.since, now);
+  f.details = {{"group", v.first.group},         {"seq", v.first.seq},
+               {"collective", v.first.kind},     {"bytes", v.first.bytes},
+               {"waiting", v.waiting},           {"missing", v.missing},
+               {"missing_hosts", missing_hosts}, {"waited_s", v.first.waited_s},
+               {"timeout_s", v.first.timeout_s}, {"since", v.first.since}};
+  return f;
+}
+
 std::optional<Supervisor::Fault> Supervisor::on_line(const OutputLine& out) {
   echo(out);
   const std::string& line = out.text;
+  if (take_collective_report(line)) return std::nullopt;
   const auto m = match_log_rules(rules_, line);
   if (!m) return std::nullopt;
   const double now = unix_now();

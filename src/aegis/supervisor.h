@@ -32,6 +32,7 @@
 #include "aegis/loss_guard.h"
 #include "aegis/run_state.h"
 #include "aegis/straggler_watch.h"
+#include "dist/collective_watchdog.h"
 #include "train/skip_windows.h"
 
 namespace zaya::aegis {
@@ -70,6 +71,10 @@ class Supervisor {
   std::optional<Fault> on_line(const OutputLine& line);
   std::optional<Fault> on_beat(const Heartbeat& hb, double now);
   std::optional<Fault> lost_rank(double now) const;
+  // A rank's collective-timeout line (dist/collective_watchdog.h): kept; true when it was one.
+  bool take_collective_report(const std::string& line);
+  // Once the reports have settled (or the job ended): the fault naming the missing ranks.
+  std::optional<Fault> collective_timeout(double now, bool job_ended);
   void record_fault(const Fault& f, JobProcess& job);
   void roll_back(const Fault& f);
   // With --hostfile and bad hosts: `command` relaunches on the good hosts' slots; false (the
@@ -95,6 +100,8 @@ class Supervisor {
   double down_since_ = 0;             // the first fault since the job last made a step
   bool stepped_this_attempt_ = false;
   int64_t max_step_seen_ = 0;  // the highest step any beat of this supervision reported
+  std::vector<dist::CollectiveWait> collective_reports_;  // this attempt's
+  double first_report_at_ = 0;
 };
 
 }  // namespace zaya::aegis

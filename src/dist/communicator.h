@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -33,6 +34,11 @@
 namespace zaya::dist {
 
 enum class ReduceOp { Sum, Max, Min };
+
+// The bytes of `count` elements of `dtype` (what a collective moves, for traces and reports).
+inline int64_t payload_bytes(size_t count, DType dtype) {
+  return int64_t(count * dtype_size(dtype));
+}
 const char* reduce_op_name(ReduceOp op);  // "sum", "max", "min"
 
 // A point-to-point transfer in flight (start_sendrecv). wait() completes it; the destructor waits

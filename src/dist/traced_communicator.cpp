@@ -8,10 +8,6 @@ namespace zaya::dist {
 
 namespace {
 
-int64_t bytes_of(size_t count, DType dtype) {
-  return int64_t(count * dtype_size(dtype));
-}
-
 // A transfer in flight whose wait() is a span of its own (the time the rank waited for it).
 class TracedTransfer final : public Transfer {
  public:
@@ -39,36 +35,36 @@ TracedCommunicator::TracedCommunicator(Communicator& inner, std::string name)
 
 void TracedCommunicator::all_reduce(const void* send, void* recv, size_t count, DType dtype,
                                     ReduceOp op) {
-  const trace::Span span(this->span("all_reduce"), "collective", bytes_of(count, dtype));
+  const trace::Span span(this->span("all_reduce"), "collective", payload_bytes(count, dtype));
   inner_.all_reduce(send, recv, count, dtype, op);
 }
 
 void TracedCommunicator::reduce_scatter(const void* send, void* recv, size_t recv_count,
                                         DType dtype, ReduceOp op) {
   const trace::Span span(this->span("reduce_scatter"), "collective",
-                         bytes_of(recv_count * size_t(world_size()), dtype));
+                         payload_bytes(recv_count * size_t(world_size()), dtype));
   inner_.reduce_scatter(send, recv, recv_count, dtype, op);
 }
 
 void TracedCommunicator::all_gather(const void* send, void* recv, size_t send_count, DType dtype) {
   const trace::Span span(this->span("all_gather"), "collective",
-                         bytes_of(send_count * size_t(world_size()), dtype));
+                         payload_bytes(send_count * size_t(world_size()), dtype));
   inner_.all_gather(send, recv, send_count, dtype);
 }
 
 void TracedCommunicator::broadcast(const void* send, void* recv, size_t count, DType dtype,
                                    int root) {
-  const trace::Span span(this->span("broadcast"), "collective", bytes_of(count, dtype));
+  const trace::Span span(this->span("broadcast"), "collective", payload_bytes(count, dtype));
   inner_.broadcast(send, recv, count, dtype, root);
 }
 
 void TracedCommunicator::send(const void* buf, size_t count, DType dtype, int peer, int tag) {
-  const trace::Span span(this->span("send"), "collective", bytes_of(count, dtype));
+  const trace::Span span(this->span("send"), "collective", payload_bytes(count, dtype));
   inner_.send(buf, count, dtype, peer, tag);
 }
 
 void TracedCommunicator::recv(void* buf, size_t count, DType dtype, int peer, int tag) {
-  const trace::Span span(this->span("recv"), "collective", bytes_of(count, dtype));
+  const trace::Span span(this->span("recv"), "collective", payload_bytes(count, dtype));
   inner_.recv(buf, count, dtype, peer, tag);
 }
 
@@ -81,7 +77,7 @@ std::unique_ptr<Transfer> TracedCommunicator::start_sendrecv(const void* send, s
                                                              int dest, void* recv,
                                                              size_t recv_count, int src,
                                                              DType dtype, int tag) {
-  const int64_t bytes = bytes_of(send_count + recv_count, dtype);
+  const int64_t bytes = payload_bytes(send_count + recv_count, dtype);
   const trace::Span span(this->span("sendrecv start"), "collective", bytes);
   return std::make_unique<TracedTransfer>(
       inner_.start_sendrecv(send, send_count, dest, recv, recv_count, src, dtype, tag),
@@ -91,7 +87,7 @@ std::unique_ptr<Transfer> TracedCommunicator::start_sendrecv(const void* send, s
 std::unique_ptr<Transfer> TracedCommunicator::start_reduce_scatter(const void* send, void* recv,
                                                                    size_t recv_count, DType dtype,
                                                                    ReduceOp op) {
-  const int64_t bytes = bytes_of(recv_count * size_t(world_size()), dtype);
+  const int64_t bytes = payload_bytes(recv_count * size_t(world_size()), dtype);
   const trace::Span span(this->span("reduce_scatter start"), "collective", bytes);
   return std::make_unique<TracedTransfer>(
       inner_.start_reduce_scatter(send, recv, recv_count, dtype, op),

@@ -68,9 +68,11 @@ FaultSpec parse_item(const std::string& item) {
     f.kind = FaultKind::CkptDie;
   else if (kind == "slow")
     f.kind = FaultKind::Slow;
+  else if (kind == "stop")
+    f.kind = FaultKind::Stop;
   else
     ZAYA_FAIL("ZAYA_FAULTS item '", item, "': unknown fault '", kind,
-              "' (expected kill, hang, nan, ckpt_die or slow)");
+              "' (expected kill, hang, stop, nan, ckpt_die or slow)");
   if (at != std::string::npos) {
     f.step = parse_int(head.substr(at + 1), item, "step");
     ZAYA_CHECK(f.step >= 1, "ZAYA_FAULTS item '", item, "': steps count from 1");
@@ -149,6 +151,10 @@ void FaultInjector::at_step_start(int64_t step) {
   if (const FaultSpec* f = claim(FaultKind::Hang, step)) {
     announce(*f, "hanging");
     while (true) ::pause();  // only a signal (the supervisor's SIGTERM/SIGKILL) ends this
+  }
+  if (const FaultSpec* f = claim(FaultKind::Stop, step)) {
+    announce(*f, "SIGSTOP");
+    ::raise(SIGSTOP);  // every thread stops, the collective watchdog's too; SIGCONT resumes
   }
   const auto now = std::chrono::steady_clock::now();
   double sleep_s = 0;

@@ -3,6 +3,8 @@
 //   ZAYA_FAULTS="kill@7:rank=1,hang@6:rank=0,nan@9,slow:rank=1:factor=3,ckpt_die@10"
 //   kill@S      SIGKILL this rank at the start of step S (1-based: after S-1 steps are done)
 //   hang@S      sleep forever at the start of step S
+//   stop@S      SIGSTOP this rank at the start of step S (the whole process stops, as under a
+//               debugger or a frozen host; the other ranks wait in the step's first collective)
 //   nan@S       make step S's loss and gradients NaN
 //   ckpt_die@S  _exit while writing the checkpoint of step S (rank files written, not yet renamed)
 //   slow[@S]    from step S (default 1) on, stretch every step to `factor` times its length (a
@@ -20,7 +22,7 @@
 
 namespace zaya {
 
-enum class FaultKind { Kill, Hang, Nan, CkptDie, Slow };
+enum class FaultKind { Kill, Hang, Stop, Nan, CkptDie, Slow };
 
 struct FaultSpec {
   FaultKind kind = FaultKind::Kill;

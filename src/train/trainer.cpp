@@ -39,6 +39,7 @@
 #include "train/metrics.h"
 #include "train/run_outputs.h"
 #include "train/run_plan.h"
+#include "train/run_world.h"
 #include "train/skip_windows.h"
 #include "train/step_accounting.h"
 #include "train/stop_signals.h"
@@ -569,9 +570,8 @@ void TrainingRun::finish(int64_t first_step, Clock::time_point t_start) {
 
 TrainSummary run_training(const TrainOptions& opt) {
   const auto t_start = Clock::now();
-  std::unique_ptr<dist::Communicator> comm = dist::make_communicator();
-  if (!opt.trace_path.empty())  // every collective a span (the grid's groups split from it)
-    comm = std::make_unique<dist::TracedCommunicator>(std::move(comm), "world");
+  RunWorld world = open_run_world(opt);  // watched and traced (train/run_world.h)
+  std::unique_ptr<dist::Communicator>& comm = world.comm;
   RunPlan plan = plan_run(opt, *comm);
   TrainSummary sum;
   sum.out_dir = plan.train.out_dir;

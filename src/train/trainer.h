@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/precision.h"
+#include "dist/collective_watchdog.h"
 #include "train/run_trace.h"
 #include "train/train_modes.h"
 
@@ -59,6 +60,10 @@ struct TrainOptions {
   // --trace FILE: a Chrome trace of the steps of trace_steps (train/run_trace.h); "" none.
   std::string trace_path;
   TraceWindow trace_steps;
+  // How long a rank may wait in one collective before it reports the wait, and how long after
+  // that it ends (dist/collective_watchdog.h); a default_s of 0 turns the watch off.
+  dist::CollectiveTimeouts collective_timeouts;
+  double collective_abort_after_s = 5;
   // Each metrics.jsonl record as it is written, on rank 0 (zaya train --metrics-port serves them).
   std::function<void(const nlohmann::json&)> on_record;
 };

@@ -181,6 +181,43 @@ sigterm)  # SIGTERM to the supervisor: it stops the job (grace, then SIGKILL) be
   check "the event log says how it was stopped" grep -q '"kind":"interrupted".*SIGKILL after 0.5 s grace' "$OUT/aegis/events.jsonl"
   kill -KILL "$LEADER" 2>/dev/null
   ;;
+collective_timeout)  # the collective watchdog: rank 2 of 3 SIGSTOPs itself at step 6; ranks 0
+  # and 1 report the collective they wait in after --collective-timeout, Aegis names rank 2, stops
+  # every process of the job (mpirun's ranks sit in process groups of their own) and restarts it
+  if [[ $NP == 1 ]]; then echo "collective_timeout needs mpirun (NP > 1)"; exit 77; fi
+  py "
+import json
+c = json.load(open('$WORK/train.json'))
+c['train']['global_batch'] = 96  # 3 ranks x micro-batch 32
+json.dump(c, open('$WORK/train3.json', 'w'), indent=1)"
+  three=(mpirun -np 3 --oversubscribe --allow-run-as-root -x ZAYA_FAULTS -x OMP_NUM_THREADS
+         "$ZAYA" --threads 1 train --config "$WORK/train3.json" --no-progress)
+  rm -rf "$WORK/A3"
+  ZAYA_FAULTS="" "${three[@]}" --out "$WORK/A3" > "$WORK/A3.log" 2>&1
+  check "uninterrupted 3-rank reference: 20 steps" finite_metrics "$WORK/A3" 20
+  TIMEOUT=4
+  rm -rf "$OUT"
+  ZAYA_FAULTS="stop@6:rank=2" "$ZAYA" aegis --run-dir "$OUT" --backoff 0.2 --poll 0.05 --grace 2 -- \
+    "${three[@]}" --out "$OUT" --collective-timeout $TIMEOUT > "$LOG" 2>&1
+  AEGIS_RC=$?
+  check "aegis exits 0" test "$AEGIS_RC" = 0
+  check "one collective timeout: rank 2 never entered, ranks 0 and 1 waited; named within the timeout + 3 s" py "
+import json, sys
+ev = [json.loads(l) for l in open('$OUT/aegis/events.jsonl')]
+t = [e for e in ev if e['kind'] == 'collective_timeout']
+print([(e['message'], round(e['detected_at'] - e['since'], 2)) for e in t])
+sys.exit(not (len(t) == 1 and t[0]['missing'] == [2] and t[0]['waiting'] == [0, 1]
+              and t[0]['group'] == 'world' and t[0]['timeout_s'] == $TIMEOUT
+              and $TIMEOUT <= t[0]['detected_at'] - t[0]['since'] <= $TIMEOUT + 3))"
+  check "each waiting rank printed its report (collective, sequence number, since when)" \
+    test "$(grep -c '^zaya: collective timeout: rank [01] has waited' "$LOG")" = 2
+  # A rank of the first attempt left running (orphaned, then continued by the kernel) would
+  # train on and write later checkpoints, which the restart would resume from.
+  check "the restart resumed from the newest checkpoint saved before step 6 (no rank ran on)" \
+    resumed_from_newest_saved "$OUT" "$LOG" 6
+  check "final weights bitwise equal to the uninterrupted 3-rank run" \
+    cmp "$WORK/A3/model/model.safetensors" "$OUT/model/model.safetensors"
+  ;;
 bad_host)  # a mark_bad_host rule: the relaunch leaves that host out (an Open MPI hostfile of two
   # "hosts" on this machine: this one, and hostB reached through a launch agent that runs the
   # command here; mpirun alone would take both names for one node), and at --min-ranks 2 the
