@@ -85,6 +85,21 @@ Runner add_aegis_commands(CLI::App& app) {
                   "refuse a relaunch that would run fewer ranks than this (exit 5)")
       ->capture_default_str()
       ->check(PositiveInt());
+  cmd->add_option("--node-exporter", o.node_exporters,
+                  "HOST=URL: a Prometheus exporter of HOST's hardware (node_exporter's "
+                  "http://HOST:9100/metrics), read every --health-interval and judged by "
+                  "--health-rules (repeatable; HOST as the hostfile names it)");
+  cmd->add_option("--health-rules", o.health_rules_file,
+                  "JSON list of {metric, [labels], increase [within_s] | above, action} "
+                  "(docs/aegis.md): conditions on the exporters' series, with the log rules' "
+                  "actions (restart, stop, mark_bad_host)")
+      ->check(ExistingFile());
+  cmd->add_option("--health-interval", o.health_interval_s,
+                  "seconds between readings of the health sources (default 15)")
+      ->check(Positive());
+  cmd->add_option("--health-timeout", o.health_timeout_s,
+                  "seconds one reading of a health source may take (default 5)")
+      ->check(Positive());
   cmd->add_option("--poll", o.poll_s, "seconds between checks of heartbeats and processes")
       ->capture_default_str()
       ->check(RealIn(0.01, 60.0));

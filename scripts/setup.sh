@@ -11,6 +11,7 @@ PACKAGES=(
   libboost-dev                                 # zaya serve's HTTP messages (Boost.Beast)
   prometheus-cpp-dev                           # /metrics of zaya serve and zaya train
   prometheus                                   # a real Prometheus scrapes them (tests only)
+  prometheus-node-exporter                     # hardware counters Aegis reads (tests only)
   libboost-context-dev                         # fibers of the emulated CUDA device (cuda-emu)
   zlib1g-dev libzstd-dev zstd                  # .gz/.zst corpora (zaya data prepare); zstd CLI for tests
   libsimdjson-dev                              # fast JSON Lines fields (zaya data prepare)

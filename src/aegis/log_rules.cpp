@@ -41,16 +41,8 @@ std::vector<LogRule> parse_log_rules(const json& list, const std::string& where)
                " has an empty 'regex', which would match every line of the job's output");
     LogRule rule;
     rule.regex = r["regex"].get<std::string>();
-    const std::string action = r["action"].get<std::string>();
-    if (action == "restart")
-      rule.action = RuleAction::Restart;
-    else if (action == "stop")
-      rule.action = RuleAction::Stop;
-    else if (action == "mark_bad_host")
-      rule.action = RuleAction::MarkHostBad;
-    else
-      ZAYA_FAIL(where, ": rule ", i, " has action '", action,
-                "'; expected restart, stop or mark_bad_host");
+    rule.action =
+        parse_rule_action(r["action"].get<std::string>(), where + ": rule " + std::to_string(i));
     RE2::Options options;
     options.set_log_errors(false);  // the error below says it, once and with the rule's index
     auto compiled = std::make_shared<const RE2>(rule.regex, options);
@@ -62,16 +54,25 @@ std::vector<LogRule> parse_log_rules(const json& list, const std::string& where)
   return rules;
 }
 
-std::vector<LogRule> load_log_rules(const std::string& path) {
+RuleAction parse_rule_action(const std::string& name, const std::string& context) {
+  if (name == "restart") return RuleAction::Restart;
+  if (name == "stop") return RuleAction::Stop;
+  if (name == "mark_bad_host") return RuleAction::MarkHostBad;
+  ZAYA_FAIL(context, " has action '", name, "'; expected restart, stop or mark_bad_host");
+}
+
+json read_rules_json(const std::string& path) {
   const std::string text = read_text_file(path);
   check_json_depth(text, path);
-  json list;
   try {
-    list = json::parse(text);
+    return json::parse(text);
   } catch (const json::exception& e) {
     ZAYA_FAIL(path, ": not valid JSON: ", e.what());
   }
-  return parse_log_rules(list, path);
+}
+
+std::vector<LogRule> load_log_rules(const std::string& path) {
+  return parse_log_rules(read_rules_json(path), path);
 }
 
 std::optional<RuleMatch> match_log_rules(const std::vector<LogRule>& rules, std::string_view line) {

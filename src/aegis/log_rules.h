@@ -43,6 +43,11 @@ struct LogRule {
   std::shared_ptr<const re2::RE2> compiled;  // shared: RE2 is neither copyable nor movable
 };
 
+// "restart", "stop" or "mark_bad_host"; any other name is an error that begins with `context`.
+RuleAction parse_rule_action(const std::string& name, const std::string& context);
+// A rules file's JSON, its depth bounded; an error names the file.
+nlohmann::json read_rules_json(const std::string& path);
+
 // `where` (a file name) prefixes every error, which also names the rule's index.
 std::vector<LogRule> parse_log_rules(const nlohmann::json& list, const std::string& where);
 std::vector<LogRule> load_log_rules(const std::string& path);

@@ -88,6 +88,16 @@ Supervisor::Supervisor(AegisOptions options)
     hosts_ = read_hostfile(opt_.hostfile);
     with_rank_count(with_hosts(opt_.command, opt_.hostfile, {}), total_slots(hosts_));
   }
+  if (!opt_.node_exporters.empty() || !opt_.health_rules_file.empty()) {
+    std::vector<std::unique_ptr<HealthSource>> sources;
+    for (const std::string& spec : opt_.node_exporters)
+      sources.push_back(node_exporter_from_flag(spec, opt_.health_timeout_s));
+    std::vector<HealthRule> rules;
+    if (!opt_.health_rules_file.empty()) rules = load_health_rules(opt_.health_rules_file);
+    health_ =
+        std::make_unique<HealthWatch>(std::move(sources), std::move(rules), opt_.health_interval_s);
+    health_->start(unix_now());  // an unreadable source or an unserved metric: at once
+  }
   char host[256] = "";
   ::gethostname(host, sizeof host - 1);
   hostname_ = host;
@@ -234,6 +244,7 @@ std::optional<Supervisor::Fault> Supervisor::watch(JobProcess& job) {
     for (const Heartbeat& hb : reader_.read_new())
       if (auto f = on_beat(hb, now)) return f;
     if (auto f = collective_timeout(now, /*job_ended=*/false)) return f;
+    if (auto f = on_health(now)) return f;
     if (job.poll_exit()) {
       for (const OutputLine& line : job.drain())
         if (auto f = on_line(line)) return f;
@@ -300,6 +311,27 @@ std::optional<Supervisor::Fault> Supervisor::collective_timeout(double now, bool
                {"waiting", v.waiting},           {"missing", v.missing},
                {"missing_hosts", missing_hosts}, {"waited_s", v.first.waited_s},
                {"timeout_s", v.first.timeout_s}, {"since", v.first.since}};
+  return f;
+}
+
+std::optional<Supervisor::Fault> Supervisor::on_health(double now) {
+  if (!health_) return std::nullopt;
+  const HealthPoll p = health_->poll(now);
+  for (const std::string& what : p.lost)
+    events_.write("health_source_lost", "cannot read " + what, {{"source", what}});
+  for (const std::string& what : p.back)
+    events_.write("health_source_back", "reading " + what + " again", {{"source", what}});
+  if (p.findings.empty()) return std::nullopt;
+  const HealthFinding& h = p.findings.front();
+  const HealthRule& rule = health_->rules()[h.rule];
+  Fault f("health",
+          "health rule " + std::to_string(h.rule) + " (-> " + rule_action_name(rule.action) +
+              "): " + h.what,
+          state_.last_step, now, now);
+  if (rule.action == RuleAction::Stop) f.response = Response::Stop;
+  if (rule.action == RuleAction::MarkHostBad) f.bad_host = h.host;
+  f.details = {{"rule", h.rule},           {"series", h.series}, {"value", h.value},
+               {"reference", h.reference}, {"source", h.source}, {"source_host", h.host}};
   return f;
 }
 

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,7 @@
 #include "aegis/aegis_options.h"
 #include "aegis/event_log.h"
 #include "aegis/hang_watch.h"
+#include "aegis/health_watch.h"
 #include "aegis/heartbeat_reader.h"
 #include "aegis/host_list.h"
 #include "aegis/job_process.h"
@@ -75,6 +77,9 @@ class Supervisor {
   bool take_collective_report(const std::string& line);
   // Once the reports have settled (or the job ended): the fault naming the missing ranks.
   std::optional<Fault> collective_timeout(double now, bool job_ended);
+  // The health sources' readings against the health rules: events for sources lost and back,
+  // the fault of the first rule that fired.
+  std::optional<Fault> on_health(double now);
   void record_fault(const Fault& f, JobProcess& job);
   void roll_back(const Fault& f);
   // With --hostfile and bad hosts: `command` relaunches on the good hosts' slots; false (the
@@ -99,7 +104,8 @@ class Supervisor {
   std::optional<Fault> unrecovered_;  // the last fault, until the restarted job's first step
   double down_since_ = 0;             // the first fault since the job last made a step
   bool stepped_this_attempt_ = false;
-  int64_t max_step_seen_ = 0;  // the highest step any beat of this supervision reported
+  int64_t max_step_seen_ = 0;            // the highest step any beat of this supervision reported
+  std::unique_ptr<HealthWatch> health_;  // none without --node-exporter
   std::vector<dist::CollectiveWait> collective_reports_;  // this attempt's
   double first_report_at_ = 0;
 };

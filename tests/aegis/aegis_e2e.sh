@@ -218,6 +218,101 @@ sys.exit(not (len(t) == 1 and t[0]['missing'] == [2] and t[0]['waiting'] == [0, 
   check "final weights bitwise equal to the uninterrupted 3-rank run" \
     cmp "$WORK/A3/model/model.safetensors" "$OUT/model/model.safetensors"
   ;;
+health)  # Aegis reads the hardware: a real node_exporter per "host" (this one and hostB, as in
+  # bad_host) over a fake sysfs tree whose counters the test changes mid-run. An uncorrectable
+  # memory error on this host: the job stops (SIGTERM: its step finished and checkpointed), the
+  # host is marked bad and the run goes on on hostB alone. Carrier flaps on hostB: a restart on
+  # both hosts, bitwise the uninterrupted run.
+  if [[ $NP != 2 ]]; then echo "health needs mpirun -np 2 (NP=2)"; exit 77; fi
+  EXPORTER=$(command -v prometheus-node-exporter || true)
+  if [[ -z $EXPORTER ]]; then echo "prometheus-node-exporter is not installed (scripts/setup.sh)"; exit 77; fi
+  printf '#!/bin/sh\nshift\nexec sh -c "$*"\n' > "$WORK/local_agent.sh"
+  chmod +x "$WORK/local_agent.sh"
+  printf '%s slots=1\nhostB slots=1\n' "$(hostname)" > "$WORK/hosts"
+  cat > "$WORK/health_rules.json" <<'JSON'
+[{"metric": "node_edac_uncorrectable_errors_total", "increase": 0, "action": "mark_bad_host"},
+ {"metric": "node_network_carrier_changes_total", "increase": 3, "within_s": 60, "action": "restart"}]
+JSON
+  fake_sysfs() {  # fake_sysfs DIR: one memory controller and one NIC, every counter 0
+    mkdir -p "$1/devices/system/edac/mc/mc0" "$1/class/net/eth9"
+    for f in ce_count ue_count ce_noinfo_count ue_noinfo_count; do echo 0 > "$1/devices/system/edac/mc/mc0/$f"; done
+    echo 1 > "$1/devices/system/edac/mc/mc0/size_mb"
+    for f in carrier_changes carrier_up_count carrier_down_count; do echo 0 > "$1/class/net/eth9/$f"; done
+    echo 1 > "$1/class/net/eth9/carrier"; echo up > "$1/class/net/eth9/operstate"
+  }
+  PIDS=()
+  trap 'kill "${PIDS[@]}" 2> /dev/null' EXIT
+  exporter() {  # exporter DIR PORT
+    "$EXPORTER" --path.sysfs="$1" --web.listen-address="127.0.0.1:$2" --collector.disable-defaults \
+      --collector.edac --collector.netclass > "$1.log" 2>&1 &
+    PIDS+=($!)
+  }
+  free_port() { py "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"; }
+  health_run() {  # health_run OUT LOG SYSFS_TO_BUMP FILE VALUE: bumps FILE once step 5 is done
+    local out=$1 log=$2 sysfs=$3 file=$4 value=$5
+    rm -rf "$out" "$WORK/sys_here" "$WORK/sys_b"
+    fake_sysfs "$WORK/sys_here"; fake_sysfs "$WORK/sys_b"
+    local p1 p2; p1=$(free_port); p2=$(free_port)
+    exporter "$WORK/sys_here" "$p1"; exporter "$WORK/sys_b" "$p2"
+    for p in $p1 $p2; do
+      for _ in $(seq 50); do py "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$p/metrics')" 2> /dev/null && break; sleep 0.1; done
+    done
+    ( for _ in $(seq 600); do
+        if grep -qs '"step":5,' "$out"/heartbeat/rank-00000.jsonl; then echo "$value" > "$WORK/$sysfs/$file"; break; fi
+        sleep 0.05
+      done ) &
+    local bumper=$!
+    # Steps stretched 6x (slow:factor=6, from step 3) so that the run is still going when the
+    # counters change; the results do not depend on it.
+    ZAYA_FAULTS="slow@3:factor=6" "$ZAYA" aegis --run-dir "$out" --backoff 0.2 --poll 0.05 --grace 10 \
+      --health-rules "$WORK/health_rules.json" --health-interval 0.2 \
+      --node-exporter "$(hostname)=http://127.0.0.1:$p1/metrics" --node-exporter "hostB=http://127.0.0.1:$p2/metrics" \
+      --hostfile "$WORK/hosts" -- \
+      mpirun --hostfile "$WORK/hosts" --mca plm_rsh_agent "$WORK/local_agent.sh" --mca rtc ^hwloc \
+      -np 2 --allow-run-as-root -x ZAYA_FAULTS -x OMP_NUM_THREADS \
+      "$ZAYA" --threads 1 train --config "$WORK/train.json" --out "$out" --no-progress > "$log" 2>&1
+    AEGIS_RC=$?
+    wait "$bumper"
+    kill "${PIDS[@]}" 2> /dev/null; wait "${PIDS[@]}" 2> /dev/null; PIDS=()
+  }
+  health_run "$OUT" "$LOG" sys_here devices/system/edac/mc/mc0/ue_count 1
+  check "ECC: aegis exits 0" test "$AEGIS_RC" = 0
+  check "ECC: a health event on this host's EDAC counter, the host marked bad, a relaunch on hostB with 1 rank" py "
+import json, sys
+ev = [json.loads(l) for l in open('$OUT/aegis/events.jsonl')]
+h = [e for e in ev if e['kind'] == 'health']
+bad = [e['host'] for e in ev if e['kind'] == 'bad_host']
+launches = [e['command'] for e in ev if e['kind'] == 'launch']
+print([e['message'] for e in h], bad)
+sys.exit(not (len(h) == 1 and h[0]['source_host'] == '$(hostname)' and h[0]['value'] == 1
+              and h[0]['series'] == 'node_edac_uncorrectable_errors_total{controller=\"0\"}'
+              and bad == ['$(hostname)'] and len(launches) == 2
+              and launches[1][launches[1].index('-np') + 1] == '1'))"
+  check "ECC: the job stopped on SIGTERM (its step finished and checkpointed), and the relaunch resumed from that checkpoint" py "
+import json, re, sys
+ev = [json.loads(l) for l in open('$OUT/aegis/events.jsonl')]
+how = [e['how'] for e in ev if e['kind'] == 'job_stopped']
+log = open('$LOG', errors='replace').read()
+first, second = log.split('attempt 2: started', 1)
+saved = re.findall(r'checkpoint saved: \S+step-(\d+)', first)
+resumed = re.search(r'resumed from \S+step-(\d+)', second)
+print(how, 'saved', saved[-1:], 'resumed', resumed and resumed.group(1))
+sys.exit(not (how == ['SIGTERM'] and saved and resumed and resumed.group(1) == saved[-1]
+              and int(saved[-1]) >= 5))"
+  check "ECC: the run finished its 20 steps on hostB alone" finite_metrics "$OUT" 20
+  health_run "$OUT.nic" "$LOG.nic" sys_b class/net/eth9/carrier_changes 5
+  check "NIC: aegis exits 0" test "$AEGIS_RC" = 0
+  check "NIC: one health event on hostB's carrier changes, a restart on both hosts, no host marked bad" py "
+import json, sys
+ev = [json.loads(l) for l in open('$OUT.nic/aegis/events.jsonl')]
+h = [e for e in ev if e['kind'] == 'health']
+launches = [e['command'] for e in ev if e['kind'] == 'launch']
+print([e['message'] for e in h])
+sys.exit(not (len(h) == 1 and h[0]['source_host'] == 'hostB' and 'carrier_changes' in h[0]['series']
+              and not [e for e in ev if e['kind'] == 'bad_host'] and len(launches) == 2
+              and launches[1][launches[1].index('-np') + 1] == '2'))"
+  check "NIC: final weights bitwise equal to the uninterrupted run" same_model "$OUT.nic"
+  ;;
 bad_host)  # a mark_bad_host rule: the relaunch leaves that host out (an Open MPI hostfile of two
   # "hosts" on this machine: this one, and hostB reached through a launch agent that runs the
   # command here; mpirun alone would take both names for one node), and at --min-ranks 2 the

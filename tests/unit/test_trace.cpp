@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/error.h"
 #include "core/trace.h"
 #include "train/run_trace.h"
 
