@@ -25,19 +25,15 @@ namespace zaya::aegis {
 
 namespace {
 
-// Signals the job's process group and every other process of its session (the job is a session
-// leader). A launcher's children may sit in process groups of their own (Open MPI's mpirun puts
-// each local rank in one): signalling the group alone would reach mpirun but not the ranks, and a
-// rank left behind, orphaned, is continued by the kernel (SIGHUP, SIGCONT) and runs on beside
-// the restarted job, writing into the same run directory.
-void signal_session(pid_t session, int sig) {
-  ::kill(-session, sig);  // ESRCH (group already gone) is fine
+// The processes of a session other than its leader (the job is a session leader).
+std::vector<pid_t> session_members(pid_t session) {
+  std::vector<pid_t> members;
   DIR* proc = ::opendir("/proc");
-  if (!proc) return;
+  if (!proc) return members;
   while (const dirent* e = ::readdir(proc)) {
     char* end = nullptr;
     const long pid = std::strtol(e->d_name, &end, 10);
-    if (pid <= 0 || *end != '\0') continue;
+    if (pid <= 0 || *end != '\0' || pid == long(session)) continue;
     char path[64], stat[512];
     std::snprintf(path, sizeof path, "/proc/%ld/stat", pid);
     const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
@@ -52,9 +48,24 @@ void signal_session(pid_t session, int sig) {
     long ppid = 0, pgrp = 0, sid = 0;
     if (after && std::sscanf(after + 1, " %c %ld %ld %ld", &state, &ppid, &pgrp, &sid) == 4 &&
         sid == long(session))
-      ::kill(pid_t(pid), sig);
+      members.push_back(pid_t(pid));
   }
   ::closedir(proc);
+  return members;
+}
+
+// Signals the job's processes: its process group and every other process of its session. A
+// launcher's children may sit in process groups of their own (Open MPI's mpirun puts each local
+// rank in one): signalling the group alone would reach mpirun but not the ranks, and a rank left
+// behind, orphaned, is continued by the kernel (SIGHUP, SIGCONT) and runs on beside the restarted
+// job, writing into the same run directory. With `spare_leader`, a leader that has other
+// processes (a launcher, a wrapper) is left out: the ranks stop on their own (zaya train finishes
+// its step and saves, the ranks agreeing on the step) and the launcher ends with them; signalled
+// too, mpirun would kill its ranks before they save.
+void signal_session(pid_t session, int sig, bool spare_leader = false) {
+  const std::vector<pid_t> members = session_members(session);
+  if (!(spare_leader && !members.empty())) ::kill(-session, sig);  // ESRCH is fine
+  for (const pid_t p : members) ::kill(p, sig);
 }
 
 // At most this much output is read per pump, so that a job printing without pause cannot keep
@@ -256,7 +267,7 @@ std::string JobProcess::describe_exit() const {
 
 std::string JobProcess::stop(double grace_s, int first_signal) {
   if (poll_exit()) return "already exited";
-  kill_group(first_signal);
+  if (pid_ > 0) signal_session(pid_, first_signal, /*spare_leader=*/true);
   const auto t0 = std::chrono::steady_clock::now();
   while (seconds_since(t0) < grace_s) {
     pump(0.05);  // keep reading: a job blocked on a full output pipe could not act on SIGTERM

@@ -262,9 +262,10 @@ JSON
         sleep 0.05
       done ) &
     local bumper=$!
-    # Steps stretched 6x (slow:factor=6, from step 3) so that the run is still going when the
+    # Rank 0's steps stretched 6x (slow:rank=0:factor=6 from step 3; on both ranks the stretches
+    # compound, each rank measuring the other's sleep) so that the run is still going when the
     # counters change; the results do not depend on it.
-    ZAYA_FAULTS="slow@3:factor=6" "$ZAYA" aegis --run-dir "$out" --backoff 0.2 --poll 0.05 --grace 10 \
+    ZAYA_FAULTS="slow@3:rank=0:factor=6" "$ZAYA" aegis --run-dir "$out" --backoff 0.2 --poll 0.05 --grace 10 \
       --health-rules "$WORK/health_rules.json" --health-interval 0.2 \
       --node-exporter "$(hostname)=http://127.0.0.1:$p1/metrics" --node-exporter "hostB=http://127.0.0.1:$p2/metrics" \
       --hostfile "$WORK/hosts" -- \
