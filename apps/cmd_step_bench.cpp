@@ -1,11 +1,13 @@
 // zaya bench step --config C [--batch N] [--seq N] [--steps N] [--optimizer] [--json]
 #include "cmd_step_bench.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <omp.h>
 #include <nlohmann/json.hpp>
@@ -17,13 +19,14 @@
 #include "core/error.h"
 #include "io/output_path.h"
 #include "model/config.h"
+#include "model/recompute.h"
 
 namespace zaya::cli {
 
 namespace {
 
 struct StepArgs {
-  std::string config, chunks;
+  std::string config, chunks, recompute = "none";
   StepBenchOptions opt;
   bool json = false, force = false;
 };
@@ -59,7 +62,54 @@ void add_step_options(CLI::App& step, StepArgs& a) {
                   "TOKENS,VOCAB: the LM head and loss in blocks of that many logits, never the "
                   "whole [tokens x vocab] (default: the logits materialised, as the PyTorch peer "
                   "does; at ZAYA1's 262,272 tokens of vocabulary a GPU run wants e.g. 4096,32768)");
+  step.add_option("--recompute", a.recompute,
+                  "MODE[,MODE...]: what each stage's forward keeps for the backward (none, "
+                  "selective or full, as train.recompute); several are timed side by side, each "
+                  "step running every one in turn on the same weights, with each one's time and "
+                  "activations against the first's")
+      ->capture_default_str();
   step.add_flag("--json", a.json, "print one JSON line instead of text");
+}
+
+// "none,selective" → the modes, each named once.
+std::vector<Recompute> parse_recompute_list(const std::string& text) {
+  std::vector<Recompute> modes;
+  std::string known;
+  for (const auto& [name, mode] : recompute_names()) known += (known.empty() ? "" : ", ") + name;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string name = text.substr(at, comma - at);
+    const auto it = recompute_names().find(name);
+    ZAYA_CHECK(it != recompute_names().end(), "--recompute: '", name, "' is not a mode (", known,
+               "; several separated by commas)");
+    ZAYA_CHECK(std::find(modes.begin(), modes.end(), it->second) == modes.end(), "--recompute: '",
+               name, "' is named twice");
+    modes.push_back(it->second);
+    at = comma + 1;
+  }
+  return modes;
+}
+
+nlohmann::json recompute_json(const StepBenchResult& r) {
+  nlohmann::json runs = nlohmann::json::array();
+  for (const RecomputeRun& run : r.recompute_runs)
+    runs.push_back({{"mode", recompute_name(run.mode)},
+                    {"step_ms", run.step_ms},
+                    {"tokens_per_s", run.tokens_per_s},
+                    {"activation_bytes", run.activation_bytes},
+                    {"loss", run.loss}});
+  return runs;
+}
+
+void print_recompute_runs(const StepBenchResult& r) {
+  const RecomputeRun& base = r.recompute_runs.front();
+  for (const RecomputeRun& run : r.recompute_runs)
+    std::printf(
+        "  recompute %-9s %8.1f ms/step (%.3fx %s's), activations %9.1f MiB (%.3fx), loss %.6f\n",
+        recompute_name(run.mode), run.step_ms, run.step_ms / base.step_ms,
+        recompute_name(base.mode), double(run.activation_bytes) / (1 << 20),
+        double(run.activation_bytes) / double(base.activation_bytes), run.loss);
 }
 
 void print_step_result(const StepBenchResult& r, const StepBenchOptions& opt, int nthreads,
@@ -77,7 +127,8 @@ void print_step_result(const StepBenchResult& r, const StepBenchOptions& opt, in
                                        {"train_flops_per_token", r.train_flops_per_token},
                                        {"device_memory_bytes", r.device_memory_bytes},
                                        {"host_reads_per_step", r.host_reads_per_step},
-                                       {"host_read_bytes_per_step", r.host_read_bytes_per_step}}
+                                       {"host_read_bytes_per_step", r.host_read_bytes_per_step},
+                                       {"recompute", recompute_json(r)}}
                             .dump()
                             .c_str());
     return;
@@ -85,6 +136,8 @@ void print_step_result(const StepBenchResult& r, const StepBenchOptions& opt, in
   std::printf("zaya (%s): %.1f ms/step, %.0f tokens/s (fwd+bwd%s), loss %.4f, arena %.1f MiB\n",
               r.device.c_str(), r.step_ms, r.tokens_per_s, opt.optimizer ? "+optimizer" : "",
               r.loss, double(r.arena_bytes) / (1 << 20));
+  if (r.recompute_runs.size() > 1 || r.recompute_runs.front().mode != Recompute::kNone)
+    print_recompute_runs(r);
   if (opt.optimizer)
     std::printf("  optimizer: %.1f ms/step (%.1f %% of the step)\n", r.optimizer_ms,
                 100.0 * r.optimizer_ms / r.step_ms);
@@ -109,6 +162,7 @@ int run_step(StepArgs& a) {
     sopt.lm_head_chunk_tokens = t;
     sopt.lm_head_chunk_vocab = v;
   }
+  sopt.recompute = parse_recompute_list(a.recompute);
   const int nthreads = omp_get_max_threads();
   if (!a.json) {
     std::printf("bench step: %s, batch %d x seq %d, %d threads\n", a.config.c_str(), sopt.batch,

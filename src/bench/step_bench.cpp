@@ -1,10 +1,12 @@
 #include "bench/step_bench.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
 
 #include "backend/device_select.h"
+#include "core/error.h"
 #include "core/rng.h"
 #include "model/model_info.h"
 #include "model/weights_io.h"
@@ -45,35 +47,51 @@ StepBenchResult run_step_bench(const ModelConfig& config, const StepBenchOptions
   StepBenchResult r;
   r.device = device.description;
   r.host_memory = device.backend->host_memory();
+  ZAYA_CHECK(!opt.recompute.empty(), "run_step_bench: no recompute mode to time");
+  const size_t modes = opt.recompute.size();
+  std::vector<double> mode_s(modes, 0.0);
+  r.recompute_runs.resize(modes);
   double total_s = 0, optimizer_s = 0;
   int64_t reads = 0, read_bytes = 0;
   const Backend& be = *device.backend;
-  for (int step = 0; step < opt.warmup + opt.steps; ++step) {
-    const int64_t reads0 = be.host_reads(), bytes0 = be.host_read_bytes();
-    const auto t0 = std::chrono::steady_clock::now();
-    placement.zero_grads();
-    r.loss = model.forward(tokens, targets, opt.batch, opt.seq);
-    model.backward();
-    be.synchronize();
-    const auto t1 = std::chrono::steady_clock::now();
-    if (update) {
-      update->step(1e-4);
+  for (int step = 0; step < opt.warmup + opt.steps; ++step)
+    for (size_t m = 0; m < modes; ++m) {
+      RecomputeRun& run = r.recompute_runs[m];
+      run.mode = opt.recompute[m];
+      model.set_recompute(run.mode);
+      const int64_t reads0 = be.host_reads(), bytes0 = be.host_read_bytes();
+      const auto t0 = std::chrono::steady_clock::now();
+      placement.zero_grads();
+      run.loss = model.forward(tokens, targets, opt.batch, opt.seq);
+      model.backward();
       be.synchronize();
+      run.activation_bytes = std::max(run.activation_bytes, model.step_activation_bytes());
+      const auto t1 = std::chrono::steady_clock::now();
+      if (update) {
+        update->step(1e-4);
+        be.synchronize();
+      }
+      const auto t2 = std::chrono::steady_clock::now();
+      const double s = std::chrono::duration<double>(t2 - t0).count();
+      const bool timed = step >= opt.warmup;
+      if (timed) mode_s[m] += s;
+      if (timed && m == 0) {
+        total_s += s;
+        optimizer_s += std::chrono::duration<double>(t2 - t1).count();
+        reads += be.host_reads() - reads0;
+        read_bytes += be.host_read_bytes() - bytes0;
+      }
+      if (progress)
+        std::fprintf(stderr, "  %s step %d/%d%s%s: %.1f ms, %.0f tok/s, loss %.4f\n",
+                     timed ? "timed " : "warmup", timed ? step - opt.warmup + 1 : step + 1,
+                     timed ? opt.steps : opt.warmup, modes > 1 ? ", recompute " : "",
+                     modes > 1 ? recompute_name(run.mode) : "", s * 1e3, N / s, run.loss);
     }
-    const auto t2 = std::chrono::steady_clock::now();
-    const double s = std::chrono::duration<double>(t2 - t0).count();
-    const bool timed = step >= opt.warmup;
-    if (timed) {
-      total_s += s;
-      optimizer_s += std::chrono::duration<double>(t2 - t1).count();
-      reads += be.host_reads() - reads0;
-      read_bytes += be.host_read_bytes() - bytes0;
-    }
-    if (progress)
-      std::fprintf(stderr, "  %s step %d/%d: %.1f ms, %.0f tok/s, loss %.4f\n",
-                   timed ? "timed " : "warmup", timed ? step - opt.warmup + 1 : step + 1,
-                   timed ? opt.steps : opt.warmup, s * 1e3, N / s, r.loss);
+  for (size_t m = 0; m < modes; ++m) {
+    r.recompute_runs[m].step_ms = mode_s[m] / opt.steps * 1e3;
+    r.recompute_runs[m].tokens_per_s = double(N) * opt.steps / mode_s[m];
   }
+  r.loss = r.recompute_runs[0].loss;
   r.step_ms = total_s / opt.steps * 1e3;
   r.optimizer_ms = optimizer_s / opt.steps * 1e3;
   r.host_reads_per_step = double(reads) / opt.steps;

@@ -5,9 +5,11 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "backend/precision.h"
 #include "model/config.h"
+#include "model/recompute.h"
 
 namespace zaya {
 
@@ -23,6 +25,17 @@ struct StepBenchOptions {
   bool optimizer = false;  // time Optimizer::step (AdamW + Muon, default settings) too
   // The LM head and loss in blocks of tokens × vocab logits (0 × 0: the logits materialised).
   int lm_head_chunk_tokens = 0, lm_head_chunk_vocab = 0;
+  // The recompute modes to time (model/recompute.h), each step of the loop running every one of
+  // them in turn on the same weights, so that a machine's drift touches them alike.
+  std::vector<Recompute> recompute{Recompute::kNone};
+};
+
+// One recompute mode's figures.
+struct RecomputeRun {
+  Recompute mode = Recompute::kNone;
+  double step_ms = 0, tokens_per_s = 0;
+  size_t activation_bytes = 0;  // both arenas' most in one step (ZayaModel::step_activation_bytes)
+  float loss = 0;               // the last step's
 };
 
 struct StepBenchResult {
@@ -41,6 +54,8 @@ struct StepBenchResult {
   // GPU memory in use after the timed steps (the arena keeps its largest blocks, so this is the
   // step's peak plus the runtime's); 0 off the GPU.
   double device_memory_bytes = 0;
+  // Every mode of StepBenchOptions::recompute; the fields above are the first one's.
+  std::vector<RecomputeRun> recompute_runs;
 };
 
 StepBenchResult run_step_bench(const ModelConfig& config, const StepBenchOptions& opt,

@@ -48,6 +48,7 @@ void* Arena::bytes(size_t n) {
   used_ += n;
   total_used_ += n;
   high_water_ = std::max(high_water_, total_used_);
+  step_high_water_ = std::max(step_high_water_, total_used_);
   return p;
 }
 
@@ -75,6 +76,7 @@ void Arena::reset() {
   current_ = 0;
   used_ = 0;
   total_used_ = 0;
+  step_high_water_ = 0;
 }
 
 size_t Arena::capacity() const {

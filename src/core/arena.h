@@ -45,7 +45,8 @@ class Arena {
   // Frees every allocation made since `m` (their pointers become invalid).
   void rewind(const Mark& m);
   size_t capacity() const;
-  size_t high_water() const { return high_water_; }
+  size_t high_water() const { return high_water_; }            // the most any step has used
+  size_t step_high_water() const { return step_high_water_; }  // the most since reset()
 
  private:
   struct Block {
@@ -63,6 +64,7 @@ class Arena {
   size_t used_ = 0;        // bytes used in the current block
   size_t total_used_ = 0;  // bytes used in all blocks this step
   size_t high_water_ = 0;
+  size_t step_high_water_ = 0;
 };
 
 }  // namespace zaya

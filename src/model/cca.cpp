@@ -14,11 +14,9 @@ namespace {
 
 // Under context parallelism the convolutions run over each local chunk with its 2 halo rows in
 // front (model/cca_halo.h): outputs at the halo rows are dropped, and every kept output reads
-// only real rows, so each equals the whole sequence's.
+// only real rows, so each equals the whole sequence's. act.halo holds the rows already.
 void chunk_convs_forward(CcaActivations& act, const CcaWeights& w, const Dims& D, int B, int L,
                          const ContextShard& shard, Arena& arena, const Backend& be) {
-  for (float*& h : act.halo) h = arena.floats(size_t(B) * kHaloRows * D.P);
-  cca_halo_forward(act.halo, act.proj, B, D.P, shard);
   act.qk1 = arena.floats(size_t(B) * L * D.C);
   for (int which = 0; which < 2; ++which) {
     const int len = shard.len(which), off = shard.offset(which), ext = len + kHaloRows;
@@ -39,45 +37,13 @@ void chunk_convs_forward(CcaActivations& act, const CcaWeights& w, const Dims& D
   }
 }
 
-// The backward of chunk_convs_forward: du for the local rows, and the q0 ‖ k0 part of the halo
-// rows' gradient into dhalo (sent back to their owner by cca_halo_backward).
-void chunk_convs_backward(float* du, float* const dhalo[2], CcaGrads& g, const float* dqk1,
-                          const CcaActivations& act, const CcaWeights& w, const Dims& D, int B,
-                          int L, const ContextShard& shard, Arena& arena, const Backend& be) {
-  for (int which = 0; which < 2; ++which) {
-    const int len = shard.len(which), off = shard.offset(which), ext = len + kHaloRows;
-    float* dz = arena.zeros(size_t(B) * ext * D.C);
-    for (int b = 0; b < B; ++b)
-      std::memcpy(dz + (size_t(b) * ext + kHaloRows) * D.C, dqk1 + (size_t(b) * L + off) * D.C,
-                  sizeof(float) * len * D.C);
-    float* da = arena.zeros(size_t(B) * (ext + 1) * D.C);
-    be.grouped_conv_backward(da, g.conv1_w, g.conv1_b, dz, act.a_ext[which], w.conv1_w, B, ext, D.C,
-                             D.d);
-    float* du_ext = arena.zeros(size_t(B) * ext * D.C);
-    be.depthwise_conv_backward(du_ext, g.conv0_w, g.conv0_b, da, act.u_ext[which], w.conv0_w, B,
-                               ext, D.C);
-    for (int b = 0; b < B; ++b) {
-      std::memcpy(du + (size_t(b) * L + off) * D.C, du_ext + (size_t(b) * ext + kHaloRows) * D.C,
-                  sizeof(float) * len * D.C);
-      for (int j = 0; j < kHaloRows; ++j)
-        std::memcpy(dhalo[which] + (size_t(b) * kHaloRows + j) * D.P,
-                    du_ext + (size_t(b) * ext + j) * D.C, sizeof(float) * D.C);
-    }
-  }
-}
-}  // namespace
-
-void cca_forward(float* out, CcaActivations& act, const float* x, const CcaWeights& w,
-                 const RopeTables& rope, const ModelConfig& c, int B, int S, Arena& arena,
-                 const ContextShard* shard, const Backend& be) {
-  const Dims D(c);
+// Steps 2–6 of the forward (below), from act.proj (and act.halo) to act.q, act.k and act.v: the
+// convolutions, the q-k-mean, the value shift, the L2 norm and RoPE. Everything between the two
+// products, so it is what selective recompute drops and cca_rebuild runs again.
+void between_products_forward(CcaActivations& act, const CcaWeights& w, const RopeTables& rope,
+                              const Dims& D, int B, int S, Arena& arena, const ContextShard* shard,
+                              const Backend& be) {
   const int N = B * S, H = D.nq + D.nk;
-  act.x = x;
-
-  // 1. Down-projections, fused: [q0 ‖ k0 ‖ v_cur ‖ v_prev_raw] = x · [Wq; Wk; Wv1; Wv2]ᵀ.
-  act.proj = arena.floats(size_t(N) * D.P);
-  be.matmul_forward(act.proj, x, w.qkvv, nullptr, N, D.E, D.P);
-
   // 2. The two causal convolutions over the packed q0 ‖ k0 (left padding of 2 inside the ops).
   if (shard) {
     chunk_convs_forward(act, w, D, B, S, *shard, arena, be);
@@ -120,6 +86,59 @@ void cca_forward(float* out, CcaActivations& act, const float* x, const CcaWeigh
   act.k = arena.floats(size_t(N) * D.Dk);
   be.copy_rows(act.q, D.Dq, qkn, D.C, N, D.Dq);
   be.copy_rows(act.k, D.Dk, qkn + D.Dq, D.C, N, D.Dk);
+}
+
+// Forgets the buffers between_products_forward took (selective recompute freed them).
+void forget_between_products(CcaActivations& act) {
+  act.u = act.a = act.qk1 = act.inv_norm = act.head_temp = act.q = act.k = act.v = nullptr;
+  for (int which = 0; which < 2; ++which) act.u_ext[which] = act.a_ext[which] = nullptr;
+}
+
+// The backward of chunk_convs_forward: du for the local rows, and the q0 ‖ k0 part of the halo
+// rows' gradient into dhalo (sent back to their owner by cca_halo_backward).
+void chunk_convs_backward(float* du, float* const dhalo[2], CcaGrads& g, const float* dqk1,
+                          const CcaActivations& act, const CcaWeights& w, const Dims& D, int B,
+                          int L, const ContextShard& shard, Arena& arena, const Backend& be) {
+  for (int which = 0; which < 2; ++which) {
+    const int len = shard.len(which), off = shard.offset(which), ext = len + kHaloRows;
+    float* dz = arena.zeros(size_t(B) * ext * D.C);
+    for (int b = 0; b < B; ++b)
+      std::memcpy(dz + (size_t(b) * ext + kHaloRows) * D.C, dqk1 + (size_t(b) * L + off) * D.C,
+                  sizeof(float) * len * D.C);
+    float* da = arena.zeros(size_t(B) * (ext + 1) * D.C);
+    be.grouped_conv_backward(da, g.conv1_w, g.conv1_b, dz, act.a_ext[which], w.conv1_w, B, ext, D.C,
+                             D.d);
+    float* du_ext = arena.zeros(size_t(B) * ext * D.C);
+    be.depthwise_conv_backward(du_ext, g.conv0_w, g.conv0_b, da, act.u_ext[which], w.conv0_w, B,
+                               ext, D.C);
+    for (int b = 0; b < B; ++b) {
+      std::memcpy(du + (size_t(b) * L + off) * D.C, du_ext + (size_t(b) * ext + kHaloRows) * D.C,
+                  sizeof(float) * len * D.C);
+      for (int j = 0; j < kHaloRows; ++j)
+        std::memcpy(dhalo[which] + (size_t(b) * kHaloRows + j) * D.P,
+                    du_ext + (size_t(b) * ext + j) * D.C, sizeof(float) * D.C);
+    }
+  }
+}
+}  // namespace
+
+void cca_forward(float* out, CcaActivations& act, const float* x, const CcaWeights& w,
+                 const RopeTables& rope, const ModelConfig& c, int B, int S, Arena& arena,
+                 const ContextShard* shard, const Backend& be, Arena* transient) {
+  const Dims D(c);
+  const int N = B * S;
+  act.x = x;
+
+  // 1. Down-projections, fused: [q0 ‖ k0 ‖ v_cur ‖ v_prev_raw] = x · [Wq; Wk; Wv1; Wv2]ᵀ.
+  act.proj = arena.floats(size_t(N) * D.P);
+  be.matmul_forward(act.proj, x, w.qkvv, nullptr, N, D.E, D.P);
+  if (shard) {  // the rows before each local chunk, from the ranks that hold them
+    for (float*& h : act.halo) h = arena.floats(size_t(B) * kHaloRows * D.P);
+    cca_halo_forward(act.halo, act.proj, B, D.P, *shard);
+  }
+
+  // 2–6.
+  between_products_forward(act, w, rope, D, B, S, transient ? *transient : arena, shard, be);
 
   // 7. Causal GQA attention in the latent space, scale 1/sqrt(d).
   act.att = arena.floats(size_t(N) * D.Dq);
@@ -133,6 +152,13 @@ void cca_forward(float* out, CcaActivations& act, const float* x, const CcaWeigh
 
   // 8. Output projection back to the hidden size.
   be.matmul_forward(out, act.att, w.o_proj, nullptr, N, D.Dq, D.E);
+  if (transient) forget_between_products(act);
+}
+
+void cca_rebuild(CcaActivations& act, const CcaWeights& w, const RopeTables& rope,
+                 const ModelConfig& c, int B, int S, Arena& arena, const ContextShard* shard,
+                 const Backend& be) {
+  between_products_forward(act, w, rope, Dims(c), B, S, arena, shard, be);
 }
 
 void cca_backward(float* dx, CcaGrads& g, const float* dout, const CcaActivations& act,

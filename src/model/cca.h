@@ -76,9 +76,19 @@ struct RopeTables {
 // out[N, E] = CCA(x). N = B·S tokens, sequences of length S laid out one after another. With a
 // context shard, S is the shard's local_len(): this rank's rows of each sequence, its two chunks
 // (model/context_shard.h); the rope tables are then those of the local rows' positions.
+// With `transient` (selective recompute), the buffers between the two products — u, a, qk1,
+// v, head_temp, inv_norm, q, k and their temporaries — come from it instead of `arena` and are
+// forgotten on return (the caller frees them); act keeps x, proj, the halos, att and lse, and
+// cca_rebuild makes the rest again before cca_backward.
 void cca_forward(float* out, CcaActivations& act, const float* x, const CcaWeights& w,
                  const RopeTables& rope, const ModelConfig& c, int B, int S, Arena& arena,
-                 const ContextShard* shard = nullptr, const Backend& be = cpu_backend());
+                 const ContextShard* shard = nullptr, const Backend& be = cpu_backend(),
+                 Arena* transient = nullptr);
+// The buffers a forward with `transient` forgot, from act.x, act.proj and act.halo, in `arena`:
+// the same ops on the same values, so the backward after it is bitwise the one without.
+void cca_rebuild(CcaActivations& act, const CcaWeights& w, const RopeTables& rope,
+                 const ModelConfig& c, int B, int S, Arena& arena, const ContextShard* shard,
+                 const Backend& be);
 // dx[N, E] += ∂/∂x;  parameter gradients accumulate into g.
 void cca_backward(float* dx, CcaGrads& g, const float* dout, const CcaActivations& act,
                   const CcaWeights& w, const RopeTables& rope, const ModelConfig& c, int B, int S,

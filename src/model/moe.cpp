@@ -2,11 +2,44 @@
 
 namespace zaya {
 
+namespace {
+
+// The router's RMSNorm and its MLP's two GELUs, from act.state, act.m1_pre and act.m2_pre.
+void router_norm_forward(MoeActivations& act, const MoeWeights& w, const ModelConfig& c, int N,
+                         Arena& arena, const Backend& be) {
+  const int R = int(c.router_dim);
+  act.rstd = arena.floats(N);
+  act.hn = arena.floats(size_t(N) * R);
+  be.rmsnorm_forward(act.hn, act.rstd, act.state, w.rms_w, N, R, float(c.router_norm_eps));
+}
+
+// The buffers selective recompute drops (moe.h), made from the kept ones: the router's norm,
+// GELUs and softmax, the experts' gathered inputs and their SwiGLU. Not the norm (the forward
+// needs hn before m1_pre exists).
+void after_products_forward(MoeActivations& act, const ModelConfig& c, int N, Arena& arena,
+                            const Backend& be) {
+  const int E = int(c.hidden_size), R = int(c.router_dim), X = int(c.num_experts), NR = X + 1;
+  const int F = int(c.expert_hidden), n_exp = act.host_offsets[size_t(X)];
+  act.m1 = arena.floats(size_t(N) * R);
+  be.gelu_forward(act.m1, act.m1_pre, long(N) * R);
+  act.m2 = arena.floats(size_t(N) * R);
+  be.gelu_forward(act.m2, act.m2_pre, long(N) * R);
+  act.probs = arena.floats(size_t(N) * NR);
+  be.softmax_forward(act.probs, act.logits, N, NR);
+  act.xg = arena.floats(size_t(n_exp) * E);
+  be.gather_rows(act.xg, act.x, act.order, n_exp, E);
+  act.sw = arena.floats(size_t(n_exp) * F);
+  be.swiglu_forward(act.sw, act.h1, n_exp, F);
+}
+
+}  // namespace
+
 void moe_forward(float* out, MoeActivations& act, const float* x, const float* state_in,
                  const MoeWeights& w, const ModelConfig& c, int N, Arena& arena,
-                 const int32_t* held_route, const Backend& be) {
+                 const int32_t* held_route, const Backend& be, Arena* transient) {
   const int E = int(c.hidden_size), R = int(c.router_dim), X = int(c.num_experts), NR = X + 1;
   const int F = int(c.expert_hidden);
+  Arena& cheap = transient ? *transient : arena;  // what selective recompute drops
   act.x = x;
   act.state_in = state_in;
 
@@ -15,20 +48,18 @@ void moe_forward(float* out, MoeActivations& act, const float* x, const float* s
   be.matmul_forward(act.state, x, w.down_w, w.down_b, N, E, R);
   if (w.states_scale && state_in) be.eda_forward(act.state, w.states_scale, state_in, N, R);
   // 3-5: RMSNorm (eps 1e-6), GELU MLP, softmax over X+1 routes.
-  act.rstd = arena.floats(N);
-  act.hn = arena.floats(size_t(N) * R);
-  be.rmsnorm_forward(act.hn, act.rstd, act.state, w.rms_w, N, R, float(c.router_norm_eps));
+  router_norm_forward(act, w, c, N, cheap, be);
   act.m1_pre = arena.floats(size_t(N) * R);
-  act.m1 = arena.floats(size_t(N) * R);
+  act.m1 = cheap.floats(size_t(N) * R);
   act.m2_pre = arena.floats(size_t(N) * R);
-  act.m2 = arena.floats(size_t(N) * R);
+  act.m2 = cheap.floats(size_t(N) * R);
   be.matmul_forward(act.m1_pre, act.hn, w.mlp0_w, w.mlp0_b, N, R, R);
   be.gelu_forward(act.m1, act.m1_pre, long(N) * R);
   be.matmul_forward(act.m2_pre, act.m1, w.mlp2_w, w.mlp2_b, N, R, R);
   be.gelu_forward(act.m2, act.m2_pre, long(N) * R);
   act.logits = arena.floats(size_t(N) * NR);
   be.matmul_forward(act.logits, act.m2, w.mlp4_w, nullptr, N, R, NR);
-  act.probs = arena.floats(size_t(N) * NR);
+  act.probs = cheap.floats(size_t(N) * NR);
   be.softmax_forward(act.probs, act.logits, N, NR);
 
   // 6. Top-1 choice (top1_route), unless the test hook holds the routes.
@@ -46,15 +77,22 @@ void moe_forward(float* out, MoeActivations& act, const float* x, const float* s
   be.to_host(act.host_offsets.data(), act.offsets, sizeof(int32_t) * (size_t(NR) + 1));
   const int n_exp = act.host_offsets[size_t(X)];  // tokens routed to a real expert
   // 7. Experts: gather, SwiGLU MLP per expert (grouped GEMM), scale by the gate, scatter.
-  act.xg = arena.floats(size_t(n_exp) * E);
+  act.xg = cheap.floats(size_t(n_exp) * E);
   be.gather_rows(act.xg, x, act.order, n_exp, E);
   act.h1 = arena.floats(size_t(n_exp) * 2 * F);
-  act.sw = arena.floats(size_t(n_exp) * F);
+  act.sw = cheap.floats(size_t(n_exp) * F);
   act.y = arena.floats(size_t(n_exp) * E);
   be.grouped_matmul_forward(act.h1, act.xg, w.fc1.data(), act.host_offsets.data(), X, E, 2 * F);
   be.swiglu_forward(act.sw, act.h1, n_exp, F);
   be.grouped_matmul_forward(act.y, act.sw, w.fc2.data(), act.host_offsets.data(), X, F, E);
   be.moe_combine_forward(out, act.y, x, act.probs, act.route, act.order, N, n_exp, E, NR);
+  if (transient) act.rstd = act.hn = act.m1 = act.m2 = act.probs = act.xg = act.sw = nullptr;
+}
+
+void moe_rebuild(MoeActivations& act, const MoeWeights& w, const ModelConfig& c, int N,
+                 Arena& arena, const Backend& be) {
+  router_norm_forward(act, w, c, N, arena, be);
+  after_products_forward(act, c, N, arena, be);
 }
 
 void moe_backward(float* dx, float* dstate_in, MoeGrads& g, const float* dout, const float* dstate,

@@ -57,9 +57,19 @@ struct MoeActivations {
 // held_route[N], when given, replaces the top-1 choice (the gates stay the router's probabilities
 // of those routes): finite-difference tests hold routes fixed across a near-tie, where top-1 is
 // not differentiable.
+// With `transient` (selective recompute), the buffers that are cheap to make again — rstd, hn,
+// m1, m2, probs, xg and sw: the router's norm, GELUs and softmax, the experts' gathered inputs
+// and SwiGLU — come from it instead of `arena` and are forgotten on return (the caller frees
+// them); act keeps the products' outputs (state, m1_pre, m2_pre, logits, h1, y) and the routes,
+// and moe_rebuild makes the rest again before moe_backward.
 void moe_forward(float* out, MoeActivations& act, const float* x, const float* state_in,
                  const MoeWeights& w, const ModelConfig& c, int N, Arena& arena,
-                 const int32_t* held_route = nullptr, const Backend& be = cpu_backend());
+                 const int32_t* held_route = nullptr, const Backend& be = cpu_backend(),
+                 Arena* transient = nullptr);
+// The buffers a forward with `transient` forgot, from the kept ones and act.x, in `arena`: the
+// same ops on the same values, so the backward after it is bitwise the one without.
+void moe_rebuild(MoeActivations& act, const MoeWeights& w, const ModelConfig& c, int N,
+                 Arena& arena, const Backend& be);
 // dx += ∂/∂x; dstate_in += ∂/∂state_in (if state_in was given); dstate is the gradient arriving
 // at this stage's router state from later stages (may be nullptr).
 void moe_backward(float* dx, float* dstate_in, MoeGrads& g, const float* dout, const float* dstate,

@@ -18,10 +18,12 @@ ZayaModel::ZayaModel(const ModelConfig& config) : config_(config), placement_(co
 void ZayaModel::set_backend(const Backend& backend) {
   if (backend.host_memory()) {
     arena_.set_memory(nullptr);
+    transient_.set_memory(nullptr);
     arena_memory_.reset();
   } else {
     auto memory = std::make_unique<BackendArenaMemory>(backend);
     arena_.set_memory(memory.get());  // drops the blocks of the previous memory first
+    transient_.set_memory(memory.get());
     arena_memory_ = std::move(memory);
   }
   placement_.set_backend(backend);
@@ -187,6 +189,7 @@ RopeTables ZayaModel::take_inputs(std::span<const int32_t> tokens, std::span<con
                                   int B, int S) {
   const int T = sharded_ ? shard_.local_len() : S;  // rows per sequence on this rank
   arena_.reset();
+  transient_.reset();
   B_ = B;
   S_ = S;
   T_ = T;
@@ -259,8 +262,8 @@ ZayaModel::HeadWeights ZayaModel::decoding_head() {
 
 void ZayaModel::prefill(std::span<const int32_t> prompt,
                         const std::function<void(int a, const CcaActivations& act)>& cache) {
-  const bool recompute = recompute_;
-  recompute_ = false;  // the cache reads every attention stage's activations
+  const Recompute recompute = recompute_;
+  recompute_ = Recompute::kNone;  // the cache reads every attention stage's activations
   try {
     forward(prompt, {}, 1, int(prompt.size()));
   } catch (...) {
@@ -273,43 +276,6 @@ void ZayaModel::prefill(std::span<const int32_t> prompt,
 
 WeightRef ZayaModel::embedding_weights() const {
   return placement_.weight(embedding_offset());
-}
-
-// The L stages; with recompute each keeps only what its backward cannot recompute.
-void ZayaModel::stages_forward(const RopeTables& rope) {
-  const int N = B_ * T_, E = int(config_.hidden_size), L = int(config_.num_stages);
-  const ContextShard* shard = sharded_ ? &shard_ : nullptr;
-  acts_.assign(L, StageActivations{});
-  const float* h_prev = emb_;
-  const float* r_prev = nullptr;
-  for (int i = 0; i < L; ++i) {
-    const trace::Span span("model", [&] { return "stage " + std::to_string(i) + " forward"; });
-    StageActivations& a = acts_[i];
-    a.r = arena_.floats(size_t(N) * E);  // merged in stage_forward, with the norm
-    a.h = arena_.floats(size_t(N) * E);
-    const MergeInputs merge{h_prev, r_prev};
-    if (recompute_) {
-      // Keep the stage's input and output (and a MoE stage's routes and router state, which the
-      // trainer and the next MoE stage read); the rest is recomputed in backward().
-      if (!ModelConfig::is_attention_stage(i)) {
-        a.kept_route = arena_.ints(N);
-        a.kept_state = arena_.floats(size_t(N) * size_t(config_.router_dim));
-      }
-      const Arena::Mark mark = arena_.mark();
-      stage_forward(i, a.h, rope, shard, &merge);
-      if (!ModelConfig::is_attention_stage(i)) {
-        observe_router(i);
-        be().copy(a.kept_route, a.moe.route, sizeof(int32_t) * size_t(N));
-        be().copy(a.kept_state, a.moe.state, sizeof(float) * size_t(N) * config_.router_dim);
-      }
-      arena_.rewind(mark);
-    } else {
-      stage_forward(i, a.h, rope, shard, &merge);
-      if (!ModelConfig::is_attention_stage(i)) observe_router(i);
-    }
-    h_prev = a.h;
-    r_prev = a.r;
-  }
 }
 
 // Final merge with model.res_scale, final_norm, the tied LM head and the loss.
@@ -373,43 +339,6 @@ void ZayaModel::observe_router(int i) {
     logits = host_router_logits_.data();
   }
   router_observer_(i / 2, std::span<const float>(logits, n), routes);
-}
-
-const float* ZayaModel::router_state_out(int i) const {
-  const StageActivations& a = acts_[size_t(i)];
-  return a.kept_state ? a.kept_state : a.moe.state;
-}
-
-void ZayaModel::stage_forward(int i, float* h, const RopeTables& rope, const ContextShard* shard,
-                              const MergeInputs* merge_from) {
-  const int N = B_ * T_, E = int(config_.hidden_size);
-  const StageWeights& st = stages_[size_t(i)];
-  StageActivations& a = acts_[size_t(i)];
-  a.rstd = arena_.floats(N);
-  a.x = arena_.floats(size_t(N) * E);
-  const float eps = float(config_.norm_eps);
-  if (merge_from)  // r_i = (h_{i-1} + hb) ⊙ hs + (r_{i-1} + rb) ⊙ rs, then x_i = RMSNorm(r_i)
-    be().merge_rmsnorm_forward(a.r, a.x, a.rstd, merge_from->h_prev, st.hb, st.hs,
-                               merge_from->r_prev, st.rb, st.rs, st.norm_w, N, E, eps);
-  else
-    be().rmsnorm_forward(a.x, a.rstd, a.r, st.norm_w, N, E, eps);
-  if (ModelConfig::is_attention_stage(i)) {
-    cca_forward(h, a.cca, a.x, st.cca, rope, config_, B_, T_, arena_, shard, be());
-    return;
-  }
-  const int32_t* held = nullptr;
-  if (!held_routes_.empty()) {
-    const size_t k = size_t(i / 2);  // MoE stages are the odd ones
-    ZAYA_CHECK(k < held_routes_.size() && held_routes_[k].size() == size_t(N), "hold_routes: no [",
-               N, "] routes for MoE stage ", i);
-    for (int32_t r : held_routes_[k])
-      ZAYA_CHECK(r >= 0 && r <= int32_t(config_.num_experts), "hold_routes: route ", r,
-                 " outside [0, ", config_.num_experts, "]");
-    held = held_routes_[k].data();
-  }
-  // The router state comes from the previous MoE stage (two stages back), none before the first.
-  const float* state_in = i >= 3 ? router_state_out(i - 2) : nullptr;
-  moe_forward(h, a.moe, a.x, state_in, st.moe, config_, N, arena_, held, be());
 }
 
 void ZayaModel::backward(float loss_scale) {
@@ -483,67 +412,6 @@ ZayaModel::StreamGrads ZayaModel::head_backward(float loss_scale) {
   return {dh, dr};
 }
 
-// Stage L−1 … 0, from the gradients w.r.t. the last stage's output and merged residual to the
-// gradient w.r.t. the embedding's output (returned); each stage's gradients are reported final
-// (set_gradients_final) when `report`.
-float* ZayaModel::stages_backward(StreamGrads top, bool report) {
-  const int N = B_ * T_, E = int(config_.hidden_size);
-  const int L = int(config_.num_stages), R = int(config_.router_dim);
-  const RopeTables rope = !be().host_memory() ? dev_rope_
-                          : sharded_          ? RopeTables{local_cos_.data(), local_sin_.data()}
-                                              : RopeTables{rope_cos_.data(), rope_sin_.data()};
-  const ContextShard* shard = sharded_ ? &shard_ : nullptr;
-  float* dh = top.dh;
-  float* dr = top.dr;
-  // The gradients that flow from stage to stage live in two pairs of buffers taken here; what a
-  // stage's backward takes besides is freed when the stage is done (and, with recompute, so is
-  // its recomputed forward), so the backward holds one stage's temporaries at a time.
-  float* dh_next = arena_.floats(size_t(N) * E);
-  float* dr_next = arena_.floats(size_t(N) * E);
-  const bool chained_moe = config_.num_moe_stages() >= 2;  // router-state gradients to pass on
-  float* dstate_buf[2] = {chained_moe ? arena_.floats(size_t(N) * R) : nullptr,
-                          chained_moe ? arena_.floats(size_t(N) * R) : nullptr};
-  float* dstate = nullptr;  // gradient w.r.t. the router state flowing back across MoE stages
-  for (int i = L - 1; i >= 0; --i) {
-    const trace::Span span("model", [&] { return "stage " + std::to_string(i) + " backward"; });
-    const StageWeights& st = stages_[i];
-    StageGrads& sg = grads_[i];
-    StageActivations& a = acts_[i];
-    const Arena::Mark mark = arena_.mark();
-    if (recompute_) stage_forward(i, arena_.floats(size_t(N) * E), rope, shard);
-    float* dx = arena_.zeros(size_t(N) * E);
-    if (ModelConfig::is_attention_stage(i)) {
-      cca_backward(dx, sg.cca, dh, a.cca, st.cca, rope, config_, B_, T_, arena_, shard, be());
-    } else {
-      float* dstate_in = nullptr;
-      if (a.moe.state_in) {
-        dstate_in = dstate_buf[0] == dstate ? dstate_buf[1] : dstate_buf[0];
-        be().fill_zero(dstate_in, sizeof(float) * size_t(N) * R);
-      }
-      moe_backward(dx, dstate_in, sg.moe, dh, dstate, a.moe, st.moe, config_, N, arena_, be());
-      dstate = dstate_in;
-    }
-    // x_i = RMSNorm(r_i): add its gradient to the one r_i already has from the next merge.
-    be().rmsnorm_backward(dr, sg.norm_w, dx, a.r, st.norm_w, a.rstd, N, E);
-    // r_i = (h_{i-1} + hb) ⊙ hs + (r_{i-1} + rb) ⊙ rs.
-    const float* h_prev = i > 0 ? acts_[i - 1].h : emb_;
-    const float* r_prev = i > 0 ? acts_[i - 1].r : nullptr;
-    float* dh_prev = dh_next;
-    float* dr_prev = r_prev ? dr_next : nullptr;
-    be().fill_zero(dh_prev, sizeof(float) * size_t(N) * E);
-    if (dr_prev) be().fill_zero(dr_prev, sizeof(float) * size_t(N) * E);
-    be().residual_merge_backward(dh_prev, sg.hb, sg.hs, dr_prev, sg.rb, sg.rs, dr, h_prev, st.hb,
-                                 st.hs, r_prev, st.rb, st.rs, N, E);
-    arena_.rewind(mark);
-    dh_next = dh;
-    dr_next = dr;
-    dh = dh_prev;
-    dr = dr_prev;
-    if (gradients_final_ && report) gradients_final_(final_from_[size_t(i)]);
-  }
-  return dh;
-}
-
 std::span<const float> ZayaModel::logits() const {
   ZAYA_CHECK(logits_valid_,
              "logits() is valid only between forward() and backward(), and not after a forward "
@@ -572,7 +440,8 @@ std::span<const int32_t> ZayaModel::routes(int stage) const {
 namespace zaya {
 std::span<const float> ZayaModel::route_probs(int stage) const {
   routes(stage);  // validates
-  ZAYA_CHECK(!recompute_, "route_probs() is not kept with recompute on (set_recompute)");
+  ZAYA_CHECK(recompute_ == Recompute::kNone,
+             "route_probs() is not kept with recompute on (set_recompute)");
   const size_t n = size_t(B_) * T_ * size_t(config_.num_routes());
   if (be().host_memory()) return {acts_[stage].moe.probs, n};
   host_probs_.resize(n);

@@ -18,6 +18,7 @@
 #include "model/moe.h"
 #include "model/parameter_placement.h"
 #include "model/params.h"
+#include "model/recompute.h"
 
 namespace zaya {
 
@@ -95,12 +96,13 @@ class ZayaModel {
   // chunks (the default) materialise them. Forward calls without targets always materialise.
   void set_lm_head_chunks(const LmHeadChunks& chunks) { lm_chunks_ = chunks; }
 
-  // Recomputation: following forward() calls keep only each stage's input and output (and a MoE
-  // stage's routes and router state), and backward() runs each stage's forward again just before
-  // its backward: activations of about 2 rows per stage instead of all of them, for one more
-  // forward. The gradients are bitwise the same (the recomputed forward is deterministic).
-  void set_recompute(bool on) { recompute_ = on; }
-  bool recompute() const { return recompute_; }
+  // What following forward() calls keep for backward() (model/recompute.h): everything; the
+  // products' outputs, with the cheap buffers between them made again just before each stage's
+  // backward (selective); or each stage's input and output alone, the whole stage run forward
+  // again (full). The gradients are bitwise the same (what is made again is made by the same
+  // ops from the same values).
+  void set_recompute(Recompute mode) { recompute_ = mode; }
+  Recompute recompute() const { return recompute_; }
 
   // Valid after forward() and until backward() (which reuses the buffer for the gradient); not
   // after a chunked forward (set_lm_head_chunks), which keeps no logits.
@@ -112,7 +114,12 @@ class ZayaModel {
   int64_t loss_count() const { return loss_count_; }
   size_t arena_bytes() const { return arena_.capacity(); }
   // Bytes of activations the last forward (+ backward) took; train/train_memory.h predicts it.
-  size_t arena_high_water() const { return arena_.high_water(); }
+  // Both arenas: the step's and selective recompute's one stage of cheap buffers.
+  size_t arena_high_water() const { return arena_.high_water() + transient_.high_water(); }
+  // The same for the last forward (+ backward) alone.
+  size_t step_activation_bytes() const {
+    return arena_.step_high_water() + transient_.step_high_water();
+  }
 
   // Next-token targets as Hugging Face computes the loss: targets[b, s] = tokens[b, s+1] and the
   // last position of each sequence is ignored.
@@ -180,8 +187,15 @@ class ZayaModel {
     const float* h_prev;
     const float* r_prev;
   };
+  // With `transient` (selective recompute), the norm's and the block's cheap buffers come from
+  // it (cca_forward, moe_forward) and the caller frees them after the stage.
   void stage_forward(int i, float* h, const RopeTables& rope, const ContextShard* shard,
-                     const MergeInputs* merge_from = nullptr);
+                     const MergeInputs* merge_from = nullptr, Arena* transient = nullptr);
+  // The MoE block of stage i (stage_forward's second half).
+  void moe_stage_forward(int i, float* h, Arena* transient);
+  // Selective recompute, before stage i's backward: its norm and block's cheap buffers again, in
+  // transient_.
+  void rebuild_stage(int i, const RopeTables& rope, const ContextShard* shard);
   // forward()'s parts: the inputs checked, this rank's rows of them (and of RoPE's tables) taken
   // into the backend's memory, the stages, and the final merge, norm, LM head and loss.
   void check_inputs(std::span<const int32_t> tokens, std::span<const int32_t> targets, int B,
@@ -225,6 +239,9 @@ class ZayaModel {
   std::vector<StageWeights> fp32_stages_;
   std::vector<StageGrads> grads_;
   Arena arena_;
+  // Selective recompute's cheap buffers of one stage at a time (forward and backward), in the
+  // same memory as arena_.
+  Arena transient_;
 
   // Per-step state.
   int B_ = 0, S_ = 0;
@@ -232,7 +249,7 @@ class ZayaModel {
   dist::Communicator* context_group_ = nullptr;
   ContextShard shard_;  // valid when the last forward ran under a context group
   bool sharded_ = false;
-  bool recompute_ = false;
+  Recompute recompute_ = Recompute::kNone;
   std::vector<int32_t> tokens_, targets_;
   // The tokens, targets and RoPE rows the ops read: the host ones above, or copies in the arena
   // on a backend of its own memory.

@@ -14,7 +14,7 @@ namespace {
 constexpr double kUsable = 0.9;  // as `zaya size`: at most 90 % of a device's memory
 // The GPU backend as built: bf16 weights (fp32 master weights in the range) and gradients, fp32
 // activations. The target adds bf16 activations (docs/gpu.md, Next).
-constexpr ValueBytes kBuilt{2, 2, 4}, kTarget{2, 2, 2}, kBuiltRecompute{2, 2, 4, true};
+constexpr ValueBytes kBuilt{2, 2, 4}, kTarget{2, 2, 2}, kBuiltRecompute{2, 2, 4, Recompute::kFull};
 
 double limit_of(const HardwareProfile& p) {
   return kUsable * double(p.memory_bytes);

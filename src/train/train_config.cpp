@@ -5,6 +5,22 @@
 
 namespace zaya {
 
+namespace {
+
+// train.recompute: "none", "selective" or "full"; true and false (the field's older form) are
+// "full" and "none".
+Recompute parse_recompute(const nlohmann::json& v, const std::string& what) {
+  if (v.is_boolean()) return v.get<bool>() ? Recompute::kFull : Recompute::kNone;
+  std::string known;
+  for (const auto& [name, mode] : recompute_names()) known += (known.empty() ? "" : ", ") + name;
+  ZAYA_CHECK(v.is_string(), what, " must be one of ", known, " (or true / false), got ", v.dump());
+  const auto it = recompute_names().find(v.get<std::string>());
+  ZAYA_CHECK(it != recompute_names().end(), what, " must be one of ", known, ", got ", v.dump());
+  return it->second;
+}
+
+}  // namespace
+
 TrainConfig train_config_from_json(const nlohmann::json& j, const std::string& where) {
   ZAYA_CHECK(j.is_object(), where, ": 'train' must be a JSON object");
   TrainConfig c;
@@ -50,10 +66,12 @@ TrainConfig train_config_from_json(const nlohmann::json& j, const std::string& w
       integer(c.context_parallel, 1);
     else if (key == "zero1_bucket_floats")
       integer(c.zero1_bucket_floats, 1);
-    else if (key == "recompute" || key == "overlap_reduce") {
+    else if (key == "overlap_reduce") {
       ZAYA_CHECK(v.is_boolean(), where, ": field ", field, " must be true or false, got ",
                  v.dump());
-      (key == "recompute" ? c.recompute : c.overlap_reduce) = v.get<bool>();
+      c.overlap_reduce = v.get<bool>();
+    } else if (key == "recompute") {
+      c.recompute = parse_recompute(v, where + ": field " + field);
     } else if (key == "out_dir" || key == "tokenizer") {
       ZAYA_CHECK(v.is_string(), where, ": field ", field, " must be a string");
       (key == "out_dir" ? c.out_dir : c.tokenizer) = v.get<std::string>();

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/recompute.h"
+
 namespace zaya {
 
 struct TrainConfig {
@@ -37,9 +39,11 @@ struct TrainConfig {
   // Context parallelism: each sequence spread over this many ranks (model/context_shard.h), the
   // world a grid of data × context ranks. 1: every rank holds whole sequences.
   int context_parallel = 1;
-  // Recompute each stage's forward in the backward instead of keeping its activations
-  // (ZayaModel::set_recompute): long sequences in less memory, for about a third more compute.
-  bool recompute = false;
+  // What each stage's forward keeps for the backward (model/recompute.h,
+  // ZayaModel::set_recompute): everything; the products' outputs, the cheap rest made again
+  // (selective: about half the activations for a few percent more compute); or the stage's input
+  // and output, the whole stage made again (full: long sequences, for about a third more).
+  Recompute recompute = Recompute::kNone;
   // With several ranks, ZeRO-1's reduce-scatter buckets start while the step's last backward
   // still runs, as soon as the stages they cover are done (Zero1Sync::grads_final_from). The
   // gradients are bitwise the same either way; false waits for the whole backward (to measure).

@@ -21,44 +21,47 @@ int64_t block(int64_t n) {
 }
 
 // A block's buffers (CCA or MoE, without the stage's norm): those its forward keeps for the
-// backward, and those its backward takes.
+// backward whatever the recompute mode, those selective recompute drops and makes again (cheap),
+// and those its backward takes.
 struct BlockBytes {
-  int64_t fwd = 0, bwd = 0;
+  int64_t kept = 0, cheap = 0, bwd = 0;
 };
 
 // CCA stage (model/cca.cpp), forward then backward: the buffers in the order they are taken.
 BlockBytes cca_bytes(const ModelConfig& c, int64_t B, int64_t S) {
   const int64_t N = B * S, Dq = c.q_dim(), Dk = c.kv_dim(), C = Dq + Dk, P = C + Dk;
   const int64_t H = c.num_q_heads + c.num_kv_heads;
-  // proj, u, a (one padding row per sequence), qk1, v, head_temp, qkn, inv_norm, q, k, att, lse.
-  const int64_t fwd = block(N * P) + block(N * C) + block(B * (S + 1) * C) + block(N * C) +
-                      block(N * Dk) + block(H) + block(N * C) + block(N * H) + block(N * Dq) +
-                      block(N * Dk) + block(N * Dq) + block(B * c.num_q_heads * S);
+  // proj, att, lse.
+  const int64_t kept = block(N * P) + block(N * Dq) + block(B * c.num_q_heads * S);
+  // u, a (one padding row per sequence), qk1, v, head_temp, qkn, inv_norm, q, k.
+  const int64_t cheap = block(N * C) + block(B * (S + 1) * C) + block(N * C) + block(N * Dk) +
+                        block(H) + block(N * C) + block(N * H) + block(N * Dq) + block(N * Dk);
   // datt, dq, dk, dv, dqkn, dqk1, dhead_temp, da, du, dproj.
   const int64_t bwd = block(N * Dq) + block(N * Dq) + block(N * Dk) + block(N * Dk) + block(N * C) +
                       block(N * C) + block(H) + block(B * (S + 1) * C) + block(N * C) +
                       block(N * P);
-  return {fwd, bwd};
+  return {kept, cheap, bwd};
 }
 
 // MoE stage (model/moe.cpp) with `routed` tokens sent to real experts.
 BlockBytes moe_bytes(const ModelConfig& c, int64_t N, int64_t routed) {
   const int64_t E = c.hidden_size, R = c.router_dim, NR = c.num_routes(), F = c.expert_hidden;
-  // state, rstd, hn, m1_pre, m1, m2_pre, m2, logits, probs, route, offsets, order, then the
-  // experts' xg, h1 (2F wide), sw, y.
-  const int64_t fwd = block(N * R) + block(N) + 5 * block(N * R) + 2 * block(N * NR) + block(N) +
-                      block(NR + 1) + block(N) + block(routed * E) + block(routed * 2 * F) +
-                      block(routed * F) + block(routed * E);
+  // state, m1_pre, m2_pre, logits, route, offsets, order, the experts' h1 (2F wide) and y.
+  const int64_t kept = 3 * block(N * R) + block(N * NR) + block(N) + block(NR + 1) + block(N) +
+                       block(routed * 2 * F) + block(routed * E);
+  // rstd, hn, m1, m2, probs, the experts' gathered inputs xg and SwiGLU sw.
+  const int64_t cheap =
+      block(N) + 3 * block(N * R) + block(N * NR) + block(routed * E) + block(routed * F);
   // dprobs, dy, dsw, dh1, dxg, dlogits, dm2, dm2_pre, dm1, dm1_pre, dhn, dst.
   const int64_t bwd = block(N * NR) + block(routed * E) + block(routed * F) +
                       block(routed * 2 * F) + block(routed * E) + block(N * NR) + 6 * block(N * R);
-  return {fwd, bwd};
+  return {kept, cheap, bwd};
 }
 
 }  // namespace
 
 int64_t activation_bytes(const ModelConfig& c, int64_t batch, int64_t seq,
-                         std::span<const int64_t> routed, bool recompute) {
+                         std::span<const int64_t> routed, Recompute recompute) {
   const int64_t N = batch * seq, E = c.hidden_size, V = c.vocab_size, R = c.router_dim;
   const int64_t L = c.num_stages;
   ZAYA_CHECK(routed.empty() || int64_t(routed.size()) == c.num_moe_stages(),
@@ -71,24 +74,34 @@ int64_t activation_bytes(const ModelConfig& c, int64_t batch, int64_t seq,
   // the other pair of stage-to-stage gradients and the router-state gradients' two buffers.
   const int64_t head = block(N * E) + block(N) + block(N * E) + block(N * V) + block(N);
   const int64_t flow = 6 * block(N * E) + (c.num_moe_stages() >= 2 ? 2 * block(N * R) : 0);
-  int64_t kept = 0;   // every stage's forward buffers that stay until the backward
-  int64_t stage = 0;  // the largest one stage's backward takes (freed when it is done)
+  int64_t kept = 0;       // every stage's forward buffers that stay until the backward
+  int64_t stage = 0;      // the largest one stage's backward takes (freed when it is done)
+  int64_t transient = 0;  // selective: the largest one stage's cheap buffers (their own arena)
   for (int64_t i = 0; i < L; ++i) {
     const bool moe = !ModelConfig::is_attention_stage(i);
     const BlockBytes b = moe ? moe_bytes(c, N, routed.empty() ? even : routed[size_t(i / 2)])
                              : cca_bytes(c, batch, seq);
-    const int64_t inner = block(N) + block(N * E) + b.fwd;  // rstd, x (the norm), the block
-    const int64_t back = block(N * E) + b.bwd;              // dx, the block's backward
-    kept += 2 * block(N * E);                               // r, h
-    if (recompute) {
-      kept += moe ? block(N) + block(N * R) : 0;             // routes, router state
-      stage = std::max(stage, block(N * E) + inner + back);  // + the recomputed block's output
-    } else {
-      kept += inner;
-      stage = std::max(stage, back);
+    const int64_t norm = block(N) + block(N * E);  // rstd, x
+    const int64_t back = block(N * E) + b.bwd;     // dx, the block's backward
+    kept += 2 * block(N * E);                      // r, h
+    switch (recompute) {
+      case Recompute::kNone:
+        kept += norm + b.kept + b.cheap;
+        stage = std::max(stage, back);
+        break;
+      case Recompute::kSelective:
+        kept += b.kept;
+        transient = std::max(transient, norm + b.cheap);
+        stage = std::max(stage, back);
+        break;
+      case Recompute::kFull:
+        kept += moe ? block(N) + block(N * R) : 0;  // routes, router state
+        // + the recomputed stage's output and its whole forward
+        stage = std::max(stage, block(N * E) + norm + b.kept + b.cheap + back);
+        break;
     }
   }
-  return embedding + kept + head + flow + stage;
+  return embedding + kept + head + flow + stage + transient;
 }
 
 TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq, int world,

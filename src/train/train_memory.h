@@ -4,8 +4,10 @@
 // micro-batch comes from it. The forward's stay until the step ends; each stage's backward
 // buffers are freed when the stage is done. So its high-water mark is the forward's buffers, the
 // gradients passed between stages, and the largest stage backward, each buffer rounded up to 64
-// bytes (model/zaya_model.cpp, cca.cpp and moe.cpp take them). With recompute the forward keeps
-// only each stage's input and output and the backward also holds one stage's forward.
+// bytes (model/zaya_model.cpp, cca.cpp and moe.cpp take them). With full recompute the forward
+// keeps only each stage's input and output and the backward also holds one stage's forward; with
+// selective recompute it keeps the products' outputs, and one stage's cheap buffers at a time
+// live in a second arena of their own (model/recompute.h).
 // `activation_bytes` counts them from the shapes alone (a test holds it to Arena::high_water() of
 // real steps). The rest follows the trainer's buffers: fp32 weights and gradients on every rank,
 // the optimizer state of the rank's ZeRO-1 range (optim/optimizer.h), the reduce-scatter staging
@@ -18,6 +20,7 @@
 #include <string>
 
 #include "model/config.h"
+#include "model/recompute.h"
 
 namespace zaya {
 
@@ -26,7 +29,8 @@ namespace zaya {
 // evenly over the experts and the skip route, as the balancing biases aim for.
 // Whole sequences only (context parallelism adds the ring's and halos' buffers).
 int64_t activation_bytes(const ModelConfig& c, int64_t batch, int64_t seq,
-                         std::span<const int64_t> routed = {}, bool recompute = false);
+                         std::span<const int64_t> routed = {},
+                         Recompute recompute = Recompute::kNone);
 
 struct TrainMemory {
   int64_t weights = 0;      // every rank (fp32 on CPU, bf16 on a GPU)
@@ -57,7 +61,7 @@ TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq,
 // backend as built keeps bf16 weights and gradients and fp32 activations: {2, 2, 4}.
 struct ValueBytes {
   int weights = 4, gradients = 4, activations = 4;
-  bool recompute = false;  // the activations of train.recompute (ZayaModel::set_recompute)
+  Recompute recompute = Recompute::kNone;  // train.recompute (ZayaModel::set_recompute)
 };
 TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq, int world,
                          int64_t runtime, ValueBytes bytes);

@@ -9,7 +9,7 @@
 #  - With the Muon matrices' gradients in bf16 too (the default) the losses differ from those
 #    (one rounding per product and micro-batch) and the last one stays within 2 % of them, the
 #    bf16 criterion of the GPU runs (tests/gpu/gpu_train.sh).
-#  - train.recompute changes no bit of it.
+#  - train.recompute (selective or full) changes no bit of it.
 #  - A checkpoint resumes bitwise, and at another world size step 9 (which reads the
 #    checkpoint's weights alone) matches.
 # At 1 rank, and at 2 ranks (ZeRO-1) when MPIRUN is given.
@@ -51,21 +51,24 @@ a, b = [[json.loads(l)['loss'] for l in open(f'$WORK/{r}/metrics.jsonl')] for r 
 print('  last loss: fp32 gradients %.6f, bf16 gradients %.6f' % (a[-1], b[-1]))
 sys.exit(not (len(b) == 16 and a != b and abs(a[-1] - b[-1]) <= 0.02 * abs(a[-1])))"
   if ((np == 1)); then  # train.recompute (what fits ZAYA1-base on fewer H100s) changes no bit
-    $PY -c "
+    for mode in selective full; do
+      $PY -c "
 import json
 c = json.load(open('$WORK/train.json'))
-c['train']['recompute'] = True
-json.dump(c, open('$WORK/recompute.json', 'w'))"
-    "$ZAYA" --threads 1 train --config "$WORK/recompute.json" --no-progress --device cpu-as-device \
-      --precision bf16 --out "$WORK/$P-recompute" > "$WORK/$P-recompute.log" 2>&1 \
-      || { echo "recompute run failed:"; cat "$WORK/$P-recompute.log"; exit 1; }
-    check "$np rank(s): with train.recompute, bitwise the same losses and weights" \
-      cmp "$WORK/$P-bf16/model/model.safetensors" "$WORK/$P-recompute/model/model.safetensors"
-    check "$np rank(s): ... in fewer activation bytes (summary.json)" $PY -c "
+c['train']['recompute'] = '$mode'
+json.dump(c, open('$WORK/recompute-$mode.json', 'w'))"
+      "$ZAYA" --threads 1 train --config "$WORK/recompute-$mode.json" --no-progress \
+        --device cpu-as-device --precision bf16 --out "$WORK/$P-recompute-$mode" \
+        > "$WORK/$P-recompute-$mode.log" 2>&1 \
+        || { echo "recompute $mode run failed:"; cat "$WORK/$P-recompute-$mode.log"; exit 1; }
+      check "$np rank(s): with train.recompute $mode, bitwise the same losses and weights" \
+        cmp "$WORK/$P-bf16/model/model.safetensors" "$WORK/$P-recompute-$mode/model/model.safetensors"
+    done
+    check "$np rank(s): ... in fewer activation bytes, full fewer than selective (summary.json)" $PY -c "
 import json, sys
-a, b = [json.load(open(f'$WORK/{r}/summary.json'))['activation_bytes'] for r in ('$P-bf16', '$P-recompute')]
-print(f'  activations: {a} bytes, with recompute {b}')
-sys.exit(not (0 < b < a))"
+a, s, f = [json.load(open(f'$WORK/{r}/summary.json'))['activation_bytes'] for r in ('$P-bf16', '$P-recompute-selective', '$P-recompute-full')]
+print(f'  activations: {a} bytes, with selective recompute {s}, with full {f}')
+sys.exit(not (0 < f < s < a))"
     check "$np rank(s): bf16 weights and gradients take fewer device bytes (summary.json)" $PY -c "
 import json, sys
 s = {r: json.load(open(f'$WORK/{r}/summary.json')) for r in ('$P-copy', '$P-bf16w', '$P-bf16')}

@@ -27,7 +27,7 @@ struct ContextParallelErrors {
 inline ContextParallelErrors check_context_parallel(dist::Communicator& group, int B, int S,
                                                     uint64_t seed,
                                                     const cpu::LmHeadChunks& chunks = {},
-                                                    bool recompute = false) {
+                                                    Recompute recompute = Recompute::kNone) {
   ZayaModel model = perturbed_tiny(seed);  // the same weights on every rank
   model.set_lm_head_chunks(chunks);
   const int V = int(model.config().vocab_size);

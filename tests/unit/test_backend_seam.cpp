@@ -29,7 +29,7 @@ struct StepBits {
 };
 
 StepBits step(ZayaModel& m, const std::vector<int32_t>& tokens, int B, int S, bool chunked,
-              bool recompute) {
+              Recompute recompute) {
   m.set_lm_head_chunks(chunked ? cpu::LmHeadChunks{5, 30} : cpu::LmHeadChunks{});
   m.set_recompute(recompute);
   StepBits r;
@@ -59,15 +59,15 @@ TEST(BackendSeam, SeparateMemoryGivesTheCpuPathsBits) {
   std::vector<int32_t> tokens(size_t(B) * S);
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t((i * 29 + 3) % c.vocab_size);
   for (const bool chunked : {false, true})
-    for (const bool recompute : {false, true}) {
+    for (const Recompute recompute : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
       ZayaModel host(c), other(c);
       test::randomise_weights(host.params(), 7, 8);
       std::copy_n(host.params().weights(), host.params().size(), other.params().weights());
       other.set_backend(separate);
       const StepBits want = step(host, tokens, B, S, chunked, recompute);
       const StepBits got = step(other, tokens, B, S, chunked, recompute);
-      const std::string what =
-          std::string(chunked ? "chunked" : "materialised") + (recompute ? ", recompute" : "");
+      const std::string what = std::string(chunked ? "chunked" : "materialised") + ", recompute " +
+                               recompute_name(recompute);
       EXPECT_EQ(got.loss, want.loss) << what;
       EXPECT_EQ(got.logits, want.logits) << what;
       EXPECT_EQ(got.routes, want.routes) << what;

@@ -320,32 +320,37 @@ TEST(ZayaModel, ForwardBackwardIsBitwiseDeterministic) {
   }
 }
 
-// Recomputation (set_recompute) runs each stage's forward again in the backward: the same loss,
-// routes and gradients, bit for bit, with and without held routes.
+// Recomputation (set_recompute), selective (the cheap buffers between the products made again
+// before each stage's backward) and full (each stage's forward run again): the same loss, routes
+// and gradients, bit for bit.
 TEST(ZayaModel, RecomputeGivesBitwiseTheSameGradients) {
   const ModelConfig c = tiny();
   const Batch b = random_batch(c, 2, 33, 4);
-  auto run = [&](bool recompute, float& loss, std::vector<int32_t>& routes) {
+  auto run = [&](Recompute recompute, float& loss, std::vector<int32_t>& routes) {
     ZayaModel m(c);
     randomise(m, 3);
     m.set_recompute(recompute);
     loss = m.forward(b.tokens, b.targets, b.B, b.S);
     routes.assign(m.routes(3).begin(), m.routes(3).end());
-    if (recompute) {
+    if (recompute != Recompute::kNone) {
       EXPECT_THROW(m.route_probs(3), Error);
     }
     m.params().zero_grads();
     m.backward();
     return std::vector<float>(m.params().grads(), m.params().grads() + m.params().size());
   };
-  float want_loss = 0, got_loss = 0;
-  std::vector<int32_t> want_routes, got_routes;
-  const std::vector<float> want = run(false, want_loss, want_routes);
-  const std::vector<float> got = run(true, got_loss, got_routes);
-  EXPECT_EQ(std::memcmp(&got_loss, &want_loss, 4), 0);
-  EXPECT_EQ(got_routes, want_routes);
-  ASSERT_EQ(got.size(), want.size());
-  EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0);
+  float want_loss = 0;
+  std::vector<int32_t> want_routes;
+  const std::vector<float> want = run(Recompute::kNone, want_loss, want_routes);
+  for (const Recompute mode : {Recompute::kSelective, Recompute::kFull}) {
+    float got_loss = 0;
+    std::vector<int32_t> got_routes;
+    const std::vector<float> got = run(mode, got_loss, got_routes);
+    EXPECT_EQ(std::memcmp(&got_loss, &want_loss, 4), 0) << recompute_name(mode);
+    EXPECT_EQ(got_routes, want_routes) << recompute_name(mode);
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0) << recompute_name(mode);
+  }
 }
 
 // The LM head and loss in blocks (no [tokens × vocab] logits) against the materialised logits:

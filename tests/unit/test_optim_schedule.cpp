@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "optim/optim_config.h"
 #include "optim/schedule.h"
+#include "train/train_config.h"
 
 namespace zaya {
 namespace {
@@ -132,6 +133,37 @@ TEST(OptimConfig, BadFieldsAreNamed) {
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(expected), std::string::npos)
           << text << " → " << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace zaya
+
+namespace zaya {
+namespace {
+
+// train.recompute: the three modes by name, true / false as full / none, and anything else named.
+TEST(TrainConfig, RecomputeModes) {
+  const std::pair<const char*, Recompute> good[] = {
+      {R"({"recompute": "none"})", Recompute::kNone},
+      {R"({"recompute": "selective"})", Recompute::kSelective},
+      {R"({"recompute": "full"})", Recompute::kFull},
+      {R"({"recompute": true})", Recompute::kFull},
+      {R"({"recompute": false})", Recompute::kNone},
+      {R"({})", Recompute::kNone}};
+  for (const auto& [text, mode] : good)
+    EXPECT_EQ(train_config_from_json(nlohmann::json::parse(text), "c.json").recompute, mode)
+        << text;
+  for (const char* bad : {R"({"recompute": "some"})", R"({"recompute": 1})"}) {
+    try {
+      train_config_from_json(nlohmann::json::parse(bad), "c.json");
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("c.json: field 'train.recompute' must be one of full, "
+                                           "none, selective"),
+                std::string::npos)
+          << e.what();
     }
   }
 }

@@ -77,17 +77,20 @@ TEST(RouterObserver, EveryMoeStageOnceWithItsLogits) {
 
 TEST(RouterObserver, TheForwardsABackwardRecomputesAreNotObserved) {
   const ModelConfig c = test::tiny_config();
-  ZayaModel m(c);
-  test::randomise_weights(m.params(), 4, 2);
-  m.set_recompute(true);
-  const int B = 1, S = 5;
-  std::vector<int32_t> tokens(size_t(B) * S, 3);
-  int calls = 0;
-  m.set_router_logits_observer([&](int, std::span<const float>, int) { ++calls; });
-  m.forward(tokens, ZayaModel::shifted_targets(tokens, B, S), B, S);
-  EXPECT_EQ(calls, int(c.num_moe_stages()));
-  m.backward();
-  EXPECT_EQ(calls, int(c.num_moe_stages())) << "the backward's recomputed forwards";
+  for (const Recompute mode : {Recompute::kSelective, Recompute::kFull}) {
+    ZayaModel m(c);
+    test::randomise_weights(m.params(), 4, 2);
+    m.set_recompute(mode);
+    const int B = 1, S = 5;
+    std::vector<int32_t> tokens(size_t(B) * S, 3);
+    int calls = 0;
+    m.set_router_logits_observer([&](int, std::span<const float>, int) { ++calls; });
+    m.forward(tokens, ZayaModel::shifted_targets(tokens, B, S), B, S);
+    EXPECT_EQ(calls, int(c.num_moe_stages())) << recompute_name(mode);
+    m.backward();
+    EXPECT_EQ(calls, int(c.num_moe_stages()))
+        << "the backward's recomputed forwards, " << recompute_name(mode);
+  }
 }
 
 }  // namespace

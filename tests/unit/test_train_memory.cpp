@@ -25,7 +25,7 @@ struct Step {
 // One forward + backward on random tokens; `held` (one route per token, per MoE stage) or, when
 // empty, the router's own choice.
 Step run_step(const ModelConfig& c, int B, int S, const std::vector<std::vector<int32_t>>& held,
-              bool recompute = false) {
+              Recompute recompute = Recompute::kNone) {
   ZayaModel m(c);
   m.params().init(5);
   m.set_recompute(recompute);
@@ -51,11 +51,12 @@ TEST(TrainMemory, ActivationsAreTheArenasHighWater) {
   wide.hidden_size = 96, wide.expert_hidden = 40, wide.head_dim = 12, wide.num_stages = 4;
   for (const ModelConfig& c : {config_from("tiny.json"), wide}) {
     for (const auto& [B, S] : {std::pair{1, 16}, {3, 37}, {2, 64}}) {
-      for (const bool recompute : {false, true}) {
+      for (const Recompute recompute :
+           {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
         const Step s = run_step(c, B, S, {}, recompute);
         EXPECT_EQ(int64_t(s.high_water), activation_bytes(c, B, S, s.routed, recompute))
             << "hidden " << c.hidden_size << ", B " << B << ", S " << S << ", recompute "
-            << recompute;
+            << recompute_name(recompute);
       }
     }
   }
@@ -89,13 +90,20 @@ TEST(TrainMemory, ExpertBuffersFollowTheRoutes) {
             activation_bytes(c, B, S, std::vector<int64_t>(size_t(moe), even)));
 }
 
-// Recomputation trades a forward for memory: at a long sequence the arena of a step with it is a
-// fraction of the one without, and each is what the model predicts.
+// Recomputation trades compute for memory: at a long sequence the arena of a step with full
+// recompute is a fraction of the one without, selective's lies between, and each is what the
+// model predicts.
 TEST(TrainMemory, RecomputeKeepsAFractionOfTheActivations) {
   const ModelConfig c = config_from("tiny.json");
-  const Step full = run_step(c, 1, 256, {}, false), lean = run_step(c, 1, 256, {}, true);
-  EXPECT_EQ(int64_t(lean.high_water), activation_bytes(c, 1, 256, lean.routed, true));
-  EXPECT_LT(double(lean.high_water), 0.6 * double(full.high_water));
+  const Step none = run_step(c, 1, 256, {}, Recompute::kNone);
+  const Step selective = run_step(c, 1, 256, {}, Recompute::kSelective);
+  const Step full = run_step(c, 1, 256, {}, Recompute::kFull);
+  EXPECT_EQ(int64_t(full.high_water), activation_bytes(c, 1, 256, full.routed, Recompute::kFull));
+  EXPECT_EQ(int64_t(selective.high_water),
+            activation_bytes(c, 1, 256, selective.routed, Recompute::kSelective));
+  EXPECT_LT(double(full.high_water), 0.6 * double(none.high_water));
+  EXPECT_LT(double(selective.high_water), 0.8 * double(none.high_water));
+  EXPECT_GT(selective.high_water, full.high_water);
 }
 
 // ZeRO-1 splits the optimizer state, not the weights or gradients; the parts add up.
@@ -159,7 +167,7 @@ TEST(TrainMemory, GpuPlanForZaya1Base) {
   // Recompute keeps each stage's input and output rows (2 × 80 × 4096 × 2048 × 4 B = 5.0 GiB)
   // and the materialised logits (4096 × 262,272 × 4 B = 4.0 GiB) of the 24.47 GiB: less than
   // half.
-  const ValueBytes recompute{2, 2, 4, true};
+  const ValueBytes recompute{2, 2, 4, Recompute::kFull};
   const int64_t lean = train_memory(c, 1, 4096, 16, runtime, recompute).activations;
   EXPECT_GT(lean, int64_t(9.0 * gib));
   EXPECT_LT(lean, train_memory(c, 1, 4096, 16, runtime, built).activations / 2);
