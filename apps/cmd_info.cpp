@@ -1,8 +1,10 @@
-// zaya info --config C [--seq N] [--world N]; zaya info --devices
+// zaya info --config C [--seq N] [--world N] [--micro-batch N] [--activations fp32|bf16]
+//           [--recompute MODE] [--zero 1|2] [--context-parallel N]; zaya info --devices
 #include "cmd_info.h"
 
 #include <cstdint>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -12,15 +14,23 @@
 #include "core/error.h"
 #include "model/config.h"
 #include "model/model_info.h"
+#include "model/recompute.h"
 #include "sizing/gpu_plan.h"
 
 namespace zaya::cli {
 
 namespace {
 
+// Bytes per activation value, by the name --activations takes.
+const std::map<std::string, int>& activation_widths() {
+  static const std::map<std::string, int> widths{{"fp32", 4}, {"bf16", 2}};
+  return widths;
+}
+
 struct InfoArgs {
   std::string config;
   int64_t seq = 0;
+  GpuPlanRequest plan;
   int world = 1;
   bool devices = false;
 };
@@ -46,6 +56,24 @@ Runner add_info_command(CLI::App& app) {
                    "ranks of the ZeRO-1 job for the GPU memory plan (each holds 1/world of the "
                    "optimizer state and fp32 master weights)")
       ->check(IntIn(1, 1 << 20));
+  info->add_option("--micro-batch", args->plan.micro_batch,
+                   "sequences per micro-batch in the GPU memory plan")
+      ->capture_default_str()
+      ->check(IntIn(1, 1 << 16));
+  add_mode_option(
+      *info, "--activations", args->plan.options.activations, activation_widths(),
+      "the plan's activations: fp32 (the GPU backend as built) or bf16 (not built yet)");
+  add_mode_option(*info, "--recompute", args->plan.options.recompute, recompute_names(),
+                  "the plan's train.recompute: none, selective or full");
+  info->add_option("--zero", args->plan.options.zero_stage,
+                   "the plan's ZeRO stage: 1 (optimizer state sharded, as built) or 2 (gradients "
+                   "too, not built yet)")
+      ->capture_default_str()
+      ->check(IntIn(1, 2));
+  info->add_option("--context-parallel", args->plan.context_parallel,
+                   "ranks per sequence in the plan (each holds seq / N of it); must divide --world")
+      ->capture_default_str()
+      ->check(IntIn(1, 1 << 20));
   return [=]() -> int {
     if (!*info) return kNotMine;
     if (args->devices) {
@@ -59,7 +87,10 @@ Runner add_info_command(CLI::App& app) {
     ZAYA_CHECK(seq <= c.max_seq_len, "--seq: ", seq, " is past the model's max_seq_len ",
                c.max_seq_len, " ('model.max_seq_len' of ", args->config, ")");
     std::printf("%s", format_model_info(c, seq).c_str());
-    std::printf("%s", format_gpu_memory_plan(c, seq, args->world).c_str());
+    GpuPlanRequest plan = args->plan;
+    plan.seq = seq;
+    plan.world = args->world;
+    std::printf("%s", format_gpu_memory_plan(c, plan).c_str());
     std::printf("%s", blas_info_section().c_str());
     std::printf("%s", format_vector_path_info().c_str());
     return 0;

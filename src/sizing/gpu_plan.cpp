@@ -1,106 +1,182 @@
 #include "sizing/gpu_plan.h"
 
 #include <cstdio>
+#include <functional>
 #include <vector>
 
 #include "core/error.h"
 #include "sizing/hardware_profile.h"
-#include "train/train_memory.h"
 
 namespace zaya {
 
 namespace {
 
-constexpr double kUsable = 0.9;  // as `zaya size`: at most 90 % of a device's memory
-// The GPU backend as built: bf16 weights (fp32 master weights in the range) and gradients, fp32
-// activations. The target adds bf16 activations (docs/gpu.md, Next).
-constexpr ValueBytes kBuilt{2, 2, 4}, kTarget{2, 2, 2}, kBuiltRecompute{2, 2, 4, Recompute::kFull};
+constexpr int kDevices = 2;  // H100 80 GB, MI300X 192 GB
 
-double limit_of(const HardwareProfile& p) {
-  return kUsable * double(p.memory_bytes);
+std::vector<HardwareProfile> plan_devices() {
+  std::vector<HardwareProfile> gpus(kDevices);
+  ZAYA_CHECK(builtin_profile("h100", gpus[0]) && builtin_profile("mi300x", gpus[1]),
+             "the built-in GPU profiles are missing");
+  return gpus;
+}
+
+double usable(const HardwareProfile& p) {
+  return (1.0 - kPlanHeadroom) * double(p.memory_bytes);
+}
+
+// The device bytes at micro-batch mb from a plan at micro-batch 1 (`at_one`, without the
+// runtime): only the activations grow with the micro-batch (each train_memory call builds the
+// registry and Muon's plan, seconds for the largest configs).
+int64_t device_bytes(const TrainMemory& at_one, const ModelConfig& c, int64_t mb, int64_t seq,
+                     const MemoryOptions& o) {
+  return at_one.total() - at_one.activations +
+         activation_bytes(c, mb, seq, {}, o.recompute) / 4 * o.activations;
+}
+
+// The largest power of two up to 64 whose micro-batch fits each device; 0 where none does.
+std::vector<int64_t> largest_micro_batches(const ModelConfig& c, int64_t seq, int world,
+                                           const MemoryOptions& o,
+                                           const std::vector<HardwareProfile>& gpus) {
+  const TrainMemory at_one = train_memory(c, 1, seq, world, 0, o);
+  std::vector<int64_t> largest(gpus.size(), 0);
+  for (int64_t mb = 1; mb <= 64; mb *= 2)
+    for (size_t g = 0; g < gpus.size(); ++g)
+      if (double(device_bytes(at_one, c, mb, seq, o) + gpus[g].runtime_bytes) <= usable(gpus[g]))
+        largest[g] = mb;
+  return largest;
+}
+
+std::string micro_batch_cell(int64_t mb) {
+  return mb > 0 ? "micro-batch " + std::to_string(mb) : "does not fit";
+}
+
+std::string options_line(const GpuPlanRequest& r) {
+  const MemoryOptions& o = r.options;
+  char line[320];
+  std::snprintf(
+      line, sizeof(line),
+      "memory plan per GPU: %d rank%s (ZeRO-%d), micro-batch %lld x %lld tokens%s, "
+      "activations %s, recompute %s\n",
+      r.world, r.world == 1 ? "" : "s", o.zero_stage, (long long)r.micro_batch, (long long)r.seq,
+      r.context_parallel > 1 ? (", context parallel " + std::to_string(r.context_parallel)).c_str()
+                             : "",
+      o.activations == 2 ? "bf16" : "fp32", recompute_name(o.recompute));
+  return line;
+}
+
+// The table of every option: activations × recompute × ZeRO stage.
+std::string options_table(const ModelConfig& c, const GpuPlanRequest& r,
+                          const std::vector<HardwareProfile>& gpus) {
+  const int64_t seq = r.seq / r.context_parallel;
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "every option at %d rank%s, %lld tokens per rank's sequence: the largest "
+                "micro-batch with %.0f %% free\n",
+                r.world, r.world == 1 ? "" : "s", (long long)seq, 100 * kPlanHeadroom);
+  std::string out = line;
+  std::snprintf(line, sizeof(line), "  %-11s %-10s %-5s %15s %15s\n", "activations", "recompute",
+                "ZeRO", "H100 80 GB", "MI300X 192 GB");
+  out += line;
+  bool any_unbuilt = false;
+  for (const int act : {4, 2})
+    for (const Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull})
+      for (const int zero : {1, 2}) {
+        MemoryOptions o = r.options;
+        o.activations = act, o.recompute = rc, o.zero_stage = zero;
+        const std::vector<int64_t> mb = largest_micro_batches(c, seq, r.world, o, gpus);
+        const bool built = gpu_option_built(o);
+        any_unbuilt = any_unbuilt || !built;
+        std::snprintf(line, sizeof(line), "  %-11s %-10s %-5d %15s %15s%s\n",
+                      act == 2 ? "bf16" : "fp32", recompute_name(rc), zero,
+                      micro_batch_cell(mb[0]).c_str(), micro_batch_cell(mb[1]).c_str(),
+                      built ? "" : "  (not built)");
+        out += line;
+      }
+  if (any_unbuilt)
+    out +=
+        "  (not built yet on the GPU backend: bf16 activations and ZeRO-2, issue 41; the plan "
+        "counts what they will hold)\n";
+  return out;
 }
 
 }  // namespace
 
-std::string format_gpu_memory_plan(const ModelConfig& c, int64_t seq, int world) {
-  ZAYA_CHECK(world >= 1, "--world must be at least 1, got ", world);
-  std::vector<HardwareProfile> gpus(2);
-  ZAYA_CHECK(builtin_profile("h100", gpus[0]) && builtin_profile("mi300x", gpus[1]),
-             "the built-in GPU profiles are missing");
-  std::string out;
+bool gpu_option_built(const MemoryOptions& o) {
+  return o.activations == 4 && o.zero_stage == 1;
+}
+
+std::string format_gpu_memory_plan(const ModelConfig& c, const GpuPlanRequest& r) {
+  ZAYA_CHECK(r.world >= 1, "--world must be at least 1, got ", r.world);
+  ZAYA_CHECK(r.context_parallel >= 1 && r.world % r.context_parallel == 0, "--context-parallel ",
+             r.context_parallel, " must divide --world ", r.world);
+  ZAYA_CHECK(r.seq % r.context_parallel == 0, "--seq ", r.seq,
+             " is not a multiple of --context-parallel ", r.context_parallel);
+  const std::vector<HardwareProfile> gpus = plan_devices();
+  const MemoryOptions& o = r.options;
+  const int64_t seq = r.seq / r.context_parallel;  // each rank's rows of a sequence
+  std::string out = options_line(r);
+  out +=
+      "  (bf16 weights and Muon gradients; the fp32 master weights and optimizer state of the "
+      "rank's range only)\n";
   char line[256];
-  std::snprintf(line, sizeof(line),
-                "memory plan per GPU, %d rank%s (ZeRO-1), micro-batch 1 x %lld tokens, bf16 "
-                "weights with fp32 master weights in the range:\n",
-                world, world == 1 ? "" : "s", (long long)seq);
-  out += line;
-  std::snprintf(line, sizeof(line), "  %-34s %14s %14s\n", "", "H100 80 GB", "MI300X 192 GB");
-  out += line;
-  std::vector<TrainMemory> m;
-  for (const HardwareProfile& p : gpus)
-    m.push_back(train_memory(c, 1, seq, world, p.runtime_bytes, kBuilt));
-  auto text_row = [&](const char* what, const std::string(&cells)[2]) {
-    std::snprintf(line, sizeof(line), "  %-34s %14s %14s\n", what, cells[0].c_str(),
-                  cells[1].c_str());
+  auto text_row = [&](const char* what, const std::string& h100, const std::string& mi300x) {
+    std::snprintf(line, sizeof(line), "  %-46s %15s %15s\n", what, h100.c_str(), mi300x.c_str());
     out += line;
   };
-  auto row = [&](const char* what, auto part) {
-    const std::string cells[2] = {format_bytes(double(part(m[0]))),
-                                  format_bytes(double(part(m[1])))};
-    text_row(what, cells);
+  text_row("", "H100 80 GB", "MI300X 192 GB");
+  std::vector<TrainMemory> m;
+  for (const HardwareProfile& p : gpus)
+    m.push_back(train_memory(c, r.micro_batch, seq, r.world, p.runtime_bytes, o));
+  auto row = [&](const char* what, const std::function<int64_t(const TrainMemory&)>& part) {
+    text_row(what, format_bytes(double(part(m[0]))), format_bytes(double(part(m[1]))));
   };
+  out += "  on the GPU:\n";
   row("weights (bf16)", [](const TrainMemory& t) { return t.weights; });
-  row("gradients (bf16, embedding fp32)", [](const TrainMemory& t) { return t.gradients; });
+  row(o.zero_stage == 2 ? "gradients (ZeRO-2: embedding + one stage)"
+                        : "gradients (bf16, embedding fp32)",
+      [](const TrainMemory& t) { return t.gradients; });
   row("optimizer + fp32 master (range)", [](const TrainMemory& t) { return t.optimizer; });
   row("Muon matrices + Newton-Schulz", [](const TrainMemory& t) { return t.muon; });
-  row("ZeRO-1 buffers", [](const TrainMemory& t) { return t.zero1; });
-  row("activations (one micro-batch, fp32)", [](const TrainMemory& t) { return t.activations; });
-  row("checkpoint snapshot", [](const TrainMemory& t) { return t.checkpoint; });
+  row("ZeRO buffers (range's gradients, staging)", [](const TrainMemory& t) { return t.zero1; });
+  std::snprintf(line, sizeof(line), "activations (%s, recompute %s)",
+                o.activations == 2 ? "bf16" : "fp32", recompute_name(o.recompute));
+  const std::string acts = line;
+  row(acts.c_str(), [](const TrainMemory& t) { return t.activations; });
   row("runtime (context, allocator)", [](const TrainMemory& t) { return t.runtime; });
-  row("total", [](const TrainMemory& t) { return t.total(); });
-  // Every figure but the runtime is the same on both devices, and the three layouts differ only
-  // in the activations: one train_memory per shape (each builds the registry and plans Muon's
-  // ranks, seconds for the largest configs `zaya info` accepts).
-  std::string fits[2], fewest[2], fewest_target[2], fewest_recompute[2];
-  const int64_t built_acts = train_memory(c, 1, seq, 1, 0, kBuilt).activations;
-  const int64_t other_acts[2] = {
-      train_memory(c, 1, seq, 1, 0, kTarget).activations - built_acts,
-      train_memory(c, 1, seq, 1, 0, kBuiltRecompute).activations - built_acts};
-  for (size_t g = 0; g < gpus.size(); ++g) {
-    fits[g] = "does not fit";
-    fewest[g] = fewest_target[g] = fewest_recompute[g] = "none";
+  row("total on the GPU", [](const TrainMemory& t) { return t.total(); });
+  std::string free_cell[kDevices];
+  for (int g = 0; g < kDevices; ++g) {
+    std::snprintf(
+        line, sizeof(line), "%.1f %%",
+        100.0 * (1.0 - double(m[size_t(g)].total()) / double(gpus[size_t(g)].memory_bytes)));
+    free_cell[g] = line;
   }
-  for (int64_t mb = 1; mb <= 64; mb *= 2) {
-    const int64_t without_runtime = train_memory(c, mb, seq, world, 0, kBuilt).total();
-    for (size_t g = 0; g < gpus.size(); ++g)
-      if (double(without_runtime + gpus[g].runtime_bytes) <= limit_of(gpus[g]))
-        fits[g] = "micro-batch " + std::to_string(mb);
+  text_row("free of the device", free_cell[0], free_cell[1]);
+  out += "  in host memory, per rank:\n";
+  row("parameters' fp32 copies (weights, gradients)",
+      [](const TrainMemory& t) { return t.host_params; });
+  row("optimizer state's copy (range)", [](const TrainMemory& t) { return t.host_optimizer; });
+  row("checkpoint snapshot (while a save is written)",
+      [](const TrainMemory& t) { return t.host_snapshot; });
+  const std::vector<int64_t> largest = largest_micro_batches(c, seq, r.world, o, gpus);
+  const std::string largest_label =
+      "largest micro-batch with " + std::to_string(int(100 * kPlanHeadroom + 0.5)) + " % free";
+  text_row(largest_label.c_str(), micro_batch_cell(largest[0]), micro_batch_cell(largest[1]));
+  // The fewest ranks (a power of two up to 2^20, a multiple of the context group) at which
+  // micro-batch 1 fits; "none" where even 2^20 do not (what every rank holds whole does not).
+  std::string fewest[kDevices] = {"none", "none"};
+  for (int n = r.context_parallel; n <= (1 << 20); n *= 2) {
+    const int64_t bytes = train_memory(c, 1, seq, n, 0, o).total();
+    for (int g = 0; g < kDevices; ++g)
+      if (fewest[g] == "none" &&
+          double(bytes + gpus[size_t(g)].runtime_bytes) <= usable(gpus[size_t(g)]))
+        fewest[g] = std::to_string(n);
+    if (fewest[0] != "none" && fewest[1] != "none") break;
   }
-  // The fewest ranks (a power of two up to 2^20) at which micro-batch 1 fits; "none" where even
-  // 2^20 do not (what every rank holds whole does not fit).
-  for (int n = 1; n <= (1 << 20); n *= 2) {
-    const int64_t without_runtime = train_memory(c, 1, seq, n, 0, kBuilt).total();
-    bool all_found = true;
-    for (size_t g = 0; g < gpus.size(); ++g) {
-      const auto fits_with = [&](int64_t extra) {
-        return double(without_runtime + extra + gpus[g].runtime_bytes) <= limit_of(gpus[g]);
-      };
-      std::string* answers[3] = {&fewest[g], &fewest_target[g], &fewest_recompute[g]};
-      const int64_t extras[3] = {0, other_acts[0], other_acts[1]};
-      for (int v = 0; v < 3; ++v) {
-        if (*answers[v] == "none" && fits_with(extras[v])) *answers[v] = std::to_string(n);
-        all_found = all_found && *answers[v] != "none";
-      }
-    }
-    if (all_found) break;
-  }
-  text_row("largest that fits in 90 %", fits);
-  text_row("fewest ranks for micro-batch 1", fewest);
-  text_row("... with bf16 activations", fewest_target);
-  text_row("... with train.recompute", fewest_recompute);
-  out +=
-      "  (the GPU backend keeps the weights and the Muon matrices' gradients in bf16 and the "
-      "activations in fp32; bf16 activations are next, docs/gpu.md)\n";
+  text_row("fewest ranks for micro-batch 1", fewest[0], fewest[1]);
+  if (!gpu_option_built(o))
+    out += "  (not built yet on the GPU backend: the plan counts what it will hold)\n";
+  out += options_table(c, r, gpus);
   return out;
 }
 

@@ -108,7 +108,7 @@ void check_memory(const RunPlan& p, int world) {
   if (!p.device.backend->host_memory()) return;
   const int64_t memory = host_memory_bytes() / dist::local_ranks();
   const int cp = p.train.context_parallel;
-  ValueBytes bytes;
+  MemoryOptions bytes;
   bytes.recompute = p.train.recompute;
   auto need = [&](int64_t micro_batch, int64_t seq) {
     return train_memory(p.model, micro_batch, seq / cp, world, 0, bytes);

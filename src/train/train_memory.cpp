@@ -108,11 +108,11 @@ TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq,
                          int64_t runtime, int value_bytes) {
   ZAYA_CHECK(value_bytes == 4 || value_bytes == 2, "train_memory: values are 4 or 2 bytes");
   return train_memory(c, micro_batch, seq, world, runtime,
-                      ValueBytes{value_bytes, value_bytes, value_bytes});
+                      MemoryOptions{value_bytes, value_bytes, value_bytes});
 }
 
 TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq, int world,
-                         int64_t runtime, ValueBytes bytes) {
+                         int64_t runtime, MemoryOptions bytes) {
   ZAYA_CHECK(world >= 1, "train_memory: world size must be >= 1, got ", world);
   for (int b : {bytes.weights, bytes.gradients, bytes.activations})
     ZAYA_CHECK(b == 4 || b == 2, "train_memory: values are 4 or 2 bytes, got ", b);
@@ -124,10 +124,28 @@ TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq,
   if (bytes.weights == 2)  // the tensors kept in fp32 beside their unused bf16 slots
     for (const ParamSpec& p : registry.specs())
       if (!weight_in_bf16(p)) m.weights += 4 * p.numel;
-  m.gradients = 4 * P;
-  if (bytes.gradients == 2)  // the Muon matrices' in bf16 (the embedding's and the rest fp32)
-    for (const ParamSpec& p : registry.specs())
-      if (grad_in_bf16(p)) m.gradients -= 2 * p.numel;
+  ZAYA_CHECK(bytes.zero_stage == 1 || bytes.zero_stage == 2,
+             "train_memory: ZeRO stage 1 or 2, got ", bytes.zero_stage);
+  // Each tensor's gradient bytes: the Muon matrices' in bf16 with bf16 gradients (the
+  // embedding's and the rest fp32).
+  const auto grad_bytes = [&](const ParamSpec& p) {
+    return (bytes.gradients == 2 && grad_in_bf16(p) ? 2 : 4) * p.numel;
+  };
+  if (bytes.zero_stage == 1) {  // the flat buffer, its alignment padding included
+    m.gradients = 4 * P;
+    for (const ParamSpec& p : registry.specs()) m.gradients -= 4 * p.numel - grad_bytes(p);
+  } else {
+    // ZeRO-2: the embedding's (the tied LM head's gradient is written first in the backward and
+    // last, by the embedding) and the tensors outside the stages, plus the largest stage's.
+    std::vector<int64_t> per_stage(size_t(c.num_stages), 0);
+    for (const ParamSpec& p : registry.specs()) {
+      if (p.stage >= 0)
+        per_stage[size_t(p.stage)] += grad_bytes(p);
+      else
+        m.gradients += grad_bytes(p);
+    }
+    m.gradients += *std::max_element(per_stage.begin(), per_stage.end());
+  }
   // exp_avg, exp_avg_sq and the update direction, each the size of the rank's range (+ the fp32
   // master weights with bf16 weights).
   m.optimizer = (bytes.weights == 4 ? 3 : 4) * 4 * layout.chunk();
@@ -159,7 +177,14 @@ TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq,
   }
   m.activations =
       activation_bytes(c, micro_batch, seq, {}, bytes.recompute) / 4 * bytes.activations;
-  m.checkpoint = 3 * 4 * layout.chunk();  // weights, exp_avg, exp_avg_sq of the range
+  const int64_t snapshot = 3 * 4 * layout.chunk();  // weights, exp_avg, exp_avg_sq of the range
+  if (bytes.device) {
+    m.host_params = 2 * 4 * P;                  // ParameterPlacement's host ParamStore
+    m.host_optimizer = 2 * 4 * layout.chunk();  // Optimizer's host copies of m and v
+    m.host_snapshot = snapshot;
+  } else {
+    m.checkpoint = snapshot;
+  }
   m.runtime = runtime;
   return m;
 }

@@ -33,18 +33,26 @@ int64_t activation_bytes(const ModelConfig& c, int64_t batch, int64_t seq,
                          Recompute recompute = Recompute::kNone);
 
 struct TrainMemory {
+  // In the memory the ops compute on: a GPU's, or the host's with the CPU backend.
   int64_t weights = 0;      // every rank (fp32 on CPU, bf16 on a GPU)
-  int64_t gradients = 0;    // every rank (reduce-scattered into the range after backward)
+  int64_t gradients = 0;    // every rank (reduce-scattered into the range after backward); with
+                            // ZeRO-2 those of the embedding and of one stage
   int64_t optimizer = 0;    // AdamW m and v / Muon momentum, update direction (+ bf16: fp32
                             // master weights): the rank's range
   int64_t muon = 0;         // the matrices this rank orthogonalises + Newton–Schulz workspace
   int64_t zero1 = 0;        // the range's reduced gradients + collective staging (world > 1)
   int64_t activations = 0;  // the arena of one micro-batch
-  int64_t checkpoint = 0;   // the snapshot of the rank's range while a save is written
+  int64_t checkpoint = 0;   // the snapshot of the rank's range while a save is written (host
+                            // only: 0 with a device, where it is host_snapshot)
   int64_t runtime = 0;      // the process without a model: code, libraries, thread stacks, BLAS
+  // In host memory beside a device (all 0 with the CPU backend, where the above are the host's).
+  int64_t host_params = 0;     // the host's copy of every parameter: fp32 weights and gradients
+  int64_t host_optimizer = 0;  // the optimizer state's host copy (AdamW m, v of the range)
+  int64_t host_snapshot = 0;   // a checkpoint's snapshot of the range while it is written
   int64_t total() const {
     return weights + gradients + optimizer + muon + zero1 + activations + checkpoint + runtime;
   }
+  int64_t host_total() const { return host_params + host_optimizer + host_snapshot; }
 };
 
 // The memory of one rank out of `world` at `micro_batch` × `seq`; `runtime` comes from the
@@ -54,17 +62,24 @@ struct TrainMemory {
 // target; `zaya size` sizes for it).
 TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq, int world,
                          int64_t runtime, int value_bytes = 4);
-// The same with each kind of value's own width. Weights of 2 bytes are the bf16 weight storage
+// What a run chooses that changes its memory. Weights of 2 bytes are the bf16 weight storage
 // (model/zaya_model.h): the products' weights in bf16, the other tensors in fp32, and the fp32
 // master weights of the range counted with the optimizer; gradients of 2 bytes are its bf16
 // gradients, the Muon matrices' (the embedding's and the other tensors' stay fp32). The GPU
 // backend as built keeps bf16 weights and gradients and fp32 activations: {2, 2, 4}.
-struct ValueBytes {
-  int weights = 4, gradients = 4, activations = 4;
-  Recompute recompute = Recompute::kNone;  // train.recompute (ZayaModel::set_recompute)
+struct MemoryOptions {
+  int weights = 4, gradients = 4, activations = 4;  // bytes per value
+  Recompute recompute = Recompute::kNone;           // train.recompute (ZayaModel::set_recompute)
+  // 1: every rank holds the whole gradient until the reduce-scatter (as built); 2: each bucket
+  // reduce-scattered as the backward finishes it, so a rank holds the embedding's gradient and
+  // one stage's (ZeRO-2, not built yet).
+  int zero_stage = 1;
+  // The parameters and activations in a device's memory, with the host's copies beside them
+  // (the checkpoint snapshot among them); false: the CPU backend, everything in host memory.
+  bool device = false;
 };
 TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq, int world,
-                         int64_t runtime, ValueBytes bytes);
+                         int64_t runtime, MemoryOptions options);
 
 // "123.4 MiB", "2.50 GiB".
 std::string format_bytes(double bytes);

@@ -131,52 +131,75 @@ TEST(TrainMemory, ZeroOneShardsTheOptimizerState) {
 // its 8,840,489,464 values plus 4 bytes × the 14,189,048 values of the tensors kept in fp32
 // (norms, biases, convolutions, scales, routing biases: all but the Muon matrices and embedding);
 // the gradients 2 bytes × the 8,289,167,360 of the Muon matrices and 4 × the other 551,322,104
-// (the embedding's among them). With fp32 activations (24.47 GiB) an H100 takes micro-batch 1
-// from 64 ranks, an MI300X from 4; with bf16 activations, or with recompute's activations, an
-// H100 from 16: each the first power of two at which micro-batch 1 fits in 90 % of the device
-// (and half as many do not).
+// (the embedding's among them). A checkpoint's snapshot and the parameters' fp32 copies are in
+// host memory, not the GPU's. With fp32 activations (24.47 GiB) and ZeRO-1 an H100 takes
+// micro-batch 1 from 32 ranks, an MI300X from 2; each the first power of two at which
+// micro-batch 1 fits in 90 % of the device (and half as many do not).
 TEST(TrainMemory, GpuPlanForZaya1Base) {
   const ModelConfig c = load_model_config(ZAYA_SOURCE_DIR "/configs/zaya1-base.json");
-  const std::string one = format_gpu_memory_plan(c, 4096, 1);
-  EXPECT_NE(one.find("weights (bf16)                          16.52 GiB      16.52 GiB"),
-            std::string::npos)
+  GpuPlanRequest request;
+  request.seq = 4096;
+  const std::string one = format_gpu_memory_plan(c, request);
+  EXPECT_NE(
+      one.find("weights (bf16)                                       16.52 GiB       16.52 GiB"),
+      std::string::npos)
       << one;  // 2 × 8,840,489,464 + 4 × 14,189,048 B = 16.5196 GiB
-  EXPECT_NE(one.find("gradients (bf16, embedding fp32)        17.49 GiB      17.49 GiB"),
-            std::string::npos)
+  EXPECT_NE(
+      one.find("gradients (bf16, embedding fp32)                     17.49 GiB       17.49 GiB"),
+      std::string::npos)
       << one;  // 2 × 8,289,167,360 + 4 × 551,322,104 B = 17.4936 GiB
-  EXPECT_NE(one.find("does not fit   does not fit"), std::string::npos) << one;
   // 80 GB and 192 GB are 74.5 and 178.8 GiB (the built-in profiles, docs/sizing.md).
   const double gib = double(int64_t(1) << 30), h100 = 0.9 * int64_t(74.5 * gib),
                mi300x = 0.9 * int64_t(178.8 * gib);
   const int64_t runtime = int64_t(2) << 30;
-  auto fits = [&](int world, double limit, ValueBytes bytes) {
-    return double(train_memory(c, 1, 4096, world, runtime, bytes).total()) <= limit;
+  auto fits = [&](int world, double limit, MemoryOptions o) {
+    return double(train_memory(c, 1, 4096, world, runtime, o).total()) <= limit;
   };
-  const ValueBytes built{2, 2, 4}, target{2, 2, 2}, fp32_gradients{2, 4, 4};
-  EXPECT_TRUE(fits(64, h100, built) && !fits(32, h100, built));
-  EXPECT_TRUE(fits(4, mi300x, built) && !fits(2, mi300x, built));
-  EXPECT_TRUE(fits(16, h100, target) && !fits(8, h100, target));
+  const MemoryOptions built = request.options;
+  EXPECT_TRUE(fits(32, h100, built) && !fits(16, h100, built));
+  EXPECT_TRUE(fits(2, mi300x, built) && !fits(1, mi300x, built));
+  EXPECT_NE(
+      one.find("fewest ranks for micro-batch 1                              32               2"),
+      std::string::npos)
+      << one;
+  // The snapshot (3 × 4 bytes × the range: all 8,840,489,464 values at 1 rank) is the host's.
+  const TrainMemory m = train_memory(c, 1, 4096, 1, runtime, built);
+  EXPECT_EQ(m.checkpoint, 0);
+  EXPECT_GE(m.host_snapshot, int64_t(12) * 8840489464);
+  EXPECT_GE(m.host_params, int64_t(8) * 8840489464);
   // fp32 gradients: weights, gradients and activations alone exceed an H100's 90 %.
+  MemoryOptions fp32_gradients = built;
+  fp32_gradients.gradients = 4;
   EXPECT_FALSE(fits(1 << 20, h100, fp32_gradients));
-  EXPECT_NE(one.find("fewest ranks for micro-batch 1                 64              4"),
-            std::string::npos)
-      << one;
-  EXPECT_NE(one.find("... with bf16 activations                      16              4"),
-            std::string::npos)
-      << one;
-  // Recompute keeps each stage's input and output rows (2 × 80 × 4096 × 2048 × 4 B = 5.0 GiB)
-  // and the materialised logits (4096 × 262,272 × 4 B = 4.0 GiB) of the 24.47 GiB: less than
-  // half.
-  const ValueBytes recompute{2, 2, 4, Recompute::kFull};
-  const int64_t lean = train_memory(c, 1, 4096, 16, runtime, recompute).activations;
+  // Full recompute keeps each stage's input and output rows (2 × 80 × 4096 × 2048 × 4 B = 5.0
+  // GiB) and the materialised logits (4096 × 262,272 × 4 B = 4.0 GiB) of the 24.47 GiB: less
+  // than half; selective keeps more than full and less than none.
+  MemoryOptions full = built, selective = built;
+  full.recompute = Recompute::kFull;
+  selective.recompute = Recompute::kSelective;
+  const int64_t lean = train_memory(c, 1, 4096, 16, runtime, full).activations;
+  const int64_t some = train_memory(c, 1, 4096, 16, runtime, selective).activations;
   EXPECT_GT(lean, int64_t(9.0 * gib));
   EXPECT_LT(lean, train_memory(c, 1, 4096, 16, runtime, built).activations / 2);
-  EXPECT_TRUE(fits(16, h100, recompute) && !fits(8, h100, recompute));
-  EXPECT_NE(one.find("... with train.recompute                       16              4"),
+  EXPECT_TRUE(lean < some && some < m.activations);
+  // ZeRO-2 holds the embedding's fp32 gradient (262,272 × 2048 × 4 B = 2.0 GiB) and one stage's:
+  // more than the first, a tenth of ZeRO-1's at most.
+  MemoryOptions zero2 = built;
+  zero2.zero_stage = 2;
+  const int64_t g2 = train_memory(c, 1, 4096, 8, runtime, zero2).gradients;
+  EXPECT_GT(g2, int64_t(4) * 262272 * 2048);
+  EXPECT_LT(g2, m.gradients / 7);
+  // Issue 41's target: at 8 ranks, bf16 activations, selective recompute and ZeRO-2 fit an H100
+  // at micro-batch 2 and an MI300X at 8, each with 10 % free; marked as not built yet.
+  request.world = 8;
+  const std::string node = format_gpu_memory_plan(c, request);
+  EXPECT_NE(node.find("bf16        selective  2       micro-batch 2   micro-batch 8  (not built)"),
             std::string::npos)
-      << one;
-  const std::string cluster = format_gpu_memory_plan(c, 4096, 1024);
-  EXPECT_NE(cluster.find("largest that fits in 90 %           micro-batch 1  micro-batch 4"),
+      << node;
+  request.world = 1024;
+  const std::string cluster = format_gpu_memory_plan(c, request);
+  EXPECT_NE(cluster.find(
+                "largest micro-batch with 10 % free               micro-batch 1   micro-batch 4"),
             std::string::npos)
       << cluster;
 }
