@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/device_select.h"
+#include "bench/comm_bench.h"
 #include "dist/collective_watchdog.h"
 #include "dist/dist_context.h"
 #include "serve/train_metrics.h"
@@ -64,6 +65,14 @@ void add_train_options(CLI::App& train, TrainArgs& a) {
                   "with --precision bf16 and --weight-storage bf16: bf16 (the Muon matrices' "
                   "gradients in bf16, 2 bytes each, rounded once per product and micro-batch; "
                   "the others fp32) or fp32 (every gradient in fp32, 4 bytes)");
+  train.add_option_function<std::string>(
+      "--device-memory",
+      [&a](const std::string& text) {
+        a.train.device_memory = int64_t(parse_byte_size(text, "--device-memory"));
+      },
+      "bytes of device memory one rank's plan must fit before step 1, e.g. 80G (K, M, G: "
+      "binary multiples); default: the device's own figure where it gives one. A run that does "
+      "not fit is refused with its plan and the options that would fit (zaya info --config)");
   train.add_option("--trace", a.train.trace_path,
                    "write a Chrome trace (Perfetto loads it) of the steps of --trace-steps to this "
                    "file: each rank's step parts, stage forwards and backwards, and collectives "

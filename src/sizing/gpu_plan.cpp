@@ -84,7 +84,7 @@ std::string options_table(const ModelConfig& c, const GpuPlanRequest& r,
         MemoryOptions o = r.options;
         o.activations = act, o.recompute = rc, o.zero_stage = zero;
         const std::vector<int64_t> mb = largest_micro_batches(c, seq, r.world, o, gpus);
-        const bool built = gpu_option_built(o);
+        const bool built = memory_option_built(o);
         any_unbuilt = any_unbuilt || !built;
         std::snprintf(line, sizeof(line), "  %-11s %-10s %-5d %15s %15s%s\n",
                       act == 2 ? "bf16" : "fp32", recompute_name(rc), zero,
@@ -100,10 +100,6 @@ std::string options_table(const ModelConfig& c, const GpuPlanRequest& r,
 }
 
 }  // namespace
-
-bool gpu_option_built(const MemoryOptions& o) {
-  return o.activations == 4 && o.zero_stage == 1;
-}
 
 std::string format_gpu_memory_plan(const ModelConfig& c, const GpuPlanRequest& r) {
   ZAYA_CHECK(r.world >= 1, "--world must be at least 1, got ", r.world);
@@ -174,7 +170,7 @@ std::string format_gpu_memory_plan(const ModelConfig& c, const GpuPlanRequest& r
     if (fewest[0] != "none" && fewest[1] != "none") break;
   }
   text_row("fewest ranks for micro-batch 1", fewest[0], fewest[1]);
-  if (!gpu_option_built(o))
+  if (!memory_option_built(o))
     out += "  (not built yet on the GPU backend: the plan counts what it will hold)\n";
   out += options_table(c, r, gpus);
   return out;

@@ -28,9 +28,6 @@ struct GpuPlanRequest {
 // fragmentation, the communication library's buffers, and what the estimate misses.
 inline constexpr double kPlanHeadroom = 0.10;
 
-// Whether the GPU backend builds this option yet (bf16 activations and ZeRO-2 are not).
-bool gpu_option_built(const MemoryOptions& o);
-
 // The plan's table for the request, each device's largest micro-batch with the headroom, a
 // table of every option's largest micro-batch, and the fewest ranks (a power of two) at which
 // micro-batch 1 fits.

@@ -13,6 +13,7 @@
 #include "model/hf_config.h"
 #include "optim/schedule.h"
 #include "tokenizer/tokenizer_files.h"
+#include "train/device_memory_check.h"
 #include "train/metrics.h"
 #include "train/run_dir.h"
 #include "train/train_memory.h"
@@ -131,6 +132,31 @@ void check_memory(const RunPlan& p, int world) {
                        : std::string("not even 'train.micro_batch' 1 fits"),
               " (zaya info --config shows the plan)");
   }
+}
+
+// A device backend's memory against the run's plan (train/device_memory_check.h): --device-memory,
+// or the device's own figure (with what is in use already, its context, as the runtime);
+// nothing to check where neither is known (cpu-as-device without the flag).
+void check_device_memory(RunPlan& p, const TrainOptions& opt, int world) {
+  const DeviceMemory now = p.device.memory();
+  DeviceMemoryRun run;
+  run.memory = opt.device_memory > 0 ? opt.device_memory : int64_t(now.total);
+  if (run.memory <= 0) return;
+  run.memory_from = opt.device_memory > 0 ? "--device-memory" : "device " + p.device.name;
+  run.runtime = int64_t(now.used);
+  run.config_path = p.config_path;
+  run.model = p.model;
+  run.micro_batch = p.train.micro_batch;
+  for (const DataPhase& ph : p.data.phases) run.phases.emplace_back(ph.name, ph.seq_len);
+  run.world = world;
+  run.context_parallel = p.train.context_parallel;
+  // As the trainer keeps them (ParameterPlacement::set_bf16_weight_storage).
+  const bool bf16 = opt.weight_storage == StoredAs::kBf16 && p.device.backend->bf16_weights();
+  run.options.weights = bf16 ? 2 : 4;
+  run.options.gradients = bf16 && opt.gradient_storage == StoredAs::kBf16 ? 2 : 4;
+  run.options.recompute = p.train.recompute;
+  run.options.device = true;
+  p.device_memory_line = check_device_memory(run) + "\n";
 }
 
 // Drops the metrics lines of steps past the checkpoint (written by the interrupted run). The file
@@ -334,6 +360,7 @@ RunPlan plan_run(const TrainOptions& opt, dist::Communicator& comm) {
                " tokens but 'model.vocab_size' is ", p.model.vocab_size);
   }
   check_memory(p, comm.world_size());
+  if (!p.device.backend->host_memory()) check_device_memory(p, opt, comm.world_size());
   plan_eval_tasks(p);
 
   check_run_end(p, lead);

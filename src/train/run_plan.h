@@ -44,6 +44,9 @@ struct RunPlan {
   std::string ckpt_root, metrics_path, plot_path, model_dir;
   // The run already finished at this step (--resume auto on a finished run): nothing to do.
   int64_t finished_at = -1;
+  // On a device backend whose memory is known: the plan's total against it (check_device_memory),
+  // a line ending in a newline; empty otherwise.
+  std::string device_memory_line;
   std::string resume_dir;    // the checkpoint to resume from; empty for a fresh run
   LoadedCheckpoint resumed;  // its header (the state is read into the model and optimizer later)
 };

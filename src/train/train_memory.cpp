@@ -189,6 +189,10 @@ TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq,
   return m;
 }
 
+bool memory_option_built(const MemoryOptions& o) {
+  return o.activations == 4 && o.zero_stage == 1;
+}
+
 std::string format_bytes(double bytes) {
   static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;

@@ -80,6 +80,8 @@ struct MemoryOptions {
 };
 TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq, int world,
                          int64_t runtime, MemoryOptions options);
+// Whether training builds these options yet: bf16 activations and ZeRO-2 are planned, not built.
+bool memory_option_built(const MemoryOptions& o);
 
 // "123.4 MiB", "2.50 GiB".
 std::string format_bytes(double bytes);

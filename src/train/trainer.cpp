@@ -47,7 +47,6 @@
 
 namespace zaya {
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
@@ -243,7 +242,7 @@ void TrainingRun::print_header() const {
   const ParameterPlacement& placement = model_.placement();
   if (p_.device.caps().own_memory)
     std::fprintf(
-        stderr, "device: %s; weights, gradients and optimizer state stay there%s%s\n",
+        stderr, "device: %s; weights, gradients and optimizer state stay there%s%s\n%s",
         p_.device.description.c_str(),
         !placement.bf16_weight_storage() ? ""
         : placement.bf16_gradients()
@@ -251,7 +250,8 @@ void TrainingRun::print_header() const {
             : " (weights in bf16, fp32 master weights of the ZeRO-1 range)",
         world_ > 1 ? (nccl_ ? " (ZeRO-1 and the Muon exchange over NCCL, sums in rank order)"
                             : " (ZeRO-1 and the Muon exchange over MPI)")
-                   : "");
+                   : "",
+        p_.device_memory_line.c_str());
   if (const Zero1Sync* zero1 = update_->zero1())
     std::fprintf(stderr,
                  "ZeRO-1: %lld floats per rank shard; per step each rank sends %.1f MiB in "
@@ -521,7 +521,7 @@ void TrainingRun::run(Clock::time_point t_start) {
 // The final save on disk, the model and the run's outputs written, every rank's memory figures
 // gathered.
 void TrainingRun::finish(int64_t first_step, Clock::time_point t_start) {
-  if (step_ == first_step && lead_ && fs::exists(p_.metrics_path)) {
+  if (step_ == first_step && lead_ && std::filesystem::exists(p_.metrics_path)) {
     // Resumed from the final checkpoint of a run that died before its outputs: no step ran here,
     // so the losses come from the metrics the run wrote.
     for (const json& r : read_metrics(p_.metrics_path)) {

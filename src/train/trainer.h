@@ -53,6 +53,9 @@ struct TrainOptions {
   // product's backward adds into them with one rounding, so accumulation rounds once per
   // micro-batch); kFp32 keeps every gradient in fp32.
   StoredAs gradient_storage = StoredAs::kBf16;
+  // --device-memory: the bytes of device memory a rank's plan must fit (0: the device's own
+  // figure, where it gives one); checked before step 1 (train/device_memory_check.h).
+  int64_t device_memory = 0;
   // The peak MFU is taken against, in TFLOP/s (--peak-tflops: the device's datasheet figure for
   // the run's precision, e.g. 989 for an H100's dense bf16); 0: measured at start on a square
   // product of the run's backend and precision (train/step_accounting.h).
