@@ -34,6 +34,11 @@ DeviceEntry cpu_as_device() {
       "cpu results; bf16 stands in for a GPU's bf16 weights";
   e.caps.own_memory = true;
   e.caps.bf16 = true;
+  e.caps.memory_figures = true;  // counted: no total, the plan is checked with --device-memory
+  e.memory = [] {
+    const CountedMemory m = cpu_as_device_memory();
+    return DeviceMemory{m.used, 0, m.peak};
+  };
   e.unavailable_reason = [] { return std::string(); };
   e.open = [](bool bf16, const std::string&) {
     ComputeDevice d;

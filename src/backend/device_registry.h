@@ -43,6 +43,7 @@ struct DeviceCapabilities {
 
 struct DeviceMemory {
   size_t used = 0, total = 0;
+  size_t peak = 0;  // the most in use so far, where the device counts it (0: not known)
 };
 
 struct DeviceEntry {

@@ -79,6 +79,15 @@ void Arena::reset() {
   step_high_water_ = 0;
 }
 
+void Arena::reserve(size_t bytes) {
+  if (total_used_ == 0 && capacity() < bytes) {
+    blocks_.clear();  // released before the larger one is taken
+    blocks_.push_back(make_block(bytes));
+    current_ = 0;
+    used_ = 0;
+  }
+}
+
 size_t Arena::capacity() const {
   size_t c = 0;
   for (const Block& b : blocks_) c += b.bytes;

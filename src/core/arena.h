@@ -38,6 +38,10 @@ class Arena {
   float* zeros(size_t n);
   void* bytes(size_t n);
   void reset();
+  // Between steps (nothing handed out): makes the blocks one of at least `bytes`, so that a step
+  // of up to that many takes no other allocation (a device's memory is then held at the size
+  // planned, not grown block by block).
+  void reserve(size_t bytes);
   struct Mark {
     size_t block = 0, used = 0, total = 0;
   };

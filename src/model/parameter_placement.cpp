@@ -10,13 +10,6 @@
 
 namespace zaya {
 
-namespace {
-
-// Floats per chunk of the host ⇄ storage moves (16 MiB of staging in the backend's memory).
-constexpr size_t kStagingFloats = size_t(1) << 22;
-
-}  // namespace
-
 ParameterPlacement::ParameterPlacement(const ModelConfig& config)
     : params_(config), be_(&cpu_backend()) {}
 

@@ -29,6 +29,10 @@ class ParameterPlacement {
   ParameterPlacement(ParameterPlacement&&) = default;
   ParameterPlacement& operator=(ParameterPlacement&&) = default;
 
+  // Floats per chunk of the host ⇄ bf16 storage moves (16 MiB of staging in the backend's
+  // memory).
+  static constexpr size_t kStagingFloats = size_t(1) << 22;
+
   ParamStore& params() { return params_; }
   const ParamStore& params() const { return params_; }
   const Backend& backend() const { return *be_; }

@@ -114,6 +114,12 @@ class ZayaModel {
   int64_t loss_count() const { return loss_count_; }
   size_t arena_bytes() const { return arena_.capacity(); }
   // Bytes of activations the last forward (+ backward) took; train/train_memory.h predicts it.
+  // Sizes the step's arena and selective recompute's to these many bytes before a step
+  // (train/train_memory.h's activation_arenas), so that no step grows them.
+  void reserve_activations(size_t step_bytes, size_t transient_bytes) {
+    arena_.reserve(step_bytes);
+    transient_.reserve(transient_bytes);
+  }
   // Both arenas: the step's and selective recompute's one stage of cheap buffers.
   size_t arena_high_water() const { return arena_.high_water() + transient_.high_water(); }
   // The same for the last forward (+ backward) alone.

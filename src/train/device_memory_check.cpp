@@ -33,13 +33,13 @@ std::string options_that_fit(const DeviceMemoryRun& run, int64_t seq) {
 
 }  // namespace
 
-std::string check_device_memory(const DeviceMemoryRun& run) {
+DevicePlan check_device_memory(const DeviceMemoryRun& run) {
   int64_t longest = 0, planned = 0;
   for (const auto& [name, seq] : run.phases) {
     const TrainMemory m = train_memory(run.model, run.micro_batch, seq / run.context_parallel,
                                        run.world, run.runtime, run.options);
     if (seq >= longest) longest = seq, planned = m.total();
-    if (m.total() <= run.memory) continue;
+    if (run.memory <= 0 || m.total() <= run.memory) continue;
     int64_t largest = 0;  // the largest micro-batch that fits with the run's options
     for (int64_t step = int64_t(1) << 30; step > 0; step /= 2)
       if (largest + step < run.micro_batch &&
@@ -59,11 +59,15 @@ std::string check_device_memory(const DeviceMemoryRun& run) {
               "; options that fit at this micro-batch: ", options_that_fit(run, seq),
               " (zaya info --config shows the plan)");
   }
+  DevicePlan plan;
+  plan.bytes = planned;
+  if (run.memory <= 0) return plan;
   char line[200];
   std::snprintf(line, sizeof(line), "device memory plan: %s of %s per rank (%.1f %% free)",
                 format_bytes(double(planned)).c_str(), format_bytes(double(run.memory)).c_str(),
                 100.0 * (1.0 - double(planned) / double(run.memory)));
-  return line;
+  plan.line = line;
+  return plan;
 }
 
 }  // namespace zaya

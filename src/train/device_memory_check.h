@@ -20,13 +20,16 @@ struct DeviceMemoryRun {
   std::vector<std::pair<std::string, int64_t>> phases;  // each data phase's name and seq_len
   int world = 1, context_parallel = 1;
   MemoryOptions options;    // as the run keeps its values (device = true)
-  int64_t memory = 0;       // the device's bytes
+  int64_t memory = 0;       // the device's bytes; 0: not known, nothing to check
   int64_t runtime = 0;      // bytes in use on the device before the model (its context)
   std::string memory_from;  // "--device-memory" or the device's name
 };
 
-// Throws zaya::Error when a phase's plan passes the device's memory. Returns the plan's line for
-// the log: the total at the longest phase against the memory, and the fraction left free.
-std::string check_device_memory(const DeviceMemoryRun& run);
+struct DevicePlan {
+  int64_t bytes = 0;  // the plan's total at the longest phase
+  std::string line;   // for the log: that against the memory and the fraction free ("" unknown)
+};
+// Throws zaya::Error when a phase's plan passes the device's memory.
+DevicePlan check_device_memory(const DeviceMemoryRun& run);
 
 }  // namespace zaya

@@ -9,11 +9,13 @@
 #include "backend/blas_report.h"
 #include "backend/vector_path.h"
 #include "core/error.h"
+#include "dist/communicator.h"
 #include "model/weights_io.h"
 #include "model/zaya_model.h"
 #include "tokenizer/tokenizer.h"
 #include "train/plot.h"
 #include "train/sampler.h"
+#include "train/step_accounting.h"
 
 namespace zaya {
 
@@ -57,6 +59,17 @@ void write_run_outputs(TrainSummary& sum, ZayaModel& model, const TrainConfig& t
   }
 }
 
+void gather_memory_summary(TrainSummary& summary, dist::Communicator& comm,
+                           const ComputeDevice& device) {
+  const MemoryNow own = memory_now(device);
+  const int world = comm.world_size();
+  static_assert(sizeof(int64_t) == 2 * sizeof(int32_t));  // moved as two int32 (bytes only)
+  summary.peak_rss_bytes.assign(size_t(world), 0);
+  comm.all_gather(&own.peak_rss_bytes, summary.peak_rss_bytes.data(), 2, DType::I32);
+  summary.device_peak_bytes.assign(size_t(world), 0);
+  comm.all_gather(&own.device_peak_bytes, summary.device_peak_bytes.data(), 2, DType::I32);
+}
+
 void write_run_summary(const TrainSummary& sum) {
   nlohmann::json summary = {
       {"steps", sum.steps},
@@ -74,6 +87,8 @@ void write_run_summary(const TrainSummary& sum) {
       {"mfu", sum.mfu},
       {"device", sum.device},
       {"peak_rss_bytes_per_rank", sum.peak_rss_bytes},
+      {"device_peak_bytes_per_rank", sum.device_peak_bytes},
+      {"device_plan_bytes", sum.device_plan_bytes},
       {"activation_bytes", sum.activation_bytes},
       {"device_weight_bytes", sum.device_weight_bytes},
       {"device_grad_bytes", sum.device_grad_bytes},

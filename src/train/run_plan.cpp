@@ -1,5 +1,6 @@
 #include "train/run_plan.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -136,12 +137,12 @@ void check_memory(const RunPlan& p, int world) {
 
 // A device backend's memory against the run's plan (train/device_memory_check.h): --device-memory,
 // or the device's own figure (with what is in use already, its context, as the runtime);
-// nothing to check where neither is known (cpu-as-device without the flag).
+// nothing to check where neither is known (cpu-as-device without the flag), but the plan is kept
+// for the summary.
 void check_device_memory(RunPlan& p, const TrainOptions& opt, int world) {
   const DeviceMemory now = p.device.memory();
   DeviceMemoryRun run;
   run.memory = opt.device_memory > 0 ? opt.device_memory : int64_t(now.total);
-  if (run.memory <= 0) return;
   run.memory_from = opt.device_memory > 0 ? "--device-memory" : "device " + p.device.name;
   run.runtime = int64_t(now.used);
   run.config_path = p.config_path;
@@ -156,7 +157,17 @@ void check_device_memory(RunPlan& p, const TrainOptions& opt, int world) {
   run.options.gradients = bf16 && opt.gradient_storage == StoredAs::kBf16 ? 2 : 4;
   run.options.recompute = p.train.recompute;
   run.options.device = true;
-  p.device_memory_line = check_device_memory(run) + "\n";
+  for (const DataPhase& ph : p.data.phases) {
+    const int64_t seq = ph.seq_len / run.context_parallel, tokens = run.micro_batch * seq;
+    const ActivationArenas a =
+        activation_arenas(p.model, run.micro_batch, seq, every_token_routed(p.model, tokens),
+                          run.options.recompute, true);
+    p.activations.step = std::max(p.activations.step, a.step);
+    p.activations.transient = std::max(p.activations.transient, a.transient);
+  }
+  const DevicePlan plan = check_device_memory(run);
+  p.device_plan_bytes = plan.bytes;
+  if (!plan.line.empty()) p.device_memory_line = plan.line + "\n";
 }
 
 // Drops the metrics lines of steps past the checkpoint (written by the interrupted run). The file

@@ -21,6 +21,7 @@
 #include "optim/optim_config.h"
 #include "tokenizer/tokenizer.h"
 #include "train/train_config.h"
+#include "train/train_memory.h"
 #include "train/train_tasks.h"
 #include "train/trainer.h"
 
@@ -47,6 +48,10 @@ struct RunPlan {
   // On a device backend whose memory is known: the plan's total against it (check_device_memory),
   // a line ending in a newline; empty otherwise.
   std::string device_memory_line;
+  int64_t device_plan_bytes = 0;  // the plan's total per rank on a device backend
+  // On a device backend: the arenas' sizes the plan counts (the longest phase, every token to an
+  // expert), reserved before step 1 so that no step grows them.
+  ActivationArenas activations;
   std::string resume_dir;    // the checkpoint to resume from; empty for a fresh run
   LoadedCheckpoint resumed;  // its header (the state is read into the model and optimizer later)
 };

@@ -32,7 +32,11 @@ MemoryNow memory_now(const ComputeDevice& device) {
   rusage usage{};
   if (::getrusage(RUSAGE_SELF, &usage) == 0) m.peak_rss_bytes = int64_t(usage.ru_maxrss) * 1024;
   m.peak_rss_bytes = std::max(m.peak_rss_bytes, m.rss_bytes);
-  if (device.caps().memory_figures) m.device_bytes = int64_t(device.memory().used);
+  if (device.caps().memory_figures) {
+    const DeviceMemory d = device.memory();
+    m.device_bytes = int64_t(d.used);
+    m.device_peak_bytes = int64_t(d.peak);
+  }
   return m;
 }
 
@@ -77,7 +81,8 @@ void StepAccounting::add_to(json& rec, int64_t tokens, int seq, double step_s,
   const MemoryNow m = memory_now(device_);
   rec["memory"] = {{"rss_bytes", m.rss_bytes},
                    {"peak_rss_bytes", m.peak_rss_bytes},
-                   {"device_bytes", m.device_bytes}};
+                   {"device_bytes", m.device_bytes},
+                   {"device_peak_bytes", m.device_peak_bytes}};
   routers_.observe(stage_counts);
   rec["routers"] = routers_.to_json();
   json entropy = json::array(), max_logit = json::array();

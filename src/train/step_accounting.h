@@ -69,6 +69,7 @@ struct MemoryNow {
   int64_t rss_bytes = 0;
   int64_t peak_rss_bytes = 0;
   int64_t device_bytes = 0;
+  int64_t device_peak_bytes = 0;  // where the device counts it (cpu-as-device), else 0
 };
 MemoryNow memory_now(const ComputeDevice& device);
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "model/parameter_placement.h"
 #include "model/params.h"
 #include "optim/muon_plan.h"
 #include "optim/shard_layout.h"
@@ -62,6 +63,16 @@ BlockBytes moe_bytes(const ModelConfig& c, int64_t N, int64_t routed) {
 
 int64_t activation_bytes(const ModelConfig& c, int64_t batch, int64_t seq,
                          std::span<const int64_t> routed, Recompute recompute) {
+  return activation_arenas(c, batch, seq, routed, recompute, false).total();
+}
+
+std::vector<int64_t> every_token_routed(const ModelConfig& c, int64_t tokens) {
+  return std::vector<int64_t>(size_t(c.num_moe_stages()), tokens);
+}
+
+ActivationArenas activation_arenas(const ModelConfig& c, int64_t batch, int64_t seq,
+                                   std::span<const int64_t> routed, Recompute recompute,
+                                   bool device_inputs) {
   const int64_t N = batch * seq, E = c.hidden_size, V = c.vocab_size, R = c.router_dim;
   const int64_t L = c.num_stages;
   ZAYA_CHECK(routed.empty() || int64_t(routed.size()) == c.num_moe_stages(),
@@ -101,7 +112,9 @@ int64_t activation_bytes(const ModelConfig& c, int64_t batch, int64_t seq,
         break;
     }
   }
-  return embedding + kept + head + flow + stage + transient;
+  // tokens, targets, RoPE's cos and sin rows
+  const int64_t inputs = device_inputs ? 2 * block(N) + 2 * block(seq * (c.rotary_dim() / 2)) : 0;
+  return {inputs + embedding + kept + head + flow + stage, transient};
 }
 
 TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq, int world,
@@ -121,19 +134,25 @@ TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq,
   ShardLayout layout{P, world, 0};
   TrainMemory m;
   m.weights = bytes.weights * P;
-  if (bytes.weights == 2)  // the tensors kept in fp32 beside their unused bf16 slots
+  if (bytes.weights == 2) {  // the tensors kept in fp32 beside their unused bf16 slots
     for (const ParamSpec& p : registry.specs())
       if (!weight_in_bf16(p)) m.weights += 4 * p.numel;
+    // and the staging of the moves between the host and the storage (ParameterPlacement)
+    m.weights += 4 * std::min<int64_t>(P, int64_t(ParameterPlacement::kStagingFloats));
+  }
   ZAYA_CHECK(bytes.zero_stage == 1 || bytes.zero_stage == 2,
              "train_memory: ZeRO stage 1 or 2, got ", bytes.zero_stage);
   // Each tensor's gradient bytes: the Muon matrices' in bf16 with bf16 gradients (the
   // embedding's and the rest fp32).
+  // With bf16 gradients, a bf16 buffer of the flat layout (the slots of the fp32 ones unused)
+  // and an fp32 one of the others (ParameterPlacement).
   const auto grad_bytes = [&](const ParamSpec& p) {
-    return (bytes.gradients == 2 && grad_in_bf16(p) ? 2 : 4) * p.numel;
+    return (bytes.gradients == 2 ? (grad_in_bf16(p) ? 2 : 6) : 4) * p.numel;
   };
   if (bytes.zero_stage == 1) {  // the flat buffer, its alignment padding included
-    m.gradients = 4 * P;
-    for (const ParamSpec& p : registry.specs()) m.gradients -= 4 * p.numel - grad_bytes(p);
+    m.gradients = bytes.gradients * P;
+    for (const ParamSpec& p : registry.specs())
+      m.gradients += grad_bytes(p) - bytes.gradients * p.numel;
   } else {
     // ZeRO-2: the embedding's (the tied LM head's gradient is written first in the backward and
     // last, by the embedding) and the tensors outside the stages, plus the largest stage's.
@@ -169,14 +188,23 @@ TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq,
   m.muon = 4 * (owned + 2 * largest + 2 * gram * gram);
   if (world > 1) {
     // The range's reduced gradients, and for each bucket in flight Zero1Sync's staging
-    // (bucket × world) and piece buffers plus the communicator's receive buffer (bucket × world)
+    // (bucket × world) and piece buffers, plus on the host the MPI communicator's receive buffer
+    // (bucket × world; a device's collectives move its buffers in place)
     // (optim/zero1_sync.h: the staging stays at 2^21 floats whatever the world size).
     const int64_t bucket =
         Zero1Sync::bucket_for(Zero1Sync::kDefaultStagingFloats, world, layout.chunk());
-    m.zero1 = 4 * (layout.chunk() + Zero1Sync::kInFlight * (2 * bucket * world + bucket));
+    const int64_t received = bytes.device ? 0 : bucket * world;
+    m.zero1 = 4 * (layout.chunk() + Zero1Sync::kInFlight * (bucket * world + received + bucket));
+  } else if (bytes.gradients == 2) {
+    m.zero1 = 4 * P;  // one rank: the bf16 gradients widened to fp32 for the optimizer
   }
+  // On a device, the most a step can take (every token to an expert): the arenas are reserved
+  // at that size before step 1 (RunPlan's planned_activations), so a step never outgrows them.
+  const std::vector<int64_t> routed =
+      bytes.device ? every_token_routed(c, micro_batch * seq) : std::vector<int64_t>();
   m.activations =
-      activation_bytes(c, micro_batch, seq, {}, bytes.recompute) / 4 * bytes.activations;
+      activation_arenas(c, micro_batch, seq, routed, bytes.recompute, bytes.device).total() / 4 *
+      bytes.activations;
   const int64_t snapshot = 3 * 4 * layout.chunk();  // weights, exp_avg, exp_avg_sq of the range
   if (bytes.device) {
     m.host_params = 2 * 4 * P;                  // ParameterPlacement's host ParamStore

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "model/config.h"
 #include "model/recompute.h"
@@ -31,6 +32,19 @@ namespace zaya {
 int64_t activation_bytes(const ModelConfig& c, int64_t batch, int64_t seq,
                          std::span<const int64_t> routed = {},
                          Recompute recompute = Recompute::kNone);
+// The same by arena: the step's and selective recompute's (one stage's cheap buffers); with
+// `device_inputs`, the step's also holds the tokens, targets and RoPE rows a backend of its own
+// memory copies there.
+struct ActivationArenas {
+  int64_t step = 0, transient = 0;
+  int64_t total() const { return step + transient; }
+};
+ActivationArenas activation_arenas(const ModelConfig& c, int64_t batch, int64_t seq,
+                                   std::span<const int64_t> routed, Recompute recompute,
+                                   bool device_inputs);
+// Every token routed to a real expert at every MoE stage, none skipped: the most activations a
+// step can take (the experts' buffers grow with the tokens they get).
+std::vector<int64_t> every_token_routed(const ModelConfig& c, int64_t tokens);
 
 struct TrainMemory {
   // In the memory the ops compute on: a GPU's, or the host's with the CPU backend.

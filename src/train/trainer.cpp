@@ -156,6 +156,7 @@ void TrainingRun::build() {
   model_.set_backend(be);
   model_.set_context_group(p_.grid.context_comm.get());
   model_.set_recompute(tc_.recompute);
+  if (!be.host_memory()) model_.reserve_activations(p_.activations.step, p_.activations.transient);
   model_.set_lm_head_chunks({tc_.lm_head_chunk_tokens, tc_.lm_head_chunk_vocab});
   if (!opt_.init_from.empty() && p_.resume_dir.empty()) init_weights();
   // The parameters, gradients and optimizer state live in the backend's memory for the whole
@@ -551,14 +552,12 @@ void TrainingRun::finish(int64_t first_step, Clock::time_point t_start) {
   if (lead_)
     write_run_outputs(sum_, model_, tc_, p_.sample_tokenizer.get(), p_.loader->eos_id(),
                       p_.config_path);
-  const int64_t own_rss = memory_now(p_.device).peak_rss_bytes;  // every rank's, for the summary
   const ParameterPlacement& placement = model_.placement();
   sum_.activation_bytes = int64_t(model_.arena_high_water());
   sum_.device_weight_bytes = int64_t(placement.weight_bytes() + update_->master_bytes());
   sum_.device_grad_bytes = int64_t(placement.grad_bytes());
-  sum_.peak_rss_bytes.assign(size_t(world_), 0);
-  static_assert(sizeof(int64_t) == 2 * sizeof(int32_t));  // moved as two int32 (bytes only)
-  comm_.all_gather(&own_rss, sum_.peak_rss_bytes.data(), 2, DType::I32);
+  sum_.device_plan_bytes = p_.device_plan_bytes;
+  gather_memory_summary(sum_, comm_, p_.device);
   comm_.barrier();  // the run's files are complete when any rank returns
   sum_.elapsed_s = seconds_since(t_start);
   if (lead_) write_run_summary(sum_);

@@ -96,8 +96,12 @@ struct TrainSummary {
   double peak_tflops = 0;   // what MFU was taken against (given, or measured at start)
   std::string peak_source;  // which of the two
   double mfu = 0;           // over the run's training steps: tokens / train_s x FLOPs / peak
-  // Peak resident memory of each rank's process (getrusage), gathered at the end of the run.
-  std::vector<int64_t> peak_rss_bytes;
+  // Peak resident memory of each rank's process (getrusage), and the most device memory each
+  // rank had in use where the device counts it (0 elsewhere), gathered at the end of the run.
+  std::vector<int64_t> peak_rss_bytes, device_peak_bytes;
+  // Rank 0's device memory plan (train/device_memory_check.h): what the run was checked against
+  // before step 1 (0 on the CPU backend).
+  int64_t device_plan_bytes = 0;
   // Rank 0's memory of the model on its device: the activations' high water (the step's arena),
   // the weights and the gradients as kept there (0 on the CPU, where they are the host's).
   int64_t activation_bytes = 0, device_weight_bytes = 0, device_grad_bytes = 0;

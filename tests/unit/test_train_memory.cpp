@@ -129,25 +129,26 @@ TEST(TrainMemory, ZeroOneShardsTheOptimizerState) {
 
 // `zaya info`'s GPU plan for ZAYA1-base, as the GPU backend keeps it: bf16 weights are 2 bytes ×
 // its 8,840,489,464 values plus 4 bytes × the 14,189,048 values of the tensors kept in fp32
-// (norms, biases, convolutions, scales, routing biases: all but the Muon matrices and embedding);
-// the gradients 2 bytes × the 8,289,167,360 of the Muon matrices and 4 × the other 551,322,104
-// (the embedding's among them). A checkpoint's snapshot and the parameters' fp32 copies are in
-// host memory, not the GPU's. With fp32 activations (24.47 GiB) and ZeRO-1 an H100 takes
-// micro-batch 1 from 32 ranks, an MI300X from 2; each the first power of two at which
-// micro-batch 1 fits in 90 % of the device (and half as many do not).
+// (norms, biases, convolutions, scales, routing biases: all but the Muon matrices and embedding)
+// plus 16 MiB of staging; the gradients 2 bytes × all 8,840,489,464 (a bf16 buffer of the flat
+// layout) and 4 × the 551,322,104 not kept in bf16 (the embedding's among them). A checkpoint's
+// snapshot and the parameters' fp32 copies are in host memory, not the GPU's. With fp32
+// activations (24.85 GiB, every token routed to an expert) and ZeRO-1 an H100 takes micro-batch 1
+// from 64 ranks, an MI300X from 2; each the first power of two at which micro-batch 1 fits in
+// 90 % of the device (and half as many do not).
 TEST(TrainMemory, GpuPlanForZaya1Base) {
   const ModelConfig c = load_model_config(ZAYA_SOURCE_DIR "/configs/zaya1-base.json");
   GpuPlanRequest request;
   request.seq = 4096;
   const std::string one = format_gpu_memory_plan(c, request);
   EXPECT_NE(
-      one.find("weights (bf16)                                       16.52 GiB       16.52 GiB"),
+      one.find("weights (bf16)                                       16.54 GiB       16.54 GiB"),
       std::string::npos)
-      << one;  // 2 × 8,840,489,464 + 4 × 14,189,048 B = 16.5196 GiB
+      << one;  // 2 × 8,840,489,464 + 4 × 14,189,048 + 4 × 2^22 B = 16.5352 GiB
   EXPECT_NE(
-      one.find("gradients (bf16, embedding fp32)                     17.49 GiB       17.49 GiB"),
+      one.find("gradients (bf16, embedding fp32)                     18.52 GiB       18.52 GiB"),
       std::string::npos)
-      << one;  // 2 × 8,289,167,360 + 4 × 551,322,104 B = 17.4936 GiB
+      << one;  // 2 × 8,840,489,464 + 4 × 551,322,104 B = 18.5205 GiB
   // 80 GB and 192 GB are 74.5 and 178.8 GiB (the built-in profiles, docs/sizing.md).
   const double gib = double(int64_t(1) << 30), h100 = 0.9 * int64_t(74.5 * gib),
                mi300x = 0.9 * int64_t(178.8 * gib);
@@ -156,10 +157,10 @@ TEST(TrainMemory, GpuPlanForZaya1Base) {
     return double(train_memory(c, 1, 4096, world, runtime, o).total()) <= limit;
   };
   const MemoryOptions built = request.options;
-  EXPECT_TRUE(fits(32, h100, built) && !fits(16, h100, built));
+  EXPECT_TRUE(fits(64, h100, built) && !fits(32, h100, built));
   EXPECT_TRUE(fits(2, mi300x, built) && !fits(1, mi300x, built));
   EXPECT_NE(
-      one.find("fewest ranks for micro-batch 1                              32               2"),
+      one.find("fewest ranks for micro-batch 1                              64               2"),
       std::string::npos)
       << one;
   // The snapshot (3 × 4 bytes × the range: all 8,840,489,464 values at 1 rank) is the host's.
@@ -183,12 +184,12 @@ TEST(TrainMemory, GpuPlanForZaya1Base) {
   EXPECT_LT(lean, train_memory(c, 1, 4096, 16, runtime, built).activations / 2);
   EXPECT_TRUE(lean < some && some < m.activations);
   // ZeRO-2 holds the embedding's fp32 gradient (262,272 × 2048 × 4 B = 2.0 GiB) and one stage's:
-  // more than the first, a tenth of ZeRO-1's at most.
+  // more than the first, a fifth of ZeRO-1's at most.
   MemoryOptions zero2 = built;
   zero2.zero_stage = 2;
   const int64_t g2 = train_memory(c, 1, 4096, 8, runtime, zero2).gradients;
   EXPECT_GT(g2, int64_t(4) * 262272 * 2048);
-  EXPECT_LT(g2, m.gradients / 7);
+  EXPECT_LT(g2, m.gradients / 5);
   // Issue 41's target: at 8 ranks, bf16 activations, selective recompute and ZeRO-2 fit an H100
   // at micro-batch 2 and an MI300X at 8, each with 10 % free; marked as not built yet.
   request.world = 8;

@@ -13,15 +13,25 @@
 
 namespace zaya {
 
+// Its "device memory" is counted, as a GPU's allocator would see it: every allocate and release
+// of every cpu-as-device backend in the process, in use now and at most so far
+// (cpu_as_device_memory). That is what the memory plan (train/train_memory.h) is held to.
 class CpuAsDeviceBackend final : public CpuBackend {
  public:
   explicit CpuAsDeviceBackend(bool bf16_weights = false) : bf16_(bf16_weights) {}
   const char* name() const override { return "cpu-as-device"; }
   bool host_memory() const override { return false; }
   bool bf16_weights() const override { return bf16_; }
+  void* allocate(size_t bytes) const override;
+  void release(void* p) const noexcept override;
 
  private:
   bool bf16_;
 };
+
+struct CountedMemory {
+  size_t used = 0, peak = 0;  // bytes asked for (each allocation's own count, not rounded)
+};
+CountedMemory cpu_as_device_memory();
 
 }  // namespace zaya
