@@ -130,7 +130,7 @@ DeviceEntry plugin_device(const PluginDevice& spec) {
   if (spec.caps.memory_figures)
     e.memory = [spec] {
       DeviceMemory m;
-      usable_plugin(spec, "--device").device_memory(&m.used, &m.total);
+      usable_plugin(spec, "--device").device_memory(&m.used, &m.total, &m.peak);
       return m;
     };
   return e;

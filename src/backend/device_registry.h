@@ -43,7 +43,9 @@ struct DeviceCapabilities {
 
 struct DeviceMemory {
   size_t used = 0, total = 0;
-  size_t peak = 0;  // the most in use so far, where the device counts it (0: not known)
+  // The most zaya's own allocations held at once so far, where the device counts them (not the
+  // context's or libraries' memory); 0: not known.
+  size_t peak = 0;
 };
 
 struct DeviceEntry {

@@ -38,8 +38,9 @@ struct BackendPlugin {
   // Seconds of a STREAM kernel over arrays of n floats on the device (0 copy, 1 scale, 2 add,
   // 3 triad), the fastest of `runs` launches (`zaya bench membw --device NAME`).
   double (*time_stream_kernel)(int kernel, size_t n, int runs);
-  // Bytes of device memory in use (total minus free) and in all, for the peak-memory figures.
-  void (*device_memory)(size_t* used, size_t* total);
+  // Bytes of device memory in use (total minus free) and in all, for the peak-memory figures,
+  // and the most that zaya's own allocations held at once (not the context's or libraries').
+  void (*device_memory)(size_t* used, size_t* total, size_t* peak);
   // A communicator over the device's own collectives (NCCL on cuda), of the ranks of `host`:
   // sums in rank order, or the library's own reductions (the benchmark's peer). Called only for
   // devices registered with collectives of their own (DeviceCapabilities::collectives).

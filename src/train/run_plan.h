@@ -48,7 +48,9 @@ struct RunPlan {
   // On a device backend whose memory is known: the plan's total against it (check_device_memory),
   // a line ending in a newline; empty otherwise.
   std::string device_memory_line;
-  int64_t device_plan_bytes = 0;  // the plan's total per rank on a device backend
+  // The plan's total per rank on a device backend, less the runtime (the device's context): what
+  // zaya's own allocations are planned to hold at most (DeviceMemory::peak).
+  int64_t device_plan_bytes = 0;
   // On a device backend: the arenas' sizes the plan counts (the longest phase, every token to an
   // expert), reserved before step 1 so that no step grows them.
   ActivationArenas activations;

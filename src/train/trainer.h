@@ -99,8 +99,8 @@ struct TrainSummary {
   // Peak resident memory of each rank's process (getrusage), and the most device memory each
   // rank had in use where the device counts it (0 elsewhere), gathered at the end of the run.
   std::vector<int64_t> peak_rss_bytes, device_peak_bytes;
-  // Rank 0's device memory plan (train/device_memory_check.h): what the run was checked against
-  // before step 1 (0 on the CPU backend).
+  // Rank 0's device memory plan (train/device_memory_check.h) less the device's context: what
+  // zaya's own allocations were planned to hold at most (0 on the CPU backend).
   int64_t device_plan_bytes = 0;
   // Rank 0's memory of the model on its device: the activations' high water (the step's arena),
   // the weights and the gradients as kept there (0 on the CPU, where they are the host's).

@@ -8,7 +8,8 @@
 #    the uninterrupted CPU run;
 #  - in bf16 (the GPU's default precision) the last step's loss within 2 % of the CPU's fp32
 #    run, and two bf16 runs bitwise the same; the bf16 weight storage bitwise --weight-storage
-#    fp32 (with fp32 gradients), and a bf16 run (bf16 Muon gradients) resumes bitwise.
+#    fp32 (with fp32 gradients), and a bf16 run (bf16 Muon gradients) resumes bitwise,
+#  - and prints the bf16 run's peak of zaya's own device allocations against its memory plan.
 # Without a usable GPU it prints why and exits 77, which ctest reports as skipped.
 # DEVICE (default cuda): cuda-emu runs the same on the emulated device (label gpu-emu).
 # MODE quick (the sanitizer build's gpu-emu.train): only the runs that execute different kernels
@@ -80,13 +81,22 @@ if [[ $MODE != quick ]]; then
     check "$first then $second: within $TOL of the uninterrupted cpu run" close cpu "$R"
   done
 fi
-run "$WORK/bf16.log" --out "$WORK/bf16" --device "$DEVICE" || exit 1
+# --peak-tflops: no start-up product, whose buffers the memory plan does not count.
+run "$WORK/bf16.log" --out "$WORK/bf16" --device "$DEVICE" --peak-tflops 989 || exit 1
 check "the GPU's default precision is bf16" grep -q "^device: $DEVICE (.*bf16 GEMM inputs" "$WORK/bf16.log"
 check "bf16: the last loss within 2 % of the CPU's fp32 run" $PY -c "
 import json, sys
 a, b = [[json.loads(l)['loss'] for l in open(f'$WORK/{r}/metrics.jsonl')] for r in ('cpu', 'bf16')]
 print('  last loss: cpu fp32 %.5f, $DEVICE bf16 %.5f' % (a[-1], b[-1]))
 sys.exit(not (len(b) == 16 and abs(a[-1] - b[-1]) <= 0.02 * abs(a[-1])))"
+# A measurement, not yet a check (issue 41): the plan does not count the CUDA backend's own op
+# scratch (attention, MoE and Newton-Schulz workspaces; 0.2 MB, 12 % of this tiny model's plan
+# on cuda-emu), which a GPU's scratch cache keeps.
+$PY -c "
+import json
+s = json.load(open('$WORK/bf16/summary.json'))
+plan, peak = s['device_plan_bytes'], s['device_peak_bytes_per_rank'][0]
+print('  memory plan (issue 41): zaya allocated %d bytes at most on $DEVICE, planned %d: %.3f' % (peak, plan, peak / max(plan, 1)))"
 if [[ $MODE == quick ]]; then
   echo "$passes passed, $fails failed (quick: repeats, resumes and weight storage left out)"
   exit $((fails != 0))

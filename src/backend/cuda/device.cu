@@ -1,5 +1,6 @@
 #include "backend/cuda/device.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -44,14 +45,52 @@ void synchronize() {
   ZAYA_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
+namespace {
+
+// What zaya's own allocations hold (not the context's, nor the libraries' workspaces): in use
+// and at most so far, for the memory plan's check (DeviceMemory::peak).
+struct AllocationCount {
+  std::mutex mutex;
+  std::map<void*, size_t> sizes;
+  size_t in_use = 0, peak = 0;
+};
+
+AllocationCount& allocation_count() {
+  static AllocationCount* count = new AllocationCount;  // never destroyed: frees may come later
+  return *count;
+}
+
+}  // namespace
+
 void* device_alloc(size_t bytes) {
   void* p = nullptr;
   ZAYA_CUDA_CHECK(cudaMalloc(&p, bytes));
+  AllocationCount& c = allocation_count();
+  const std::lock_guard<std::mutex> lock(c.mutex);
+  c.sizes[p] = bytes;
+  c.in_use += bytes;
+  c.peak = std::max(c.peak, c.in_use);
   return p;
 }
 
 void device_free(void* p) noexcept {
-  if (p) (void)cudaFree(p);  // a destructor has nobody to tell
+  if (!p) return;
+  {
+    AllocationCount& c = allocation_count();
+    const std::lock_guard<std::mutex> lock(c.mutex);
+    const auto it = c.sizes.find(p);
+    if (it != c.sizes.end()) {
+      c.in_use -= it->second;
+      c.sizes.erase(it);
+    }
+  }
+  (void)cudaFree(p);  // a destructor has nobody to tell
+}
+
+size_t allocated_peak_bytes() {
+  AllocationCount& c = allocation_count();
+  const std::lock_guard<std::mutex> lock(c.mutex);
+  return c.peak;
 }
 
 #if defined(ZAYA_CUDA_EMU)
@@ -68,7 +107,7 @@ namespace {
 
 struct ScratchCache {
   std::mutex mutex;
-  std::map<size_t, std::vector<void*>> free;  // by block size
+  std::map<size_t, std::vector<void*> > free;  // by block size
 };
 
 ScratchCache& scratch_cache() {

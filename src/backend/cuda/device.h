@@ -24,6 +24,8 @@ void synchronize();
 
 void* device_alloc(size_t bytes);
 void device_free(void* p) noexcept;
+// The most bytes device_alloc's blocks held at once (the scratch cache's among them).
+size_t allocated_peak_bytes();
 void copy_to_device(void* dst, const void* src, size_t bytes);
 void copy_to_host(void* dst, const void* src, size_t bytes);
 void fill_zero(void* dst, size_t bytes);

@@ -61,11 +61,12 @@ double time_stream_kernel(int kernel, size_t n, int runs) {
   return best;
 }
 
-void device_memory(size_t* used, size_t* total) {
+void device_memory(size_t* used, size_t* total, size_t* peak) {
   size_t free_bytes = 0, total_bytes = 0;
   ZAYA_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   *used = total_bytes - free_bytes;
   *total = total_bytes;
+  *peak = allocated_peak_bytes();
 }
 
 }  // namespace zaya::cuda

@@ -18,6 +18,6 @@ double time_gemm(int m, int n, int k, bool trans_a, bool trans_b, bool bf16, int
 double time_stream_kernel(int kernel, size_t n, int runs);
 
 // Device memory in use now (total minus free) and in all, in bytes.
-void device_memory(size_t* used, size_t* total);
+void device_memory(size_t* used, size_t* total, size_t* peak);
 
 }  // namespace zaya::cuda
