@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "backend/device_registry.h"
 #include "backend/device_select.h"
 #include "backend/plugin_api.h"
@@ -40,7 +41,18 @@ TEST(DeviceRegistry, CpuAndCpuAsDeviceSayWhatTheyCanDo) {
   EXPECT_EQ(cpu.caps, DeviceCapabilities{});  // host memory, fp32, host collectives, any ranks
   const DeviceEntry& staged = find_device("cpu-as-device");
   EXPECT_EQ(staged.unavailable_reason(), "");
-  EXPECT_EQ(staged.caps, (DeviceCapabilities{.own_memory = true, .bf16 = true}));
+  // It counts its device memory (in use and peak; no total: the plan's check takes
+  // --device-memory there).
+  EXPECT_EQ(staged.caps,
+            (DeviceCapabilities{.own_memory = true, .bf16 = true, .memory_figures = true}));
+  const DeviceMemory before = staged.memory();
+  {
+    const BackendBuffer held(cpu_as_device_backend(), 1000);
+    EXPECT_EQ(staged.memory().used, before.used + 1000);
+    EXPECT_GE(staged.memory().peak, before.used + 1000);
+  }
+  EXPECT_EQ(staged.memory().used, before.used);
+  EXPECT_EQ(staged.memory().total, 0u);
 
   // The opened devices answer as registered: memory, collectives (none: the host's move them),
   // any number of ranks.
