@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "core/error.h"
+
 namespace zaya::cli {
 
 namespace fs = std::filesystem;
@@ -175,6 +177,14 @@ CLI::Validator OutputFile() {
         return "must name a file to write, got '" + path + "' (" + what_is_at(path) + ")";
       },
       "FILE");
+}
+
+LmHeadChunks parse_lm_head_chunks(const std::string& text) {
+  int t = 0, v = 0;
+  char rest = 0;
+  ZAYA_CHECK(std::sscanf(text.c_str(), "%d,%d%c", &t, &v, &rest) == 2 && t > 0 && v > 0,
+             "--lm-head-chunks: expected TOKENS,VOCAB (two positive integers), got '", text, "'");
+  return {t, v};
 }
 
 }  // namespace zaya::cli

@@ -11,6 +11,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "backend/op_types.h"
+
 namespace zaya::cli {
 
 // A whole number in [lo, hi] (decimal digits with an optional sign; nothing else).
@@ -58,6 +60,9 @@ CLI::Option* add_mode_option(CLI::App& app, const std::string& flag, Mode& mode,
       ->check(known)
       ->default_str(shown);
 }
+
+// --lm-head-chunks TOKENS,VOCAB: two positive integers; throws zaya::Error naming the flag.
+LmHeadChunks parse_lm_head_chunks(const std::string& text);
 
 // Paths. An input that must exist as a regular file (a directory or nothing there is named), an
 // input directory, and outputs: a directory that is not a file, a file that is not a directory

@@ -1,5 +1,6 @@
 // zaya info --config C [--seq N] [--world N] [--micro-batch N] [--activations fp32|bf16]
-//           [--recompute MODE] [--zero 1|2] [--context-parallel N]; zaya info --devices
+//           [--recompute MODE] [--zero 1|2] [--context-parallel N] [--lm-head-chunks T,V];
+// zaya info --devices
 #include "cmd_info.h"
 
 #include <cstdint>
@@ -56,6 +57,13 @@ Runner add_info_command(CLI::App& app) {
                    "ranks of the ZeRO-1 job for the GPU memory plan (each holds 1/world of the "
                    "optimizer state and fp32 master weights)")
       ->check(IntIn(1, 1 << 20));
+  info->add_option_function<std::string>(
+      "--lm-head-chunks",
+      [args](const std::string& text) {
+        args->plan.options.lm_head_chunks = parse_lm_head_chunks(text);
+      },
+      "TOKENS,VOCAB: the plan's LM head and loss in blocks of that many logits "
+      "(train.lm_head_chunk_*; default: the [tokens x vocab] logits materialised)");
   info->add_option("--micro-batch", args->plan.micro_batch,
                    "sequences per micro-batch in the GPU memory plan")
       ->capture_default_str()

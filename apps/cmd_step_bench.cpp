@@ -154,13 +154,9 @@ int run_step(StepArgs& a) {
   ZAYA_CHECK(int64_t(sopt.batch) * sopt.seq <= INT32_MAX, "--batch ", sopt.batch, " x --seq ",
              sopt.seq, ": more than 2^31 - 1 tokens in one step");
   if (!a.chunks.empty()) {
-    int t = 0, v = 0;
-    char rest = 0;
-    ZAYA_CHECK(std::sscanf(a.chunks.c_str(), "%d,%d%c", &t, &v, &rest) == 2 && t > 0 && v > 0,
-               "--lm-head-chunks: expected TOKENS,VOCAB (two positive integers), got '", a.chunks,
-               "'");
-    sopt.lm_head_chunk_tokens = t;
-    sopt.lm_head_chunk_vocab = v;
+    const LmHeadChunks chunks = parse_lm_head_chunks(a.chunks);
+    sopt.lm_head_chunk_tokens = chunks.tokens;
+    sopt.lm_head_chunk_vocab = chunks.vocab;
   }
   sopt.recompute = parse_recompute_list(a.recompute);
   const int nthreads = omp_get_max_threads();

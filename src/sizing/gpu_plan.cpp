@@ -29,8 +29,7 @@ double usable(const HardwareProfile& p) {
 // registry and Muon's plan, seconds for the largest configs).
 int64_t device_bytes(const TrainMemory& at_one, const ModelConfig& c, int64_t mb, int64_t seq,
                      const MemoryOptions& o) {
-  return at_one.total() - at_one.activations +
-         activation_bytes(c, mb, seq, {}, o.recompute) / 4 * o.activations;
+  return at_one.total() - at_one.activations + planned_activations(c, mb, seq, o);
 }
 
 // The largest power of two up to 64 whose micro-batch fits each device; 0 where none does.
@@ -56,11 +55,16 @@ std::string options_line(const GpuPlanRequest& r) {
   std::snprintf(
       line, sizeof(line),
       "memory plan per GPU: %d rank%s (ZeRO-%d), micro-batch %lld x %lld tokens%s, "
-      "activations %s, recompute %s\n",
+      "activations %s, recompute %s%s\n",
       r.world, r.world == 1 ? "" : "s", o.zero_stage, (long long)r.micro_batch, (long long)r.seq,
       r.context_parallel > 1 ? (", context parallel " + std::to_string(r.context_parallel)).c_str()
                              : "",
-      o.activations == 2 ? "bf16" : "fp32", recompute_name(o.recompute));
+      o.activations == 2 ? "bf16" : "fp32", recompute_name(o.recompute),
+      o.lm_head_chunks.enabled()
+          ? (", LM head in blocks of " + std::to_string(o.lm_head_chunks.tokens) + " x " +
+             std::to_string(o.lm_head_chunks.vocab))
+                .c_str()
+          : "");
   return line;
 }
 

@@ -156,12 +156,13 @@ void check_device_memory(RunPlan& p, const TrainOptions& opt, int world) {
   run.options.weights = bf16 ? 2 : 4;
   run.options.gradients = bf16 && opt.gradient_storage == StoredAs::kBf16 ? 2 : 4;
   run.options.recompute = p.train.recompute;
+  run.options.lm_head_chunks = {p.train.lm_head_chunk_tokens, p.train.lm_head_chunk_vocab};
   run.options.device = true;
   for (const DataPhase& ph : p.data.phases) {
     const int64_t seq = ph.seq_len / run.context_parallel, tokens = run.micro_batch * seq;
     const ActivationArenas a =
         activation_arenas(p.model, run.micro_batch, seq, every_token_routed(p.model, tokens),
-                          run.options.recompute, true);
+                          run.options.recompute, true, run.options.lm_head_chunks);
     p.activations.step = std::max(p.activations.step, a.step);
     p.activations.transient = std::max(p.activations.transient, a.transient);
   }

@@ -72,7 +72,7 @@ std::vector<int64_t> every_token_routed(const ModelConfig& c, int64_t tokens) {
 
 ActivationArenas activation_arenas(const ModelConfig& c, int64_t batch, int64_t seq,
                                    std::span<const int64_t> routed, Recompute recompute,
-                                   bool device_inputs) {
+                                   bool device_inputs, const LmHeadChunks& chunks) {
   const int64_t N = batch * seq, E = c.hidden_size, V = c.vocab_size, R = c.router_dim;
   const int64_t L = c.num_stages;
   ZAYA_CHECK(routed.empty() || int64_t(routed.size()) == c.num_moe_stages(),
@@ -83,7 +83,9 @@ ActivationArenas activation_arenas(const ModelConfig& c, int64_t batch, int64_t 
   const int64_t embedding = block(N * E);
   // After the stages: final merge, norm, logits, log-sum-exp. Backward: dy, dr_final, dh, dr, then
   // the other pair of stage-to-stage gradients and the router-state gradients' two buffers.
-  const int64_t head = block(N * E) + block(N) + block(N * E) + block(N * V) + block(N);
+  // (in blocks: one block of logits, the scratch, in the logits' place)
+  const int64_t logits = chunks.enabled() ? int64_t(chunks.scratch_floats(int(N), int(V))) : N * V;
+  const int64_t head = block(N * E) + block(N) + block(N * E) + block(logits) + block(N);
   const int64_t flow = 6 * block(N * E) + (c.num_moe_stages() >= 2 ? 2 * block(N * R) : 0);
   int64_t kept = 0;       // every stage's forward buffers that stay until the backward
   int64_t stage = 0;      // the largest one stage's backward takes (freed when it is done)
@@ -198,13 +200,7 @@ TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq,
   } else if (bytes.gradients == 2) {
     m.zero1 = 4 * P;  // one rank: the bf16 gradients widened to fp32 for the optimizer
   }
-  // On a device, the most a step can take (every token to an expert): the arenas are reserved
-  // at that size before step 1 (RunPlan's planned_activations), so a step never outgrows them.
-  const std::vector<int64_t> routed =
-      bytes.device ? every_token_routed(c, micro_batch * seq) : std::vector<int64_t>();
-  m.activations =
-      activation_arenas(c, micro_batch, seq, routed, bytes.recompute, bytes.device).total() / 4 *
-      bytes.activations;
+  m.activations = planned_activations(c, micro_batch, seq, bytes);
   const int64_t snapshot = 3 * 4 * layout.chunk();  // weights, exp_avg, exp_avg_sq of the range
   if (bytes.device) {
     m.host_params = 2 * 4 * P;                  // ParameterPlacement's host ParamStore
@@ -215,6 +211,17 @@ TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq,
   }
   m.runtime = runtime;
   return m;
+}
+
+int64_t planned_activations(const ModelConfig& c, int64_t micro_batch, int64_t seq,
+                            const MemoryOptions& o) {
+  // On a device, the most a step can take (every token to an expert): the arenas are reserved
+  // at that size before step 1 (RunPlan::activations), so a step never outgrows them.
+  const std::vector<int64_t> routed =
+      o.device ? every_token_routed(c, micro_batch * seq) : std::vector<int64_t>();
+  return activation_arenas(c, micro_batch, seq, routed, o.recompute, o.device, o.lm_head_chunks)
+             .total() /
+         4 * o.activations;
 }
 
 bool memory_option_built(const MemoryOptions& o) {

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/op_types.h"
 #include "model/config.h"
 #include "model/recompute.h"
 
@@ -34,14 +35,15 @@ int64_t activation_bytes(const ModelConfig& c, int64_t batch, int64_t seq,
                          Recompute recompute = Recompute::kNone);
 // The same by arena: the step's and selective recompute's (one stage's cheap buffers); with
 // `device_inputs`, the step's also holds the tokens, targets and RoPE rows a backend of its own
-// memory copies there.
+// memory copies there; with `chunks` enabled (train.lm_head_chunk_*), one block of logits
+// instead of all [tokens × vocab].
 struct ActivationArenas {
   int64_t step = 0, transient = 0;
   int64_t total() const { return step + transient; }
 };
 ActivationArenas activation_arenas(const ModelConfig& c, int64_t batch, int64_t seq,
                                    std::span<const int64_t> routed, Recompute recompute,
-                                   bool device_inputs);
+                                   bool device_inputs, const LmHeadChunks& chunks = {});
 // Every token routed to a real expert at every MoE stage, none skipped: the most activations a
 // step can take (the experts' buffers grow with the tokens they get).
 std::vector<int64_t> every_token_routed(const ModelConfig& c, int64_t tokens);
@@ -84,6 +86,7 @@ TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq,
 struct MemoryOptions {
   int weights = 4, gradients = 4, activations = 4;  // bytes per value
   Recompute recompute = Recompute::kNone;           // train.recompute (ZayaModel::set_recompute)
+  LmHeadChunks lm_head_chunks;  // train.lm_head_chunk_*: none, the logits materialised
   // 1: every rank holds the whole gradient until the reduce-scatter (as built); 2: each bucket
   // reduce-scattered as the backward finishes it, so a rank holds the embedding's gradient and
   // one stage's (ZeRO-2, not built yet).
@@ -94,6 +97,10 @@ struct MemoryOptions {
 };
 TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq, int world,
                          int64_t runtime, MemoryOptions options);
+// The activations row of train_memory: one micro-batch's arenas under the options (on a device,
+// every token routed to an expert and the inputs copied there; bf16 halves them).
+int64_t planned_activations(const ModelConfig& c, int64_t micro_batch, int64_t seq,
+                            const MemoryOptions& o);
 // Whether training builds these options yet: bf16 activations and ZeRO-2 are planned, not built.
 bool memory_option_built(const MemoryOptions& o);
 

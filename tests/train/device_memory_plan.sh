@@ -2,9 +2,10 @@
 # The memory plan against the memory a run takes (issue 41): on cpu-as-device, which counts every
 # byte it allocates as a GPU's allocator would, three configs (the tiny model, a wider one, the
 # small demo model at a short length) × recompute none, selective and full × 1 and 2 ranks
-# (ZeRO-1), and bf16 weights at 1 rank: each run's peak device memory (summary.json,
-# device_peak_bytes_per_rank, every rank) within 10 % of its plan (device_plan_bytes: the plan
-# `zaya info` and `zaya train --device-memory` count, train/train_memory.h). The peak is the
+# (ZeRO-1), bf16 weights and the LM head in blocks at 1 rank: each run's peak device memory
+# (summary.json, device_peak_bytes_per_rank, every rank) within 10 % of its plan
+# (device_plan_bytes: the plan `zaya info` and `zaya train --device-memory` count,
+# train/train_memory.h). The peak is the
 # whole run's: the weights, gradients, optimizer state and Muon matrices, ZeRO-1's buffers and the
 # step arenas, reserved at the plan's size before step 1 (--peak-tflops skips the start-up's
 # measuring product, which would take memory the plan does not count). Every step is
@@ -70,6 +71,14 @@ for name in tiny-none small-selective; do
   run "$name-bf16" 1 --precision bf16 \
     && check "$name with bf16 weights and gradients: within 10 % of the plan" within "$name-bf16-1"
 done
+# The LM head and loss in blocks (train.lm_head_chunk_*): one block of logits, not all of them.
+$PY -c "
+import json
+c = json.load(open('$WORK/small-none.json'))
+c['train'].update(lm_head_chunk_tokens=32, lm_head_chunk_vocab=100)
+json.dump(c, open('$WORK/small-chunks.json', 'w'))"
+run small-chunks 1 \
+  && check "small with the LM head in blocks: within 10 % of the plan" within small-chunks-1
 [[ -n $MPIEXEC ]] || echo "no mpirun in this build: the 2-rank runs are not run"
 echo "device memory plan: $passes passed, $fails failed"
 ((fails == 0))

@@ -25,10 +25,11 @@ struct Step {
 // One forward + backward on random tokens; `held` (one route per token, per MoE stage) or, when
 // empty, the router's own choice.
 Step run_step(const ModelConfig& c, int B, int S, const std::vector<std::vector<int32_t>>& held,
-              Recompute recompute = Recompute::kNone) {
+              Recompute recompute = Recompute::kNone, const LmHeadChunks& chunks = {}) {
   ZayaModel m(c);
   m.params().init(5);
   m.set_recompute(recompute);
+  m.set_lm_head_chunks(chunks);
   if (!held.empty()) m.hold_routes(held);
   std::mt19937 g(9);
   std::uniform_int_distribution<int32_t> tok(0, int32_t(c.vocab_size) - 1);
@@ -59,6 +60,19 @@ TEST(TrainMemory, ActivationsAreTheArenasHighWater) {
             << recompute_name(recompute);
       }
     }
+  }
+}
+
+// With the LM head in blocks (train.lm_head_chunk_*), one block of logits in the arena instead of
+// all of them: counted to the byte, in every recompute mode, and less than the materialised.
+TEST(TrainMemory, ChunkedLmHeadKeepsOneBlockOfLogits) {
+  const ModelConfig c = config_from("tiny.json");
+  const LmHeadChunks chunks{5, 30};
+  for (const Recompute recompute : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+    const Step s = run_step(c, 2, 40, {}, recompute, chunks);
+    const int64_t counted = activation_arenas(c, 2, 40, s.routed, recompute, false, chunks).total();
+    EXPECT_EQ(int64_t(s.high_water), counted) << recompute_name(recompute);
+    EXPECT_LT(counted, activation_bytes(c, 2, 40, s.routed, recompute));
   }
 }
 
