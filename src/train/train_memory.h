@@ -86,7 +86,6 @@ TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq,
 struct MemoryOptions {
   int weights = 4, gradients = 4, activations = 4;  // bytes per value
   Recompute recompute = Recompute::kNone;           // train.recompute (ZayaModel::set_recompute)
-  LmHeadChunks lm_head_chunks;  // train.lm_head_chunk_*: none, the logits materialised
   // 1: every rank holds the whole gradient until the reduce-scatter (as built); 2: each bucket
   // reduce-scattered as the backward finishes it, so a rank holds the embedding's gradient and
   // one stage's (ZeRO-2, not built yet).
@@ -94,6 +93,7 @@ struct MemoryOptions {
   // The parameters and activations in a device's memory, with the host's copies beside them
   // (the checkpoint snapshot among them); false: the CPU backend, everything in host memory.
   bool device = false;
+  LmHeadChunks lm_head_chunks{};  // train.lm_head_chunk_*: none, the logits materialised
 };
 TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq, int world,
                          int64_t runtime, MemoryOptions options);
