@@ -32,6 +32,7 @@ struct InfoArgs {
   std::string config;
   int64_t seq = 0;
   GpuPlanRequest plan;
+  Recompute recompute = Recompute::kNone;  // both kinds of stage (the plan's RecomputePlan)
   int world = 1;
   bool devices = false;
 };
@@ -71,7 +72,7 @@ Runner add_info_command(CLI::App& app) {
   add_mode_option(
       *info, "--activations", args->plan.options.activations, activation_widths(),
       "the plan's activations: fp32 (the GPU backend as built) or bf16 (not built yet)");
-  add_mode_option(*info, "--recompute", args->plan.options.recompute, recompute_names(),
+  add_mode_option(*info, "--recompute", args->recompute, recompute_names(),
                   "the plan's train.recompute: none, selective or full");
   info->add_option("--zero", args->plan.options.zero_stage,
                    "the plan's ZeRO stage: 1 (optimizer state sharded, as built) or 2 (gradients "
@@ -98,6 +99,7 @@ Runner add_info_command(CLI::App& app) {
     GpuPlanRequest plan = args->plan;
     plan.seq = seq;
     plan.world = args->world;
+    plan.options.recompute = args->recompute;
     std::printf("%s", format_gpu_memory_plan(c, plan).c_str());
     std::printf("%s", blas_info_section().c_str());
     std::printf("%s", format_vector_path_info().c_str());

@@ -20,4 +20,10 @@ const char* recompute_name(Recompute r) {
   return "none";
 }
 
+std::string recompute_plan_name(const RecomputePlan& plan) {
+  if (plan.attention == plan.moe) return recompute_name(plan.moe);
+  return std::string("attention ") + recompute_name(plan.attention) + ", moe " +
+         recompute_name(plan.moe);
+}
+
 }  // namespace zaya

@@ -24,4 +24,18 @@ enum class Recompute {
 const std::map<std::string, Recompute>& recompute_names();
 const char* recompute_name(Recompute r);
 
+// The mode of each kind of stage: the attention (CCA) stages and the MoE stages may keep
+// differently (train.recompute {"attention": ..., "moe": ...}); one mode is both.
+struct RecomputePlan {
+  Recompute attention = Recompute::kNone, moe = Recompute::kNone;
+  RecomputePlan() = default;
+  RecomputePlan(Recompute both) : attention(both), moe(both) {}  // one mode for every stage
+  RecomputePlan(Recompute attention_stages, Recompute moe_stages)
+      : attention(attention_stages), moe(moe_stages) {}
+  Recompute for_stage(bool attention_stage) const { return attention_stage ? attention : moe; }
+  bool operator==(const RecomputePlan&) const = default;
+};
+// "selective" when both kinds agree, else "attention full, moe selective".
+std::string recompute_plan_name(const RecomputePlan& plan);
+
 }  // namespace zaya

@@ -262,8 +262,8 @@ ZayaModel::HeadWeights ZayaModel::decoding_head() {
 
 void ZayaModel::prefill(std::span<const int32_t> prompt,
                         const std::function<void(int a, const CcaActivations& act)>& cache) {
-  const Recompute recompute = recompute_;
-  recompute_ = Recompute::kNone;  // the cache reads every attention stage's activations
+  const RecomputePlan recompute = recompute_;
+  recompute_ = RecomputePlan();  // the cache reads every attention stage's activations
   try {
     forward(prompt, {}, 1, int(prompt.size()));
   } catch (...) {
@@ -440,7 +440,7 @@ std::span<const int32_t> ZayaModel::routes(int stage) const {
 namespace zaya {
 std::span<const float> ZayaModel::route_probs(int stage) const {
   routes(stage);  // validates
-  ZAYA_CHECK(recompute_ == Recompute::kNone,
+  ZAYA_CHECK(recompute_.moe == Recompute::kNone,
              "route_probs() is not kept with recompute on (set_recompute)");
   const size_t n = size_t(B_) * T_ * size_t(config_.num_routes());
   if (be().host_memory()) return {acts_[stage].moe.probs, n};

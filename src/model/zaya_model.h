@@ -101,8 +101,9 @@ class ZayaModel {
   // backward (selective); or each stage's input and output alone, the whole stage run forward
   // again (full). The gradients are bitwise the same (what is made again is made by the same
   // ops from the same values).
-  void set_recompute(Recompute mode) { recompute_ = mode; }
-  Recompute recompute() const { return recompute_; }
+  // Each kind of stage may keep differently (RecomputePlan); one mode sets both.
+  void set_recompute(RecomputePlan plan) { recompute_ = plan; }
+  RecomputePlan recompute() const { return recompute_; }
 
   // Valid after forward() and until backward() (which reuses the buffer for the gradient); not
   // after a chunked forward (set_lm_head_chunks), which keeps no logits.
@@ -255,7 +256,7 @@ class ZayaModel {
   dist::Communicator* context_group_ = nullptr;
   ContextShard shard_;  // valid when the last forward ran under a context group
   bool sharded_ = false;
-  Recompute recompute_ = Recompute::kNone;
+  RecomputePlan recompute_;
   std::vector<int32_t> tokens_, targets_;
   // The tokens, targets and RoPE rows the ops read: the host ones above, or copies in the arena
   // on a backend of its own memory.

@@ -21,12 +21,13 @@ void ZayaModel::stages_forward(const RopeTables& rope) {
     a.r = arena_.floats(size_t(N) * E);  // merged in stage_forward, with the norm
     a.h = arena_.floats(size_t(N) * E);
     const MergeInputs merge{h_prev, r_prev};
-    if (recompute_ == Recompute::kSelective) {
+    const Recompute mode = recompute_.for_stage(ModelConfig::is_attention_stage(i));
+    if (mode == Recompute::kSelective) {
       const Arena::Mark mark = transient_.mark();
       stage_forward(i, a.h, rope, shard, &merge, &transient_);
       if (!ModelConfig::is_attention_stage(i)) observe_router(i);
       transient_.rewind(mark);
-    } else if (recompute_ == Recompute::kFull) {
+    } else if (mode == Recompute::kFull) {
       // Keep the stage's input and output (and a MoE stage's routes and router state, which the
       // trainer and the next MoE stage read); the rest is recomputed in backward().
       if (!ModelConfig::is_attention_stage(i)) {
@@ -142,8 +143,9 @@ float* ZayaModel::stages_backward(StreamGrads top, bool report) {
     StageGrads& sg = grads_[i];
     StageActivations& a = acts_[i];
     const Arena::Mark mark = arena_.mark(), transient_mark = transient_.mark();
-    if (recompute_ == Recompute::kFull) stage_forward(i, arena_.floats(size_t(N) * E), rope, shard);
-    if (recompute_ == Recompute::kSelective) rebuild_stage(i, rope, shard);
+    const Recompute mode = recompute_.for_stage(ModelConfig::is_attention_stage(i));
+    if (mode == Recompute::kFull) stage_forward(i, arena_.floats(size_t(N) * E), rope, shard);
+    if (mode == Recompute::kSelective) rebuild_stage(i, rope, shard);
     float* dx = arena_.zeros(size_t(N) * E);
     if (ModelConfig::is_attention_stage(i)) {
       cca_backward(dx, sg.cca, dh, a.cca, st.cca, rope, config_, B_, T_, arena_, shard, be());

@@ -59,7 +59,7 @@ std::string options_line(const GpuPlanRequest& r) {
       r.world, r.world == 1 ? "" : "s", o.zero_stage, (long long)r.micro_batch, (long long)r.seq,
       r.context_parallel > 1 ? (", context parallel " + std::to_string(r.context_parallel)).c_str()
                              : "",
-      o.activations == 2 ? "bf16" : "fp32", recompute_name(o.recompute),
+      o.activations == 2 ? "bf16" : "fp32", recompute_plan_name(o.recompute).c_str(),
       o.lm_head_chunks.enabled()
           ? (", LM head in blocks of " + std::to_string(o.lm_head_chunks.tokens) + " x " +
              std::to_string(o.lm_head_chunks.vocab))
@@ -139,7 +139,7 @@ std::string format_gpu_memory_plan(const ModelConfig& c, const GpuPlanRequest& r
   row("Muon matrices + Newton-Schulz", [](const TrainMemory& t) { return t.muon; });
   row("ZeRO buffers (range's gradients, staging)", [](const TrainMemory& t) { return t.zero1; });
   std::snprintf(line, sizeof(line), "activations (%s, recompute %s)",
-                o.activations == 2 ? "bf16" : "fp32", recompute_name(o.recompute));
+                o.activations == 2 ? "bf16" : "fp32", recompute_plan_name(o.recompute).c_str());
   const std::string acts = line;
   row(acts.c_str(), [](const TrainMemory& t) { return t.activations; });
   row("runtime (context, allocator)", [](const TrainMemory& t) { return t.runtime; });

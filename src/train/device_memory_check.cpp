@@ -52,8 +52,8 @@ DevicePlan check_device_memory(const DeviceMemoryRun& run) {
               ": weights ", b(m.weights), ", gradients ", b(m.gradients), ", optimizer state ",
               b(m.optimizer), ", Muon ", b(m.muon), ", ZeRO buffers ", b(m.zero1), ", activations ",
               b(m.activations), " (", run.options.activations == 2 ? "bf16" : "fp32",
-              ", recompute ", recompute_name(run.options.recompute), "), runtime ", b(m.runtime),
-              "; ",
+              ", recompute ", recompute_plan_name(run.options.recompute), "), runtime ",
+              b(m.runtime), "; ",
               largest > 0 ? "'train.micro_batch' " + std::to_string(largest) + " fits"
                           : std::string("not even 'train.micro_batch' 1 fits"),
               "; options that fit at this micro-batch: ", options_that_fit(run, seq),

@@ -8,7 +8,21 @@ namespace zaya {
 namespace {
 
 // train.recompute: "none", "selective" or "full"; true and false (the field's older form) are
-// "full" and "none".
+// "full" and "none"; or {"attention": MODE, "moe": MODE}, each kind of stage its own (absent:
+// "none").
+Recompute parse_recompute(const nlohmann::json& v, const std::string& what);
+
+RecomputePlan parse_recompute_plan(const nlohmann::json& v, const std::string& what) {
+  if (!v.is_object()) return parse_recompute(v, what);
+  RecomputePlan plan;
+  for (const auto& [key, mode] : v.items()) {
+    ZAYA_CHECK(key == "attention" || key == "moe", what, ": unknown stage kind '", key,
+               "' (known: attention, moe)");
+    (key == "attention" ? plan.attention : plan.moe) = parse_recompute(mode, what + "." + key);
+  }
+  return plan;
+}
+
 Recompute parse_recompute(const nlohmann::json& v, const std::string& what) {
   if (v.is_boolean()) return v.get<bool>() ? Recompute::kFull : Recompute::kNone;
   std::string known;
@@ -71,7 +85,7 @@ TrainConfig train_config_from_json(const nlohmann::json& j, const std::string& w
                  v.dump());
       c.overlap_reduce = v.get<bool>();
     } else if (key == "recompute") {
-      c.recompute = parse_recompute(v, where + ": field " + field);
+      c.recompute = parse_recompute_plan(v, where + ": field " + field);
     } else if (key == "out_dir" || key == "tokenizer") {
       ZAYA_CHECK(v.is_string(), where, ": field ", field, " must be a string");
       (key == "out_dir" ? c.out_dir : c.tokenizer) = v.get<std::string>();

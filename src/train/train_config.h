@@ -43,7 +43,8 @@ struct TrainConfig {
   // ZayaModel::set_recompute): everything; the products' outputs, the cheap rest made again
   // (selective: about half the activations for a few percent more compute); or the stage's input
   // and output, the whole stage made again (full: long sequences, for about a third more).
-  Recompute recompute = Recompute::kNone;
+  // One mode for every stage, or each kind of stage its own ({"attention": ..., "moe": ...}).
+  RecomputePlan recompute{};
   // With several ranks, ZeRO-1's reduce-scatter buckets start while the step's last backward
   // still runs, as soon as the stages they cover are done (Zero1Sync::grads_final_from). The
   // gradients are bitwise the same either way; false waits for the whole backward (to measure).

@@ -62,7 +62,7 @@ BlockBytes moe_bytes(const ModelConfig& c, int64_t N, int64_t routed) {
 }  // namespace
 
 int64_t activation_bytes(const ModelConfig& c, int64_t batch, int64_t seq,
-                         std::span<const int64_t> routed, Recompute recompute) {
+                         std::span<const int64_t> routed, RecomputePlan recompute) {
   return activation_arenas(c, batch, seq, routed, recompute, false).total();
 }
 
@@ -71,7 +71,7 @@ std::vector<int64_t> every_token_routed(const ModelConfig& c, int64_t tokens) {
 }
 
 ActivationArenas activation_arenas(const ModelConfig& c, int64_t batch, int64_t seq,
-                                   std::span<const int64_t> routed, Recompute recompute,
+                                   std::span<const int64_t> routed, RecomputePlan recompute,
                                    bool device_inputs, const LmHeadChunks& chunks) {
   const int64_t N = batch * seq, E = c.hidden_size, V = c.vocab_size, R = c.router_dim;
   const int64_t L = c.num_stages;
@@ -97,7 +97,7 @@ ActivationArenas activation_arenas(const ModelConfig& c, int64_t batch, int64_t 
     const int64_t norm = block(N) + block(N * E);  // rstd, x
     const int64_t back = block(N * E) + b.bwd;     // dx, the block's backward
     kept += 2 * block(N * E);                      // r, h
-    switch (recompute) {
+    switch (recompute.for_stage(!moe)) {
       case Recompute::kNone:
         kept += norm + b.kept + b.cheap;
         stage = std::max(stage, back);

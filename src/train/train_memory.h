@@ -31,8 +31,7 @@ namespace zaya {
 // evenly over the experts and the skip route, as the balancing biases aim for.
 // Whole sequences only (context parallelism adds the ring's and halos' buffers).
 int64_t activation_bytes(const ModelConfig& c, int64_t batch, int64_t seq,
-                         std::span<const int64_t> routed = {},
-                         Recompute recompute = Recompute::kNone);
+                         std::span<const int64_t> routed = {}, RecomputePlan recompute = {});
 // The same by arena: the step's and selective recompute's (one stage's cheap buffers); with
 // `device_inputs`, the step's also holds the tokens, targets and RoPE rows a backend of its own
 // memory copies there; with `chunks` enabled (train.lm_head_chunk_*), one block of logits
@@ -42,7 +41,7 @@ struct ActivationArenas {
   int64_t total() const { return step + transient; }
 };
 ActivationArenas activation_arenas(const ModelConfig& c, int64_t batch, int64_t seq,
-                                   std::span<const int64_t> routed, Recompute recompute,
+                                   std::span<const int64_t> routed, RecomputePlan recompute,
                                    bool device_inputs, const LmHeadChunks& chunks = {});
 // Every token routed to a real expert at every MoE stage, none skipped: the most activations a
 // step can take (the experts' buffers grow with the tokens they get).
@@ -85,7 +84,7 @@ TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq,
 // backend as built keeps bf16 weights and gradients and fp32 activations: {2, 2, 4}.
 struct MemoryOptions {
   int weights = 4, gradients = 4, activations = 4;  // bytes per value
-  Recompute recompute = Recompute::kNone;           // train.recompute (ZayaModel::set_recompute)
+  RecomputePlan recompute{};                        // train.recompute (ZayaModel::set_recompute)
   // 1: every rank holds the whole gradient until the reduce-scatter (as built); 2: each bucket
   // reduce-scattered as the backward finishes it, so a rank holds the embedding's gradient and
   // one stage's (ZeRO-2, not built yet).

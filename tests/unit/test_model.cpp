@@ -326,13 +326,13 @@ TEST(ZayaModel, ForwardBackwardIsBitwiseDeterministic) {
 TEST(ZayaModel, RecomputeGivesBitwiseTheSameGradients) {
   const ModelConfig c = tiny();
   const Batch b = random_batch(c, 2, 33, 4);
-  auto run = [&](Recompute recompute, float& loss, std::vector<int32_t>& routes) {
+  auto run = [&](RecomputePlan recompute, float& loss, std::vector<int32_t>& routes) {
     ZayaModel m(c);
     randomise(m, 3);
     m.set_recompute(recompute);
     loss = m.forward(b.tokens, b.targets, b.B, b.S);
     routes.assign(m.routes(3).begin(), m.routes(3).end());
-    if (recompute != Recompute::kNone) {
+    if (recompute.moe != Recompute::kNone) {
       EXPECT_THROW(m.route_probs(3), Error);
     }
     m.params().zero_grads();
@@ -342,14 +342,21 @@ TEST(ZayaModel, RecomputeGivesBitwiseTheSameGradients) {
   float want_loss = 0;
   std::vector<int32_t> want_routes;
   const std::vector<float> want = run(Recompute::kNone, want_loss, want_routes);
-  for (const Recompute mode : {Recompute::kSelective, Recompute::kFull}) {
+  // Each mode for every stage, and each kind of stage its own (train.recompute's object form).
+  const RecomputePlan plans[] = {Recompute::kSelective,
+                                 Recompute::kFull,
+                                 {Recompute::kFull, Recompute::kSelective},
+                                 {Recompute::kSelective, Recompute::kNone},
+                                 {Recompute::kNone, Recompute::kFull}};
+  for (const RecomputePlan& plan : plans) {
+    const std::string name = recompute_plan_name(plan);
     float got_loss = 0;
     std::vector<int32_t> got_routes;
-    const std::vector<float> got = run(mode, got_loss, got_routes);
-    EXPECT_EQ(std::memcmp(&got_loss, &want_loss, 4), 0) << recompute_name(mode);
-    EXPECT_EQ(got_routes, want_routes) << recompute_name(mode);
+    const std::vector<float> got = run(plan, got_loss, got_routes);
+    EXPECT_EQ(std::memcmp(&got_loss, &want_loss, 4), 0) << name;
+    EXPECT_EQ(got_routes, want_routes) << name;
     ASSERT_EQ(got.size(), want.size());
-    EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0) << recompute_name(mode);
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0) << name;
   }
 }
 

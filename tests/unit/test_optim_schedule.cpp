@@ -153,8 +153,28 @@ TEST(TrainConfig, RecomputeModes) {
       {R"({"recompute": false})", Recompute::kNone},
       {R"({})", Recompute::kNone}};
   for (const auto& [text, mode] : good)
-    EXPECT_EQ(train_config_from_json(nlohmann::json::parse(text), "c.json").recompute, mode)
+    EXPECT_EQ(train_config_from_json(nlohmann::json::parse(text), "c.json").recompute,
+              RecomputePlan(mode))
         << text;
+  // Each kind of stage its own; an absent kind keeps everything.
+  EXPECT_EQ(
+      train_config_from_json(
+          nlohmann::json::parse(R"({"recompute": {"attention": "full", "moe": "selective"}})"),
+          "c.json")
+          .recompute,
+      RecomputePlan(Recompute::kFull, Recompute::kSelective));
+  EXPECT_EQ(
+      train_config_from_json(nlohmann::json::parse(R"({"recompute": {"moe": "full"}})"), "c.json")
+          .recompute,
+      RecomputePlan(Recompute::kNone, Recompute::kFull));
+  try {
+    train_config_from_json(nlohmann::json::parse(R"({"recompute": {"cca": "full"}})"), "c.json");
+    ADD_FAILURE() << "accepted an unknown stage kind";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("field 'train.recompute': unknown stage kind 'cca'"),
+              std::string::npos)
+        << e.what();
+  }
   for (const char* bad : {R"({"recompute": "some"})", R"({"recompute": 1})"}) {
     try {
       train_config_from_json(nlohmann::json::parse(bad), "c.json");

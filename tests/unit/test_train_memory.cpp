@@ -25,7 +25,7 @@ struct Step {
 // One forward + backward on random tokens; `held` (one route per token, per MoE stage) or, when
 // empty, the router's own choice.
 Step run_step(const ModelConfig& c, int B, int S, const std::vector<std::vector<int32_t>>& held,
-              Recompute recompute = Recompute::kNone, const LmHeadChunks& chunks = {}) {
+              RecomputePlan recompute = {}, const LmHeadChunks& chunks = {}) {
   ZayaModel m(c);
   m.params().init(5);
   m.set_recompute(recompute);
@@ -52,12 +52,14 @@ TEST(TrainMemory, ActivationsAreTheArenasHighWater) {
   wide.hidden_size = 96, wide.expert_hidden = 40, wide.head_dim = 12, wide.num_stages = 4;
   for (const ModelConfig& c : {config_from("tiny.json"), wide}) {
     for (const auto& [B, S] : {std::pair{1, 16}, {3, 37}, {2, 64}}) {
-      for (const Recompute recompute :
-           {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+      for (const RecomputePlan recompute :
+           {RecomputePlan(Recompute::kNone), RecomputePlan(Recompute::kSelective),
+            RecomputePlan(Recompute::kFull), RecomputePlan(Recompute::kFull, Recompute::kSelective),
+            RecomputePlan(Recompute::kSelective, Recompute::kNone)}) {
         const Step s = run_step(c, B, S, {}, recompute);
         EXPECT_EQ(int64_t(s.high_water), activation_bytes(c, B, S, s.routed, recompute))
             << "hidden " << c.hidden_size << ", B " << B << ", S " << S << ", recompute "
-            << recompute_name(recompute);
+            << recompute_plan_name(recompute);
       }
     }
   }
