@@ -66,7 +66,7 @@ if [[ "${1:-}" != "--no-sanitizers" ]]; then
   # Single-threaded OpenMP here, so tests can run side by side without contention.
   # The model-size searches (cli.size, SizeShapes.BudgetsNeed...) are pure arithmetic over
   # thousands of candidate shapes, 90 s under the sanitizers: they run in the release passes; so
-  # does train.device_memory_plan, 26 training runs that count bytes (cpu-as-device's counting
+  # does train.device_memory_plan, 21 training runs that count bytes (cpu-as-device's counting
   # allocator runs under the sanitizers in the unit tests, BackendSeam.*).
   run_ctest build-asan/ctest-asan.log env OMP_NUM_THREADS=1 \
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
