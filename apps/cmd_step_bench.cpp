@@ -20,6 +20,7 @@
 #include "io/output_path.h"
 #include "model/config.h"
 #include "model/recompute.h"
+#include "serve/train_metrics.h"
 
 namespace zaya::cli {
 
@@ -68,6 +69,10 @@ void add_step_options(CLI::App& step, StepArgs& a) {
                   "step running every one in turn on the same weights, with each one's time and "
                   "activations against the first's")
       ->capture_default_str();
+  step.add_flag("--accounting", a.opt.accounting,
+                "time each step without and then with what zaya train --metrics-port adds "
+                "(the step accounting: parts, MFU, memory, routers; the record; the Prometheus "
+                "gauges updated and their text rendered once per step), side by side");
   step.add_flag("--json", a.json, "print one JSON line instead of text");
 }
 
@@ -95,6 +100,7 @@ nlohmann::json recompute_json(const StepBenchResult& r) {
   nlohmann::json runs = nlohmann::json::array();
   for (const RecomputeRun& run : r.recompute_runs)
     runs.push_back({{"mode", recompute_name(run.mode)},
+                    {"accounting", run.accounting},
                     {"step_ms", run.step_ms},
                     {"tokens_per_s", run.tokens_per_s},
                     {"activation_bytes", run.activation_bytes},
@@ -104,12 +110,15 @@ nlohmann::json recompute_json(const StepBenchResult& r) {
 
 void print_recompute_runs(const StepBenchResult& r) {
   const RecomputeRun& base = r.recompute_runs.front();
-  for (const RecomputeRun& run : r.recompute_runs)
+  for (const RecomputeRun& run : r.recompute_runs) {
+    const std::string name = run.accounting ? "+accounting" : recompute_name(run.mode);
     std::printf(
-        "  recompute %-9s %8.1f ms/step (%.3fx %s's), activations %9.1f MiB (%.3fx), loss %.6f\n",
-        recompute_name(run.mode), run.step_ms, run.step_ms / base.step_ms,
-        recompute_name(base.mode), double(run.activation_bytes) / (1 << 20),
+        "  recompute %-11s %8.1f ms/step (%.4fx %s's), activations %9.1f MiB (%.3fx), loss "
+        "%.6f\n",
+        name.c_str(), run.step_ms, run.step_ms / base.step_ms, recompute_name(base.mode),
+        double(run.activation_bytes) / (1 << 20),
         double(run.activation_bytes) / double(base.activation_bytes), run.loss);
+  }
 }
 
 void print_step_result(const StepBenchResult& r, const StepBenchOptions& opt, int nthreads,
@@ -159,6 +168,18 @@ int run_step(StepArgs& a) {
     sopt.lm_head_chunk_vocab = chunks.vocab;
   }
   sopt.recompute = parse_recompute_list(a.recompute);
+  ZAYA_CHECK(!sopt.accounting || sopt.recompute.size() == 1,
+             "--accounting: give one --recompute mode (the step is timed with and without the "
+             "accounting)");
+  // What zaya train --metrics-port does with each record: the gauges, and (here every step, a
+  // Prometheus every 15 s or so) their text for a scrape.
+  serve::TrainMetrics metrics(0);
+  if (sopt.accounting)
+    sopt.on_record = [&metrics](const nlohmann::json& rec) {
+      metrics.update(rec);
+      const std::string scrape = metrics.text();
+      ZAYA_CHECK(!scrape.empty(), "the metrics' text is empty");
+    };
   const int nthreads = omp_get_max_threads();
   if (!a.json) {
     std::printf("bench step: %s, batch %d x seq %d, %d threads\n", a.config.c_str(), sopt.batch,

@@ -98,8 +98,9 @@ void add_train_options(CLI::App& train, TrainArgs& a) {
   train
       .add_option("--metrics-port", a.metrics_port,
                   "serve each step's metrics (step, loss, tokens/s, MFU, time by part, memory, "
-                  "routers) at http://HOST:PORT/metrics in Prometheus' text format, from rank 0 "
-                  "(0: any free port, printed)")
+                  "routers) at http://HOST:PORT/metrics in Prometheus' text format; on several "
+                  "ranks each rank serves its own at PORT + its local rank, labelled rank=R "
+                  "(0: any free ports, printed)")
       ->check(CLI::Range(0, 65535));
   train.add_option("--metrics-host", a.metrics_host,
                    "the address --metrics-port listens on (default 127.0.0.1; 0.0.0.0 for a "
@@ -156,15 +157,18 @@ Runner add_train_command(CLI::App& app) {
     if (!*train) return kNotMine;
     args->train.progress = !args->no_progress;
     args->train.adaptive_threads = !args->fixed_threads;
-    // Rank 0 writes the metrics records: it alone serves them.
+    // Every rank serves its own step's figures (its times, memory, MFU; the loss is the run's),
+    // on ports one apart on a host, so that a Prometheus sees a straggling or swapping rank.
     std::unique_ptr<serve::TrainMetrics> metrics;
     std::unique_ptr<serve::MetricsEndpoint> endpoint;
-    if (args->metrics_port >= 0 && dist::detect_launch().rank == 0) {
-      metrics = std::make_unique<serve::TrainMetrics>(0);
+    if (args->metrics_port >= 0) {
+      const int rank = dist::detect_launch().rank;
+      const int port = args->metrics_port == 0 ? 0 : args->metrics_port + dist::local_rank();
+      metrics = std::make_unique<serve::TrainMetrics>(rank);
       endpoint = std::make_unique<serve::MetricsEndpoint>(
-          args->metrics_host, args->metrics_port, [m = metrics.get()] { return m->text(); });
-      std::fprintf(stderr, "metrics: http://%s:%d/metrics\n", args->metrics_host.c_str(),
-                   endpoint->port());
+          args->metrics_host, port, [m = metrics.get()] { return m->text(); });
+      std::fprintf(stderr, "metrics: http://%s:%d/metrics (rank %d)\n", args->metrics_host.c_str(),
+                   endpoint->port(), rank);
       args->train.on_record = [m = metrics.get()](const nlohmann::json& r) { m->update(r); };
     }
     const TrainSummary s = run_training(args->train);

@@ -24,6 +24,7 @@
 #include "cmd_eval.h"
 #include "cmd_forward.h"
 #include "cmd_generate.h"
+#include "cmd_health_exporter.h"
 #include "cmd_hwbench.h"
 #include "cmd_info.h"
 #include "cmd_plot.h"
@@ -51,15 +52,14 @@ std::vector<zaya::cli::Runner> add_commands(CLI::App& app) {
   std::vector<Runner> runners{add_info_command(app)};
   auto* bench = app.add_subcommand("bench", "Benchmarks");
   bench->require_subcommand(1);
-  const std::vector<Runner> rest{add_step_bench_command(*bench), add_debug_dump_command(app),
-                                 add_forward_command(app),       add_tokenizer_commands(app),
-                                 add_data_commands(app),         add_train_command(app),
-                                 add_plot_command(app),          add_sample_command(app),
-                                 add_ckpt_commands(app),         add_aegis_commands(app),
-                                 add_score_commands(app),        add_eval_commands(app),
-                                 add_serve_commands(app),        add_comm_commands(*bench),
-                                 add_hwbench_commands(*bench),   add_decode_bench_command(*bench),
-                                 add_size_commands(app),         add_generate_commands(app)};
+  const std::vector<Runner> rest{
+      add_step_bench_command(*bench), add_debug_dump_command(app),      add_forward_command(app),
+      add_tokenizer_commands(app),    add_data_commands(app),           add_train_command(app),
+      add_plot_command(app),          add_sample_command(app),          add_ckpt_commands(app),
+      add_aegis_commands(app),        add_health_exporter_command(app), add_score_commands(app),
+      add_eval_commands(app),         add_serve_commands(app),          add_comm_commands(*bench),
+      add_hwbench_commands(*bench),   add_decode_bench_command(*bench), add_size_commands(app),
+      add_generate_commands(app)};
   runners.insert(runners.end(), rest.begin(), rest.end());
   return runners;
 }

@@ -24,9 +24,11 @@ struct AegisOptions {
   int restart_ranks = 0;  // > 0: restarts launch this many ranks (with_rank_count)
   std::string hostfile;   // the job's hosts (host_list.h); bad ones are left out of relaunches
   int min_ranks = 1;      // a relaunch on fewer ranks than this is refused
-  // Hardware health (aegis/health_watch.h): sources as HOST=URL, the rules, how often they are
-  // read and how long one reading may take.
+  // Hardware health (aegis/health_watch.h): sources as HOST=URL and this machine's GPUs as
+  // HOST=nvml[:PATH] (aegis/gpu_health.h), the rules, how often they are read and how long one
+  // reading may take.
   std::vector<std::string> node_exporters;
+  std::vector<std::string> gpu_health;
   std::string health_rules_file;
   double health_interval_s = 15;
   double health_timeout_s = 5;

@@ -67,7 +67,8 @@ HealthWatch::HealthWatch(std::vector<std::unique_ptr<HealthSource>> sources,
       rules_(std::move(rules)),
       interval_s_(interval_s),
       lost_(sources_.size(), false) {
-  ZAYA_CHECK(!sources_.empty(), "health rules need a source to read (--node-exporter)");
+  ZAYA_CHECK(!sources_.empty(),
+             "health rules need a source to read (--node-exporter, --gpu-health)");
   ZAYA_CHECK(!rules_.empty(), "health sources need rules to act on them (--health-rules)");
   for (const HealthRule& r : rules_) window_s_ = std::max(window_s_, r.within_s);
 }

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -265,9 +266,16 @@ std::string JobProcess::describe_exit() const {
   return "wait status " + std::to_string(wait_status_);
 }
 
-std::string JobProcess::stop(double grace_s, int first_signal) {
+std::string JobProcess::stop(double grace_s, int first_signal, const std::vector<pid_t>& ranks) {
   if (poll_exit()) return "already exited";
-  if (pid_ > 0) signal_session(pid_, first_signal, /*spare_leader=*/true);
+  std::vector<pid_t> targets;
+  if (pid_ > 0)
+    for (const pid_t p : session_members(pid_))
+      if (std::find(ranks.begin(), ranks.end(), p) != ranks.end()) targets.push_back(p);
+  if (!targets.empty())
+    for (const pid_t p : targets) ::kill(p, first_signal);
+  else if (pid_ > 0)
+    signal_session(pid_, first_signal, /*spare_leader=*/true);
   const auto t0 = std::chrono::steady_clock::now();
   while (seconds_since(t0) < grace_s) {
     pump(0.05);  // keep reading: a job blocked on a full output pipe could not act on SIGTERM

@@ -46,9 +46,15 @@ class JobProcess {
   bool exited() const { return exited_; }
   bool succeeded() const;
   std::string describe_exit() const;  // "exit code 1", "signal 9 (SIGKILL)"
-  // first_signal (SIGTERM, or SIGINT for the trainer's save-and-exit) to the group; SIGKILL
-  // after grace_s. Returns what it took, e.g. "SIGTERM" or "SIGKILL after 15 s grace".
-  std::string stop(double grace_s, int first_signal = SIGTERM);
+  // first_signal (SIGTERM, or SIGINT for the trainer's save-and-exit) to the ranks; SIGKILL to
+  // the whole job after grace_s. `ranks`: the job's training processes on this host (their
+  // heartbeats' pids), which alone get the first signal: the others learn of the stop when the
+  // ranks agree on it at the step's end, while a launcher's daemons and agents (orted, ssh) live
+  // on until the ranks have saved (signalled, they end the job at once). Pids that are not the
+  // job's are ignored; with none, every process of the job but a launcher leader gets it.
+  // Returns what it took, e.g. "SIGTERM" or "SIGKILL after 15 s grace".
+  std::string stop(double grace_s, int first_signal = SIGTERM,
+                   const std::vector<pid_t>& ranks = {});
 
  private:
   void kill_group(int sig) const;

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "aegis/collective_reports.h"
+#include "aegis/gpu_health.h"
 #include "aegis/recovery.h"
 #include "core/error.h"
 #include "train/fault_injection.h"
@@ -88,10 +89,11 @@ Supervisor::Supervisor(AegisOptions options)
     hosts_ = read_hostfile(opt_.hostfile);
     with_rank_count(with_hosts(opt_.command, opt_.hostfile, {}), total_slots(hosts_));
   }
-  if (!opt_.node_exporters.empty() || !opt_.health_rules_file.empty()) {
+  if (!opt_.node_exporters.empty() || !opt_.gpu_health.empty() || !opt_.health_rules_file.empty()) {
     std::vector<std::unique_ptr<HealthSource>> sources;
     for (const std::string& spec : opt_.node_exporters)
       sources.push_back(node_exporter_from_flag(spec, opt_.health_timeout_s));
+    for (const std::string& spec : opt_.gpu_health) sources.push_back(gpu_health_from_flag(spec));
     std::vector<HealthRule> rules;
     if (!opt_.health_rules_file.empty()) rules = load_health_rules(opt_.health_rules_file);
     health_ =
@@ -182,7 +184,7 @@ int Supervisor::run() {
     const std::optional<Fault> fault = watch(job);
     if (g_interrupted) {
       // SIGINT first: the trainer finishes its step, saves a checkpoint and exits.
-      const std::string how = job.stop(opt_.grace_s, SIGINT);
+      const std::string how = job.stop(opt_.grace_s, SIGINT, local_ranks());
       for (const OutputLine& line : job.drain()) echo(line);
       return finish("interrupted", "the supervisor was interrupted; job stopped (" + how + ")",
                     kExitInterrupted);
@@ -426,6 +428,13 @@ std::optional<Supervisor::Fault> Supervisor::lost_rank(double now) const {
   return std::nullopt;
 }
 
+std::vector<pid_t> Supervisor::local_ranks() const {
+  std::vector<pid_t> pids;
+  for (const auto& [rank, hb] : latest_)
+    if (hb.phase != BeatPhase::kDone && hb.host == hostname_) pids.push_back(pid_t(hb.pid));
+  return pids;
+}
+
 void Supervisor::record_fault(const Fault& f, JobProcess& job) {
   json details = f.details;
   details["step"] = f.step;
@@ -441,7 +450,7 @@ void Supervisor::record_fault(const Fault& f, JobProcess& job) {
                                         : f.response == Response::Rollback ? "rollback"
                                                                            : "restart"}});
   if (!job.exited()) {
-    const std::string how = job.stop(opt_.grace_s);
+    const std::string how = job.stop(opt_.grace_s, SIGTERM, local_ranks());
     events_.write("job_stopped", "stopped the job (" + how + ")", {{"how", how}});
   }
   for (const OutputLine& line : job.drain()) echo(line);

@@ -80,6 +80,8 @@ class Supervisor {
   // The health sources' readings against the health rules: events for sources lost and back,
   // the fault of the first rule that fired.
   std::optional<Fault> on_health(double now);
+  // The pids of this attempt's ranks on this host, from their heartbeats (JobProcess::stop).
+  std::vector<pid_t> local_ranks() const;
   void record_fault(const Fault& f, JobProcess& job);
   void roll_back(const Fault& f);
   // With --hostfile and bad hosts: `command` relaunches on the good hosts' slots; false (the

@@ -12,8 +12,39 @@
 #include "model/weights_io.h"
 #include "model/zaya_model.h"
 #include "optim/parameter_update.h"
+#include "optim/router_balancer.h"
+#include "train/step_accounting.h"
 
 namespace zaya {
+
+namespace {
+
+// What `zaya train --metrics-port` does after each step, beside the step itself: the routes
+// counted per MoE stage, the record of metrics.jsonl with the accounting's fields, handed to
+// `on_record` (the command's: the Prometheus gauges updated and one scrape of their text).
+void add_step_record(StepAccounting& accounting, const StepBenchOptions::RecordSink& on_record,
+                     const ZayaModel& model, const ModelConfig& config, int step, float loss,
+                     const StepBenchOptions& opt, const StepTimes& times, double step_s) {
+  std::vector<RouteCounts> stage_counts;
+  for (int64_t k = 0; k < config.num_moe_stages(); ++k) {
+    stage_counts.emplace_back(size_t(config.num_routes()), 0);
+    accumulate_routes(stage_counts.back(), model.routes(int(2 * k + 1)));  // MoE stages are odd
+  }
+  const int64_t tokens = int64_t(opt.batch) * opt.seq;
+  nlohmann::json rec = {{"step", step + 1},
+                        {"loss", loss},
+                        {"step_tokens", tokens},
+                        {"tokens_per_s", double(tokens) / step_s},
+                        {"batch_sequences", opt.batch},
+                        {"seq_len", opt.seq}};
+  nlohmann::json load = nlohmann::json::array();
+  for (const RouteCounts& counts : stage_counts) load.push_back(expert_load(counts).fractions);
+  rec["expert_load"] = load;
+  accounting.add_to(rec, tokens, opt.seq, step_s, times, stage_counts);
+  if (on_record) on_record(rec);
+}
+
+}  // namespace
 
 StepBenchResult run_step_bench(const ModelConfig& config, const StepBenchOptions& opt,
                                bool progress) {
@@ -48,28 +79,49 @@ StepBenchResult run_step_bench(const ModelConfig& config, const StepBenchOptions
   r.device = device.description;
   r.host_memory = device.backend->host_memory();
   ZAYA_CHECK(!opt.recompute.empty(), "run_step_bench: no recompute mode to time");
-  const size_t modes = opt.recompute.size();
+  ZAYA_CHECK(!opt.accounting || opt.recompute.size() == 1,
+             "--accounting times one recompute mode with and without it; got ",
+             opt.recompute.size());
+  for (const Recompute mode : opt.recompute) r.recompute_runs.push_back({mode, false});
+  if (opt.accounting) r.recompute_runs.push_back({opt.recompute[0], true});
+  const size_t modes = r.recompute_runs.size();
   std::vector<double> mode_s(modes, 0.0);
-  r.recompute_runs.resize(modes);
+  std::unique_ptr<StepAccounting> accounting;  // measures the peak once, before the loop
+  if (opt.accounting)
+    accounting = std::make_unique<StepAccounting>(config, device, /*peak_tflops_given=*/0);
   double total_s = 0, optimizer_s = 0;
   int64_t reads = 0, read_bytes = 0;
   const Backend& be = *device.backend;
   for (int step = 0; step < opt.warmup + opt.steps; ++step)
     for (size_t m = 0; m < modes; ++m) {
       RecomputeRun& run = r.recompute_runs[m];
-      run.mode = opt.recompute[m];
       model.set_recompute(run.mode);
+      if (run.accounting)
+        model.set_router_logits_observer([&](int k, std::span<const float> logits, int routes) {
+          accounting->observe_router_logits(k, logits, routes);
+        });
       const int64_t reads0 = be.host_reads(), bytes0 = be.host_read_bytes();
       const auto t0 = std::chrono::steady_clock::now();
+      PartClock clock;
+      StepTimes times;
       placement.zero_grads();
       run.loss = model.forward(tokens, targets, opt.batch, opt.seq);
+      if (run.accounting) clock.mark(times.forward_s, "forward");
       model.backward();
       be.synchronize();
+      if (run.accounting) clock.mark(times.backward_s, "backward");
       run.activation_bytes = std::max(run.activation_bytes, model.step_activation_bytes());
       const auto t1 = std::chrono::steady_clock::now();
       if (update) {
         update->step(1e-4);
         be.synchronize();
+      }
+      if (run.accounting) {
+        clock.mark(times.optimizer_s, "optimizer");
+        add_step_record(
+            *accounting, opt.on_record, model, config, step, run.loss, opt, times,
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        model.set_router_logits_observer({});
       }
       const auto t2 = std::chrono::steady_clock::now();
       const double s = std::chrono::duration<double>(t2 - t0).count();
@@ -82,10 +134,11 @@ StepBenchResult run_step_bench(const ModelConfig& config, const StepBenchOptions
         read_bytes += be.host_read_bytes() - bytes0;
       }
       if (progress)
-        std::fprintf(stderr, "  %s step %d/%d%s%s: %.1f ms, %.0f tok/s, loss %.4f\n",
+        std::fprintf(stderr, "  %s step %d/%d%s%s%s: %.1f ms, %.0f tok/s, loss %.4f\n",
                      timed ? "timed " : "warmup", timed ? step - opt.warmup + 1 : step + 1,
                      timed ? opt.steps : opt.warmup, modes > 1 ? ", recompute " : "",
-                     modes > 1 ? recompute_name(run.mode) : "", s * 1e3, N / s, run.loss);
+                     modes > 1 ? recompute_name(run.mode) : "",
+                     run.accounting ? ", with the accounting" : "", s * 1e3, N / s, run.loss);
     }
   for (size_t m = 0; m < modes; ++m) {
     r.recompute_runs[m].step_ms = mode_s[m] / opt.steps * 1e3;

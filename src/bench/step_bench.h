@@ -4,8 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "backend/precision.h"
 #include "model/config.h"
@@ -28,11 +31,18 @@ struct StepBenchOptions {
   // The recompute modes to time (model/recompute.h), each step of the loop running every one of
   // them in turn on the same weights, so that a machine's drift touches them alike.
   std::vector<Recompute> recompute{Recompute::kNone};
+  // Time each step twice in turn: without, then with what `zaya train --metrics-port` adds to a
+  // step (train/step_accounting.h's parts, routers and memory, and the record, handed to
+  // on_record: the command's Prometheus gauges and one scrape per step); one recompute mode.
+  bool accounting = false;
+  using RecordSink = std::function<void(const nlohmann::json&)>;
+  RecordSink on_record;
 };
 
 // One recompute mode's figures.
 struct RecomputeRun {
   Recompute mode = Recompute::kNone;
+  bool accounting = false;  // with the step accounting and /metrics (StepBenchOptions::accounting)
   double step_ms = 0, tokens_per_s = 0;
   size_t activation_bytes = 0;  // both arenas' most in one step (ZayaModel::step_activation_bytes)
   float loss = 0;               // the last step's
@@ -54,7 +64,8 @@ struct StepBenchResult {
   // GPU memory in use after the timed steps (the arena keeps its largest blocks, so this is the
   // step's peak plus the runtime's); 0 off the GPU.
   double device_memory_bytes = 0;
-  // Every mode of StepBenchOptions::recompute; the fields above are the first one's.
+  // Every mode of StepBenchOptions::recompute (with --accounting: off, then on); the fields
+  // above are the first one's.
   std::vector<RecomputeRun> recompute_runs;
 };
 

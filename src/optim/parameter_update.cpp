@@ -1,6 +1,7 @@
 #include "optim/parameter_update.h"
 
 #include <chrono>
+#include <cstdio>
 
 #include "core/clock.h"
 #include "core/error.h"
@@ -114,6 +115,20 @@ int64_t ParameterUpdate::bytes_per_step() {
   if (!zero1_) return 0;
   return placement_.bf16_weight_storage() ? zero1_->bytes_per_step(codec_)
                                           : zero1_->bytes_per_step();
+}
+
+std::string ParameterUpdate::zero1_summary(bool overlap_reduce) {
+  if (!zero1_) return "";
+  char line[320];
+  std::snprintf(line, sizeof line,
+                "ZeRO-1: %lld floats per rank shard; per step each rank sends %.1f MiB in "
+                "reduce-scatter + all-gather (%lld buckets, the reduce-scatter %s) and %.1f KiB "
+                "in the Muon exchange (split and rebalanced matrices)",
+                (long long)zero1_->layout().chunk(), double(bytes_per_step()) / 1048576.0,
+                (long long)zero1_->bucket_count(),
+                overlap_reduce ? "overlapping the backward" : "after the backward",
+                double(optimizer().muon_exchange_bytes()) / 1024.0);
+  return line;
 }
 
 }  // namespace zaya

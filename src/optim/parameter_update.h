@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "backend/backend.h"
 #include "model/parameter_placement.h"
@@ -66,6 +67,9 @@ class ParameterUpdate {
   size_t master_bytes() const { return master_.bytes(); }
   // Bytes this rank sends per step in the reduce-scatter and the all-gather.
   int64_t bytes_per_step();
+  // One line for the run's header: the ZeRO-1 shard, the bytes each step sends and the buckets
+  // ("" without ZeRO-1).
+  std::string zero1_summary(bool overlap_reduce);
 
  private:
   ParameterPlacement& placement_;

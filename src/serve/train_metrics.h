@@ -5,8 +5,9 @@
 // lr, mfu, flops_per_token, ...; units spelled out: tokens_per_second); its time_s parts
 // zaya_train_step_seconds{part}; its memory zaya_train_memory_bytes{kind}; the routers' per-stage
 // figures zaya_train_router_token_entropy{stage} and zaya_train_router_max_logit{stage}; and a
-// counter zaya_train_records_total. Labels carry the rank that serves them (rank 0: the records are
-// the lead rank's).
+// counter zaya_train_records_total. Labels carry the rank that serves them: each rank serves its
+// own step's figures (rank 0's are metrics.jsonl's records; the others' are built the same way
+// from their own times, memory and tokens).
 #pragma once
 
 #include <condition_variable>

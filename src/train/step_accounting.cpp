@@ -102,17 +102,20 @@ void StepAccounting::observe_router_logits(int k, std::span<const float> logits,
 
 void RouterTokenStats::observe(std::span<const float> logits, int routes) {
   const size_t r = size_t(routes);
-  std::vector<double> p(r);
   for (size_t row = 0; row + r <= logits.size(); row += r) {
     double top = logits[row];
     for (size_t j = 1; j < r; ++j) top = std::max(top, double(logits[row + j]));
     max_logit = std::max(max_logit, top);
-    double sum = 0;
-    for (size_t j = 0; j < r; ++j) sum += p[j] = std::exp(double(logits[row + j]) - top);
-    double h = 0;  // −Σ p log p with p = e^(x−top) / sum: log p = (x − top) − log(sum)
-    for (size_t j = 0; j < r; ++j)
-      h -= p[j] / sum * (double(logits[row + j]) - top - std::log(sum));
-    entropy_sum += h;
+    // With d = x − top and p = e^d / s (s = Σ e^d): −Σ p log p = log s − Σ e^d d / s, one
+    // exponential per logit and one logarithm per token.
+    double s = 0, weighted = 0;
+    for (size_t j = 0; j < r; ++j) {
+      const double d = double(logits[row + j]) - top;
+      const double e = std::exp(d);
+      s += e;
+      weighted += e * d;
+    }
+    entropy_sum += std::log(s) - weighted / s;
     ++tokens;
   }
 }

@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
@@ -136,7 +135,7 @@ class TrainingRun {
   std::vector<int64_t> samples_;
   EvalResult last_eval_;
   double train_s_ = 0;
-  std::unique_ptr<StepAccounting> accounting_;  // the lead rank's: FLOPs, MFU, times, routers
+  std::unique_ptr<StepAccounting> accounting_;  // FLOPs, MFU, times, routers: see log()
   double last_checkpoint_s_ = 0;     // the save after the previous step, for the next record
   std::unique_ptr<RunTrace> trace_;  // --trace
 };
@@ -253,15 +252,8 @@ void TrainingRun::print_header() const {
                             : " (ZeRO-1 and the Muon exchange over MPI)")
                    : "",
         p_.device_memory_line.c_str());
-  if (const Zero1Sync* zero1 = update_->zero1())
-    std::fprintf(stderr,
-                 "ZeRO-1: %lld floats per rank shard; per step each rank sends %.1f MiB in "
-                 "reduce-scatter + all-gather (%lld buckets, the reduce-scatter %s) and %.1f KiB "
-                 "in the Muon exchange (split and rebalanced matrices)\n",
-                 (long long)zero1->layout().chunk(), double(update_->bytes_per_step()) / 1048576.0,
-                 (long long)zero1->bucket_count(),
-                 tc_.overlap_reduce ? "overlapping the backward" : "after the backward",
-                 double(update_->optimizer().muon_exchange_bytes()) / 1024.0);
+  if (update_->zero1())
+    std::fprintf(stderr, "%s\n", update_->zero1_summary(tc_.overlap_reduce).c_str());
 }
 
 // The step's sequences are the next `seqs` global sample indices from g that no skipped window
@@ -377,23 +369,27 @@ bool TrainingRun::agree_on_stop() {
 // metrics.jsonl (lead rank), the progress line, the heartbeat.
 void TrainingRun::log(const StepBatch& b, const StepOutcome& o, int threads, bool eval, bool tasks,
                       bool last) {
-  if (lead_) {
-    const int64_t step_tokens = b.seqs * b.S;
-    json rec = {{"step", step_ + 1},
-                {"tokens", tokens_done_},
-                {"phase", b.ph->name},
-                {"loss", o.loss},
-                {"lr", o.lr},
-                {"grad_norm", o.grad_norm},
-                {"batch_sequences", b.seqs},
-                {"seq_len", b.S},
-                {"step_tokens", step_tokens},
-                {"tokens_per_s", step_tokens / o.dt},
-                {"threads", threads}};
+  const int64_t step_tokens = b.seqs * b.S;
+  json rec;
+  if (accounting_) {  // the lead rank's, and each rank's where they serve metrics (on_record)
+    rec = {{"step", step_ + 1},
+           {"tokens", tokens_done_},
+           {"phase", b.ph->name},
+           {"loss", o.loss},
+           {"lr", o.lr},
+           {"grad_norm", o.grad_norm},
+           {"batch_sequences", b.seqs},
+           {"seq_len", b.S},
+           {"step_tokens", step_tokens},
+           {"tokens_per_s", step_tokens / o.dt},
+           {"threads", threads}};
     json load = json::array();
     for (const RouteCounts& counts : o.stage_counts) load.push_back(expert_load(counts).fractions);
     rec["expert_load"] = load;
     accounting_->add_to(rec, step_tokens, b.S, o.dt, o.times, o.stage_counts);
+  }
+  if (accounting_ && !lead_) opt_.on_record(rec);  // this rank's own series (--metrics-port)
+  if (lead_) {
     if (eval) rec["val_loss"] = last_eval_.loss;
     if (tasks) rec["tasks"] = p_.tasks->last();
     metrics_->write(rec);
@@ -445,11 +441,11 @@ void TrainingRun::checkpoint(bool last, bool stop) {
 void TrainingRun::run(Clock::time_point t_start) {
   stop_signals_ = std::make_unique<StopSignals>();
   threads_ = std::make_unique<ThreadGovernor>(opt_.adaptive_threads, omp_get_max_threads());
-  if (lead_) {
+  if (lead_ || opt_.on_record)
     accounting_ = std::make_unique<StepAccounting>(p_.model, p_.device, opt_.peak_tflops);
+  if (lead_)
     std::fprintf(stderr, "MFU against %.3g TFLOP/s (%s)\n", accounting_->peak().flops_per_s / 1e12,
                  accounting_->peak().source.c_str());
-  }
   print_header();
   const int n_moe = int(p_.model.num_moe_stages()), n_routes = int(p_.model.num_routes());
   const int64_t first_step = step_;

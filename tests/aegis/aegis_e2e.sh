@@ -218,21 +218,34 @@ sys.exit(not (len(t) == 1 and t[0]['missing'] == [2] and t[0]['waiting'] == [0, 
   check "final weights bitwise equal to the uninterrupted 3-rank run" \
     cmp "$WORK/A3/model/model.safetensors" "$OUT/model/model.safetensors"
   ;;
-health)  # Aegis reads the hardware: a real node_exporter per "host" (this one and hostB, as in
-  # bad_host) over a fake sysfs tree whose counters the test changes mid-run. An uncorrectable
-  # memory error on this host: the job stops (SIGTERM: its step finished and checkpointed), the
-  # host is marked bad and the run goes on on hostB alone. Carrier flaps on hostB: a restart on
-  # both hosts, bitwise the uninterrupted run.
-  if [[ $NP != 2 ]]; then echo "health needs mpirun -np 2 (NP=2)"; exit 77; fi
-  EXPORTER=$(command -v prometheus-node-exporter || true)
-  if [[ -z $EXPORTER ]]; then echo "prometheus-node-exporter is not installed (scripts/setup.sh)"; exit 77; fi
-  printf '#!/bin/sh\nshift\nexec sh -c "$*"\n' > "$WORK/local_agent.sh"
-  chmod +x "$WORK/local_agent.sh"
-  printf '%s slots=1\nhostB slots=1\n' "$(hostname)" > "$WORK/hosts"
-  cat > "$WORK/health_rules.json" <<'JSON'
+health|gpu_health)  # Aegis reads the hardware, on two "hosts" (this one and hostB, as in
+  # bad_host) whose counters the test changes mid-run. health: a real node_exporter per host over
+  # a fake sysfs tree. gpu_health: a stand-in NVML (tests/aegis/fake_nvml.cpp, its state file per
+  # host), read on this host by aegis itself (--gpu-health) and on hostB through zaya
+  # health-exporter (--node-exporter). An uncorrectable memory error on this host (EDAC; a GPU's
+  # ECC): the job stops (SIGTERM: its step finished and checkpointed), the host is marked bad and
+  # the run goes on on hostB alone. Carrier flaps (a GPU's Xid event) on hostB: a restart on both
+  # hosts, bitwise the uninterrupted run.
+  if [[ $NP != 2 ]]; then echo "$SCENARIO needs mpirun -np 2 (NP=2)"; exit 77; fi
+  if [[ $SCENARIO == health ]]; then
+    EXPORTER=$(command -v prometheus-node-exporter || true)
+    if [[ -z $EXPORTER ]]; then echo "prometheus-node-exporter is not installed (scripts/setup.sh)"; exit 77; fi
+    cat > "$WORK/health_rules.json" <<'JSON'
 [{"metric": "node_edac_uncorrectable_errors_total", "increase": 0, "action": "mark_bad_host"},
  {"metric": "node_network_carrier_changes_total", "increase": 3, "within_s": 60, "action": "restart"}]
 JSON
+  else
+    FAKE_NVML=${ZAYA_FAKE_NVML:-$(dirname "$ZAYA")/tests/unit/libzaya_test_fake_nvml.so}
+    if [[ ! -f $FAKE_NVML ]]; then echo "no stand-in NVML at $FAKE_NVML (ZAYA_FAKE_NVML)"; exit 1; fi
+    cat > "$WORK/gpu_rules.json" <<'JSON'
+[{"metric": "zaya_gpu_ecc_errors_total", "labels": {"type": "uncorrected"}, "increase": 0,
+  "action": "mark_bad_host"},
+ {"metric": "zaya_gpu_xid_errors_total", "increase": 0, "action": "restart"}]
+JSON
+  fi
+  printf '#!/bin/sh\nshift\nexec sh -c "$*"\n' > "$WORK/local_agent.sh"
+  chmod +x "$WORK/local_agent.sh"
+  printf '%s slots=1\nhostB slots=1\n' "$(hostname)" > "$WORK/hosts"
   fake_sysfs() {  # fake_sysfs DIR: one memory controller and one NIC, every counter 0
     mkdir -p "$1/devices/system/edac/mc/mc0" "$1/class/net/eth9"
     for f in ce_count ue_count ce_noinfo_count ue_noinfo_count; do echo 0 > "$1/devices/system/edac/mc/mc0/$f"; done
@@ -242,32 +255,48 @@ JSON
   }
   PIDS=()
   trap 'kill "${PIDS[@]}" 2> /dev/null' EXIT
-  exporter() {  # exporter DIR PORT
-    "$EXPORTER" --path.sysfs="$1" --web.listen-address="127.0.0.1:$2" --collector.disable-defaults \
-      --collector.edac --collector.netclass > "$1.log" 2>&1 &
+  free_port() { py "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"; }
+  serve_host() {  # serve_host NAME PORT: host NAME's exporter, its state under WORK/NAME
+    if [[ $SCENARIO == health ]]; then
+      fake_sysfs "$WORK/$1"
+      "$EXPORTER" --path.sysfs="$WORK/$1" --web.listen-address="127.0.0.1:$2" --collector.disable-defaults \
+        --collector.edac --collector.netclass > "$WORK/$1.log" 2>&1 &
+    else
+      printf 'gpus 2\ntemperature 0 40\ntemperature 1 41\n' > "$WORK/$1"
+      ZAYA_FAKE_NVML_STATE="$WORK/$1" "$ZAYA" health-exporter --gpu "nvml:$FAKE_NVML" \
+        --port "$2" > "$WORK/$1.log" 2>&1 &
+    fi
     PIDS+=($!)
   }
-  free_port() { py "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"; }
-  health_run() {  # health_run OUT LOG SYSFS_TO_BUMP FILE VALUE: bumps FILE once step 5 is done
-    local out=$1 log=$2 sysfs=$3 file=$4 value=$5
-    rm -rf "$out" "$WORK/sys_here" "$WORK/sys_b"
-    fake_sysfs "$WORK/sys_here"; fake_sysfs "$WORK/sys_b"
-    local p1 p2; p1=$(free_port); p2=$(free_port)
-    exporter "$WORK/sys_here" "$p1"; exporter "$WORK/sys_b" "$p2"
+  health_run() {  # health_run OUT LOG BUMP: runs the shell command BUMP once step 5 is done
+    local out=$1 log=$2 bump=$3
+    rm -rf "$out" "$WORK/here" "$WORK/hostB"
+    local p1 p2 sources; p1=$(free_port); p2=$(free_port)
+    serve_host hostB "$p2"
+    sources=(--node-exporter "hostB=http://127.0.0.1:$p2/metrics")
+    if [[ $SCENARIO == health ]]; then
+      serve_host here "$p1"
+      sources+=(--node-exporter "$(hostname)=http://127.0.0.1:$p1/metrics")
+    else  # this host's GPUs: aegis loads the stand-in NVML itself
+      printf 'gpus 2\ntemperature 0 40\ntemperature 1 41\n' > "$WORK/here"
+      sources+=(--gpu-health "$(hostname)=nvml:$FAKE_NVML")
+    fi
     for p in $p1 $p2; do
-      for _ in $(seq 50); do py "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$p/metrics')" 2> /dev/null && break; sleep 0.1; done
+      [[ $SCENARIO == gpu_health && $p == "$p1" ]] && continue
+      for _ in $(seq 100); do py "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$p/metrics')" 2> /dev/null && break; sleep 0.1; done
     done
-    ( for _ in $(seq 600); do
-        if grep -qs '"step":5,' "$out"/heartbeat/rank-00000.jsonl; then echo "$value" > "$WORK/$sysfs/$file"; break; fi
+    ( for _ in $(seq 1200); do
+        if grep -qs '"step":5,' "$out"/heartbeat/rank-00000.jsonl; then eval "$bump"; break; fi
         sleep 0.05
       done ) &
     local bumper=$!
     # Rank 0's steps stretched 6x (slow:rank=0:factor=6 from step 3; on both ranks the stretches
     # compound, each rank measuring the other's sleep) so that the run is still going when the
-    # counters change; the results do not depend on it.
-    ZAYA_FAULTS="slow@3:rank=0:factor=6" "$ZAYA" aegis --run-dir "$out" --backoff 0.2 --poll 0.05 --grace 10 \
-      --health-rules "$WORK/health_rules.json" --health-interval 0.2 \
-      --node-exporter "$(hostname)=http://127.0.0.1:$p1/metrics" --node-exporter "hostB=http://127.0.0.1:$p2/metrics" \
+    # counters change; the results do not depend on it. The grace covers finishing a stretched
+    # step and checkpointing it under the sanitizers.
+    ZAYA_FAKE_NVML_STATE="$WORK/here" ZAYA_FAULTS="slow@3:rank=0:factor=6" "$ZAYA" aegis --run-dir "$out" \
+      --backoff 0.2 --poll 0.05 --grace 60 \
+      --health-rules "$WORK/${SCENARIO/gpu_health/gpu}_rules.json" --health-interval 0.2 "${sources[@]}" \
       --hostfile "$WORK/hosts" -- \
       mpirun --hostfile "$WORK/hosts" --mca plm_rsh_agent "$WORK/local_agent.sh" --mca rtc ^hwloc \
       -np 2 --allow-run-as-root -x ZAYA_FAULTS -x OMP_NUM_THREADS \
@@ -276,9 +305,20 @@ JSON
     wait "$bumper"
     kill "${PIDS[@]}" 2> /dev/null; wait "${PIDS[@]}" 2> /dev/null; PIDS=()
   }
-  health_run "$OUT" "$LOG" sys_here devices/system/edac/mc/mc0/ue_count 1
+  if [[ $SCENARIO == health ]]; then
+    ECC_BUMP="echo 1 > '$WORK/here/devices/system/edac/mc/mc0/ue_count'"
+    ECC_SERIES='node_edac_uncorrectable_errors_total{controller="0"}'
+    FLAP_BUMP="echo 5 > '$WORK/hostB/class/net/eth9/carrier_changes'"
+    FLAP_SERIES=carrier_changes
+  else
+    ECC_BUMP="echo 'ecc_uncorrected 1 1' >> '$WORK/here'"
+    ECC_SERIES='zaya_gpu_ecc_errors_total{gpu="1",type="uncorrected",uuid="GPU-fake-1"}'
+    FLAP_BUMP="echo 'xid 0 79' >> '$WORK/hostB'"
+    FLAP_SERIES='zaya_gpu_xid_errors_total{gpu="0",uuid="GPU-fake-0"}'
+  fi
+  health_run "$OUT" "$LOG" "$ECC_BUMP"
   check "ECC: aegis exits 0" test "$AEGIS_RC" = 0
-  check "ECC: a health event on this host's EDAC counter, the host marked bad, a relaunch on hostB with 1 rank" py "
+  check "ECC: a health event on this host's $ECC_SERIES, the host marked bad, a relaunch on hostB with 1 rank" py "
 import json, sys
 ev = [json.loads(l) for l in open('$OUT/aegis/events.jsonl')]
 h = [e for e in ev if e['kind'] == 'health']
@@ -286,8 +326,7 @@ bad = [e['host'] for e in ev if e['kind'] == 'bad_host']
 launches = [e['command'] for e in ev if e['kind'] == 'launch']
 print([e['message'] for e in h], bad)
 sys.exit(not (len(h) == 1 and h[0]['source_host'] == '$(hostname)' and h[0]['value'] == 1
-              and h[0]['series'] == 'node_edac_uncorrectable_errors_total{controller=\"0\"}'
-              and bad == ['$(hostname)'] and len(launches) == 2
+              and h[0]['series'] == '''$ECC_SERIES''' and bad == ['$(hostname)'] and len(launches) == 2
               and launches[1][launches[1].index('-np') + 1] == '1'))"
   check "ECC: the job stopped on SIGTERM (its step finished and checkpointed), and the relaunch resumed from that checkpoint" py "
 import json, re, sys
@@ -301,18 +340,18 @@ print(how, 'saved', saved[-1:], 'resumed', resumed and resumed.group(1))
 sys.exit(not (how == ['SIGTERM'] and saved and resumed and resumed.group(1) == saved[-1]
               and int(saved[-1]) >= 5))"
   check "ECC: the run finished its 20 steps on hostB alone" finite_metrics "$OUT" 20
-  health_run "$OUT.nic" "$LOG.nic" sys_b class/net/eth9/carrier_changes 5
-  check "NIC: aegis exits 0" test "$AEGIS_RC" = 0
-  check "NIC: one health event on hostB's carrier changes, a restart on both hosts, no host marked bad" py "
+  health_run "$OUT.flap" "$LOG.flap" "$FLAP_BUMP"
+  check "flap: aegis exits 0" test "$AEGIS_RC" = 0
+  check "flap: one health event on hostB's $FLAP_SERIES, a restart on both hosts, no host marked bad" py "
 import json, sys
-ev = [json.loads(l) for l in open('$OUT.nic/aegis/events.jsonl')]
+ev = [json.loads(l) for l in open('$OUT.flap/aegis/events.jsonl')]
 h = [e for e in ev if e['kind'] == 'health']
 launches = [e['command'] for e in ev if e['kind'] == 'launch']
 print([e['message'] for e in h])
-sys.exit(not (len(h) == 1 and h[0]['source_host'] == 'hostB' and 'carrier_changes' in h[0]['series']
+sys.exit(not (len(h) == 1 and h[0]['source_host'] == 'hostB' and '''$FLAP_SERIES''' in h[0]['series']
               and not [e for e in ev if e['kind'] == 'bad_host'] and len(launches) == 2
               and launches[1][launches[1].index('-np') + 1] == '2'))"
-  check "NIC: final weights bitwise equal to the uninterrupted run" same_model "$OUT.nic"
+  check "flap: final weights bitwise equal to the uninterrupted run" same_model "$OUT.flap"
   ;;
 bad_host)  # a mark_bad_host rule: the relaunch leaves that host out (an Open MPI hostfile of two
   # "hosts" on this machine: this one, and hostB reached through a launch agent that runs the
