@@ -90,11 +90,11 @@ Runner add_aegis_commands(CLI::App& app) {
                   "http://HOST:9100/metrics), read every --health-interval and judged by "
                   "--health-rules (repeatable; HOST as the hostfile names it)");
   cmd->add_option("--gpu-health", o.gpu_health,
-                  "HOST=nvml[:PATH]: this machine's GPUs through NVML (libnvidia-ml.so.1, or the "
-                  "library at PATH), loaded at run time: ECC errors, retired pages and remapped "
-                  "rows, Xid events, throttling, temperature, a lost GPU (zaya_gpu_* series, "
-                  "docs/aegis.md), judged by --health-rules; other hosts' GPUs through zaya "
-                  "health-exporter and --node-exporter");
+                  "HOST=nvml or HOST=amdsmi (either with :PATH for the library's file): this "
+                  "machine's GPUs through NVML or AMD SMI, loaded at run time: ECC errors, "
+                  "retired pages and remapped rows, Xid events, throttling, temperature, a lost "
+                  "GPU (zaya_gpu_* series, docs/aegis.md), judged by --health-rules; other "
+                  "hosts' GPUs through zaya health-exporter and --node-exporter");
   cmd->add_option("--health-rules", o.health_rules_file,
                   "JSON list of {metric, [labels], increase [within_s] | above, action} "
                   "(docs/aegis.md): conditions on the exporters' series, with the log rules' "

@@ -1,5 +1,6 @@
-// zaya health-exporter: this machine's GPU health (aegis/gpu_health.h: NVML loaded at run time)
-// served at GET /metrics in Prometheus' text format, read on each request. A supervisor on
+// zaya health-exporter: this machine's GPU health (aegis/gpu_health.h: NVML or AMD SMI, loaded
+// at run time) served at GET /metrics in Prometheus' text format, read on each request. A
+// supervisor on
 // another host reads it as it reads a node exporter (zaya aegis --node-exporter HOST=URL), and a
 // Prometheus server can scrape it beside node_exporter.
 #include "cmd_health_exporter.h"
@@ -75,12 +76,13 @@ std::string to_text(const std::vector<aegis::MetricSample>& samples) {
 
 Runner add_health_exporter_command(CLI::App& app) {
   auto a = std::make_shared<ExporterArgs>();
-  auto* cmd = app.add_subcommand(
-      "health-exporter",
-      "Serve this machine's GPU health (NVML, loaded at run time) at http://HOST:PORT/metrics "
-      "for zaya aegis --node-exporter on another host, or for Prometheus");
+  auto* cmd =
+      app.add_subcommand("health-exporter",
+                         "Serve this machine's GPU health (NVML or AMD SMI, loaded at run time) at "
+                         "http://HOST:PORT/metrics "
+                         "for zaya aegis --node-exporter on another host, or for Prometheus");
   cmd->add_option("--gpu", a->gpu,
-                  "nvml, or nvml:PATH to load that NVML library (AMD SMI is not built yet)")
+                  "nvml (NVIDIA) or amdsmi (AMD), or either as KIND:PATH to load that file")
       ->capture_default_str();
   cmd->add_option("--host", a->host, "the address to listen on (0.0.0.0 for every interface)")
       ->capture_default_str();

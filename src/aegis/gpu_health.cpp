@@ -1,10 +1,9 @@
 #include "aegis/gpu_health.h"
 
-#include <dlfcn.h>
-
 #include <cstdint>
 #include <utility>
 
+#include "aegis/loaded_library.h"
 #include "core/error.h"
 
 namespace zaya::aegis {
@@ -46,17 +45,11 @@ constexpr std::pair<unsigned long long, const char*> kThrottleReasons[] = {{0x4,
 class NvmlLibrary final : public GpuHealthLibrary {
  public:
   explicit NvmlLibrary(const std::string& library)
-      : file_(library.empty() ? "libnvidia-ml.so.1" : library) {
-    handle_ = dlopen(file_.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle_) {
-      const char* why = dlerror();
-      ZAYA_FAIL("cannot load NVML (", file_, "): ", why ? why : "unknown dlopen error",
-                " (is the NVIDIA driver installed? an NVML elsewhere: nvml:PATH)");
-    }
+      : lib_("NVML", library.empty() ? "libnvidia-ml.so.1" : library,
+             "is the NVIDIA driver installed? an NVML elsewhere: nvml:PATH") {
+    resolve();
+    check(init_(), "nvmlInit_v2");
     try {
-      resolve();
-      check(init_(), "nvmlInit_v2");
-      initialised_ = true;
       unsigned int count = 0;
       check(get_count_(&count), "nvmlDeviceGetCount_v2");
       check(event_set_create_(&events_), "nvmlEventSetCreate");
@@ -71,7 +64,7 @@ class NvmlLibrary final : public GpuHealthLibrary {
   NvmlLibrary& operator=(const NvmlLibrary&) = delete;
 
   std::string describe() const override {
-    return "NVML (" + file_ + "), " + std::to_string(gpus_.size()) + " GPUs";
+    return "NVML (" + lib_.file() + "), " + std::to_string(gpus_.size()) + " GPUs";
   }
 
   std::vector<MetricSample> read() override {
@@ -92,9 +85,7 @@ class NvmlLibrary final : public GpuHealthLibrary {
 
   template <class F>
   void symbol(F& f, const char* name) {
-    f = reinterpret_cast<F>(dlsym(handle_, name));
-    ZAYA_CHECK(f, "NVML (", file_, ") has no function ", name,
-               ": a driver older than zaya needs (R450 or later)");
+    lib_.resolve(f, name, "a driver older than zaya needs (R450 or later)");
   }
   void resolve() {
     symbol(init_, "nvmlInit_v2");
@@ -118,7 +109,7 @@ class NvmlLibrary final : public GpuHealthLibrary {
     return std::string(s ? s : "unknown error") + " (" + std::to_string(r) + ")";
   }
   void check(nvml::Return r, const char* call) const {
-    ZAYA_CHECK(r == nvml::kSuccess, "NVML (", file_, "): ", call, " failed: ", error(r));
+    ZAYA_CHECK(r == nvml::kSuccess, "NVML (", lib_.file(), "): ", call, " failed: ", error(r));
   }
   void open_gpu(unsigned int i) {
     Gpu g;
@@ -130,7 +121,8 @@ class NvmlLibrary final : public GpuHealthLibrary {
     // Xid events where the GPU has them (not on every card); counted from here on.
     const nvml::Return r = register_events_(g.device, nvml::kEventXidCriticalError, events_);
     if (r != nvml::kSuccess && r != nvml::kNotSupported)
-      ZAYA_FAIL("NVML (", file_, "): nvmlDeviceRegisterEvents on GPU ", i, " failed: ", error(r));
+      ZAYA_FAIL("NVML (", lib_.file(), "): nvmlDeviceRegisterEvents on GPU ", i,
+                " failed: ", error(r));
     gpus_.push_back(std::move(g));
   }
   void drain_xid_events() {
@@ -162,21 +154,16 @@ class NvmlLibrary final : public GpuHealthLibrary {
       g.lost = true;
       return false;
     }
-    ZAYA_FAIL("NVML (", file_, "): ", call, " on GPU ", g.index, " failed: ", error(r));
+    ZAYA_FAIL("NVML (", lib_.file(), "): ", call, " on GPU ", g.index, " failed: ", error(r));
   }
   void read_gpu(Gpu g, std::vector<MetricSample>& out) const;
-  void close() {
-    if (events_ && event_set_free_) event_set_free_(events_);
+  void close() {  // the library itself closes with lib_
+    if (events_) event_set_free_(events_);
     events_ = nullptr;
-    if (initialised_ && shutdown_) shutdown_();
-    initialised_ = false;
-    if (handle_) dlclose(handle_);
-    handle_ = nullptr;
+    shutdown_();
   }
 
-  std::string file_;
-  void* handle_ = nullptr;
-  bool initialised_ = false;
+  LoadedLibrary lib_;
   nvml::EventSet events_ = nullptr;
   std::vector<Gpu> gpus_;
 
@@ -266,10 +253,9 @@ std::unique_ptr<GpuHealthLibrary> open_gpu_library(const std::string& spec,
   const std::string kind = spec.substr(0, colon);
   const std::string path = colon == std::string::npos ? "" : spec.substr(colon + 1);
   if (kind == "nvml") return open_nvml(path);
-  ZAYA_CHECK(kind != "amdsmi" && kind != "rocm-smi", flag, " '", spec,
-             "': AMD SMI is not built yet; read an AMD node's GPUs through an exporter of "
-             "theirs with --node-exporter (docs/aegis.md)");
-  ZAYA_FAIL(flag, " '", spec, "': expected nvml or nvml:PATH (the NVML library to load)");
+  if (kind == "amdsmi") return open_amdsmi(path);
+  ZAYA_FAIL(flag, " '", spec,
+            "': expected nvml or amdsmi, or either as KIND:PATH (the library to load)");
 }
 
 std::unique_ptr<HealthSource> make_gpu_health_source(std::string host,
@@ -280,8 +266,8 @@ std::unique_ptr<HealthSource> make_gpu_health_source(std::string host,
 std::unique_ptr<HealthSource> gpu_health_from_flag(const std::string& spec) {
   const size_t eq = spec.find('=');
   ZAYA_CHECK(eq != std::string::npos && eq > 0, "--gpu-health '", spec,
-             "': expected HOST=nvml or HOST=nvml:PATH (HOST as the hostfile names it: this "
-             "machine's)");
+             "': expected HOST=nvml or HOST=amdsmi, either with :PATH (HOST as the hostfile "
+             "names it: this machine's)");
   return make_gpu_health_source(spec.substr(0, eq),
                                 open_gpu_library(spec.substr(eq + 1), "--gpu-health"));
 }

@@ -30,4 +30,14 @@ RunWorld open_run_world(const TrainOptions& opt) {
   return world;
 }
 
+std::unique_ptr<dist::Communicator> RunWorld::wrap_device(
+    std::unique_ptr<dist::Communicator> device, const TrainOptions& opt) {
+  if (!device) return device;
+  if (watchdog)
+    device = std::make_unique<dist::WatchedCommunicator>(std::move(device), *watchdog, "device");
+  if (!opt.trace_path.empty())
+    device = std::make_unique<dist::TracedCommunicator>(std::move(device), "device");
+  return device;
+}
+
 }  // namespace zaya

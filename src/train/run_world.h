@@ -17,6 +17,10 @@ struct RunWorld {
   // Declared first: the communicators register their waits with it, so it outlives them.
   std::unique_ptr<dist::CollectiveWatchdog> watchdog;  // none on one rank or with a timeout of 0
   std::unique_ptr<dist::Communicator> comm;
+  // A device's own collectives (NCCL: Device::make_collective) watched and traced as the world's
+  // are, as the group "device"; null stays null.
+  std::unique_ptr<dist::Communicator> wrap_device(std::unique_ptr<dist::Communicator> device,
+                                                  const TrainOptions& opt);
 };
 
 RunWorld open_run_world(const TrainOptions& opt);

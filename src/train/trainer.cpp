@@ -74,14 +74,15 @@ struct StepOutcome {
 
 class TrainingRun {
  public:
-  TrainingRun(RunPlan& plan, const TrainOptions& opt, dist::Communicator& comm, TrainSummary& sum)
+  TrainingRun(RunPlan& plan, const TrainOptions& opt, RunWorld& world, TrainSummary& sum)
       : p_(plan),
         opt_(opt),
-        comm_(comm),
+        run_world_(world),
+        comm_(*world.comm),
         sum_(sum),
         tc_(plan.train),
-        rank_(comm.rank()),
-        world_(comm.world_size()),
+        rank_(comm_.rank()),
+        world_(comm_.world_size()),
         lead_(rank_ == 0),
         model_(plan.model),
         heartbeat_(plan.train.out_dir, rank_),
@@ -110,6 +111,7 @@ class TrainingRun {
 
   RunPlan& p_;
   const TrainOptions& opt_;
+  RunWorld& run_world_;  // the world's communicator and its watchdog
   dist::Communicator& comm_;
   TrainSummary& sum_;
   const TrainConfig& tc_;
@@ -164,9 +166,9 @@ void TrainingRun::build() {
   // ZeRO-1's buckets and the Muon pieces move in that memory too, over the device's own
   // collectives where it has them (NCCL, sums in rank order, backend/cuda/nccl_communicator.h);
   // the loss, the loads and the norm go over the host communicator.
-  if (world_ > 1) nccl_ = p_.device.make_collective(comm_, /*rank_order_sums=*/true);
-  if (nccl_ && !opt_.trace_path.empty())
-    nccl_ = std::make_unique<dist::TracedCommunicator>(std::move(nccl_), "device");
+  if (world_ > 1)
+    nccl_ =
+        run_world_.wrap_device(p_.device.make_collective(comm_, /*rank_order_sums=*/true), opt_);
   update_ = std::make_unique<ParameterUpdate>(
       placement, p_.optim, &comm_, nccl_ ? nccl_.get() : &comm_, tc_.zero1_bucket_floats);
   balancer_ = std::make_unique<RouterBalancer>(model_.params().registry(), p_.optim);
@@ -586,7 +588,7 @@ TrainSummary run_training(const TrainOptions& opt) {
   sum.metrics_path = plan.metrics_path;
   sum.plot_path = plan.plot_path;
   sum.model_dir = plan.model_dir;
-  TrainingRun run(plan, opt, *comm, sum);
+  TrainingRun run(plan, opt, world, sum);
   run.build();
   run.run(t_start);
   return sum;

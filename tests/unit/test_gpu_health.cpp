@@ -118,9 +118,13 @@ TEST_F(GpuHealth, StartUpErrorsNameTheLibraryAndTheReason) {
             std::string::npos);
   EXPECT_NE(error_of([] { gpu_health_from_flag("nvml"); }).find("expected HOST=nvml"),
             std::string::npos);
-  EXPECT_NE(error_of([] { gpu_health_from_flag("h=amdsmi"); }).find("AMD SMI is not built"),
+  EXPECT_NE(error_of([] {
+              gpu_health_from_flag("h=amdsmi:/nonexistent/libamd_smi.so");
+            }).find("cannot load AMD SMI (/nonexistent/libamd_smi.so)"),
             std::string::npos);
-  EXPECT_NE(error_of([] { gpu_health_from_flag("h=dcgm"); }).find("expected nvml or nvml:PATH"),
+  EXPECT_NE(error_of([] {
+              gpu_health_from_flag("h=dcgm");
+            }).find("expected nvml or amdsmi, or either as KIND:PATH"),
             std::string::npos);
 }
 
@@ -155,6 +159,36 @@ TEST_F(GpuHealth, RulesJudgeAGpuSeriesAndRefuseOneNoGpuServes) {
               remap.start(0);
             }).find("no source serves the metric 'zaya_gpu_remapped_rows'"),
             std::string::npos);
+}
+
+TEST_F(GpuHealth, AmdSmiReadsEccAndTemperatureOfEveryGpu) {
+  const std::string amd_state = state_ + ".amd";
+  ::setenv("ZAYA_FAKE_AMDSMI_STATE", amd_state.c_str(), 1);
+  EXPECT_NE(error_of([] {
+              open_amdsmi(ZAYA_TEST_FAKE_AMDSMI);
+            }).find("amdsmi_init failed: AMDSMI_STATUS_INIT_ERROR - Initialization error (18)"),
+            std::string::npos);
+  std::ofstream(amd_state) << "gpus 2\necc_uncorrected 0 4\necc_corrected 0 9\n"
+                              "temperature 0 77\ntemperature 1 66\nno_ecc 1 1\n";
+  auto amd = open_gpu_library(std::string("amdsmi:") + ZAYA_TEST_FAKE_AMDSMI, "--gpu");
+  EXPECT_EQ(amd->describe(), std::string("AMD SMI (") + ZAYA_TEST_FAKE_AMDSMI + "), 2 GPUs");
+  auto s = amd->read();
+  EXPECT_EQ(find(s,
+                 "zaya_gpu_ecc_errors_total{gpu=\"0\",type=\"uncorrected\","
+                 "uuid=\"amd-fake-0\"}"),
+            4);
+  EXPECT_EQ(find(s, "zaya_gpu_ecc_errors_total{gpu=\"0\",type=\"corrected\",uuid=\"amd-fake-0\"}"),
+            9);
+  EXPECT_EQ(find(s, "zaya_gpu_temperature_celsius{gpu=\"0\",uuid=\"amd-fake-0\"}"), 77);
+  EXPECT_EQ(find(s, "zaya_gpu_temperature_celsius{gpu=\"1\",uuid=\"amd-fake-1\"}"), 66);
+  EXPECT_FALSE(has(s, "zaya_gpu_ecc_errors_total", "1"));  // no ECC on GPU 1: left out
+  std::ofstream(amd_state) << "gpus 2\necc_uncorrected 0 5\nno_ecc 1 1\n";
+  s = amd->read();
+  EXPECT_EQ(find(s,
+                 "zaya_gpu_ecc_errors_total{gpu=\"0\",type=\"uncorrected\","
+                 "uuid=\"amd-fake-0\"}"),
+            5);
+  std::filesystem::remove(amd_state);
 }
 
 }  // namespace

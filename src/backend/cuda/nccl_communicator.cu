@@ -15,6 +15,7 @@
 #include "backend/cuda/nccl_communicator.h"
 #include "backend/cuda/reduce.cuh"
 #include "core/error.h"
+#include "dist/async_error_watch.h"
 
 namespace zaya::cuda {
 
@@ -33,6 +34,8 @@ const NcclApi& nccl() {
     get(a.get_unique_id, "ncclGetUniqueId");
     get(a.comm_init_rank, "ncclCommInitRank");
     get(a.comm_destroy, "ncclCommDestroy");
+    get(a.comm_abort, "ncclCommAbort");
+    get(a.comm_get_async_error, "ncclCommGetAsyncError");
     get(a.error_string, "ncclGetErrorString");
     get(a.group_start, "ncclGroupStart");
     get(a.group_end, "ncclGroupEnd");
@@ -158,9 +161,16 @@ class NcclGroup {
 // reduction runs in wait(), into the caller's buffer.
 class StreamTransfer final : public dist::Transfer {
  public:
-  StreamTransfer(cudaStream_t stream, ScratchBuffer<unsigned char> parts, void* recv, size_t count,
-                 int world, DType t, dist::ReduceOp op)
-      : parts_(std::move(parts)), recv_(recv), count_(count), world_(world), t_(t), op_(op) {
+  StreamTransfer(cudaStream_t stream, dist::AsyncErrorWatch& watch,
+                 ScratchBuffer<unsigned char> parts, void* recv, size_t count, int world, DType t,
+                 dist::ReduceOp op)
+      : watch_(watch),
+        parts_(std::move(parts)),
+        recv_(recv),
+        count_(count),
+        world_(world),
+        t_(t),
+        op_(op) {
     ZAYA_CUDA_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
     ZAYA_CUDA_CHECK(cudaEventRecord(done_, stream));
   }
@@ -175,13 +185,16 @@ class StreamTransfer final : public dist::Transfer {
   void wait() override {
     if (finished_) return;
     finished_ = true;
-    ZAYA_CUDA_CHECK(cudaEventSynchronize(done_));
+    const cudaError_t status = cudaEventSynchronize(done_);
+    watch_.check("NCCL transfer");  // an aborted communicator: its error, not the CUDA one
+    ZAYA_CUDA_CHECK(status);
     if (parts_.size()) rank_order_reduce(recv_, parts_.get(), count_, world_, t_, op_);
   }
   bool test() override {
     if (finished_) return true;
     const cudaError_t status = cudaEventQuery(done_);
     if (status == cudaSuccess) return true;
+    watch_.check("NCCL transfer");
     ZAYA_CHECK(status == cudaErrorNotReady, "NCCL transfer: ", cudaGetErrorString(status));
     (void)cudaGetLastError();  // "not ready" is no error: the next launch check must not see it
     return false;
@@ -189,6 +202,7 @@ class StreamTransfer final : public dist::Transfer {
 
  private:
   cudaEvent_t done_ = nullptr;
+  dist::AsyncErrorWatch& watch_;
   ScratchBuffer<unsigned char> parts_;  // a reduce-scatter's N contributions (empty: none)
   void* recv_;
   size_t count_;
@@ -228,8 +242,28 @@ class NcclCommunicator final : public dist::Communicator {
     ZAYA_NCCL_CHECK(api.comm_init_rank(&comm_, host_.world_size(), id, host_.rank()));
     ZAYA_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     ZAYA_CUDA_CHECK(cudaEventCreateWithFlags(&queued_, cudaEventDisableTiming));
+    // A peer that dies or a network that fails leaves NCCL's kernels spinning; NCCL records the
+    // error on the side, and the watch aborts the communicator on it, which ends the kernels
+    // (dist/async_error_watch.h).
+    watch_ = std::make_unique<dist::AsyncErrorWatch>(
+        [this] {
+          ncclResult_t async = ncclSuccess;
+          const ncclResult_t r = nccl().comm_get_async_error(comm_, &async);
+          if (r != ncclSuccess)
+            return std::string("ncclCommGetAsyncError: ") + nccl().error_string(r);
+          if (async == ncclSuccess || async == ncclInProgress) return std::string();
+          return std::string(nccl().error_string(async));
+        },
+        [this] { nccl().comm_abort(comm_); });
   }
   ~NcclCommunicator() override {
+    const bool aborted = !watch_->error().empty();
+    watch_.reset();  // its thread may not touch comm_ from here on
+    if (aborted) {   // ncclCommAbort released the communicator
+      cudaEventDestroy(queued_);
+      cudaStreamDestroy(stream_);
+      return;
+    }
     cudaStreamSynchronize(stream_);
     nccl().comm_destroy(comm_);
     cudaEventDestroy(queued_);
@@ -272,8 +306,8 @@ class NcclCommunicator final : public dist::Communicator {
     if (!rank_order_) {
       ZAYA_NCCL_CHECK(
           nccl().reduce_scatter(send, recv, recv_count, nccl_type(t), nccl_op(op), comm_, stream_));
-      return std::make_unique<StreamTransfer>(stream_, ScratchBuffer<unsigned char>(), recv, 0, 0,
-                                              t, op);
+      return std::make_unique<StreamTransfer>(stream_, *watch_, ScratchBuffer<unsigned char>(),
+                                              recv, 0, 0, t, op);
     }
     // The all-to-all: rank r's chunk of every rank lands in r's parts, in rank order.
     ScratchBuffer<unsigned char> parts(bytes * size_t(world_size()));
@@ -286,7 +320,7 @@ class NcclCommunicator final : public dist::Communicator {
                                   comm_, stream_));
     }
     group.end();
-    return std::make_unique<StreamTransfer>(stream_, std::move(parts), recv, recv_count,
+    return std::make_unique<StreamTransfer>(stream_, *watch_, std::move(parts), recv, recv_count,
                                             world_size(), t, op);
   }
 
@@ -330,8 +364,8 @@ class NcclCommunicator final : public dist::Communicator {
       ZAYA_NCCL_CHECK(nccl().send(send, send_count, nccl_type(t), dest, comm_, stream_));
     if (src >= 0) ZAYA_NCCL_CHECK(nccl().recv(recv, recv_count, nccl_type(t), src, comm_, stream_));
     group.end();
-    return std::make_unique<StreamTransfer>(stream_, ScratchBuffer<unsigned char>(), recv, 0, 0, t,
-                                            dist::ReduceOp::Sum);
+    return std::make_unique<StreamTransfer>(stream_, *watch_, ScratchBuffer<unsigned char>(), recv,
+                                            0, 0, t, dist::ReduceOp::Sum);
   }
 
   std::unique_ptr<dist::Communicator> split(int color, int key) override {
@@ -346,7 +380,11 @@ class NcclCommunicator final : public dist::Communicator {
     ZAYA_CUDA_CHECK(cudaEventRecord(queued_, 0));
     ZAYA_CUDA_CHECK(cudaStreamWaitEvent(stream_, queued_, 0));
   }
-  void finish() { ZAYA_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+  void finish() {
+    const cudaError_t status = cudaStreamSynchronize(stream_);
+    watch_->check("NCCL");  // an aborted communicator: its error, not the CUDA one
+    ZAYA_CUDA_CHECK(status);
+  }
 
   std::unique_ptr<dist::Communicator> owned_host_;  // a split's host communicator
   dist::Communicator& host_;
@@ -354,6 +392,7 @@ class NcclCommunicator final : public dist::Communicator {
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t queued_ = nullptr;
+  std::unique_ptr<dist::AsyncErrorWatch> watch_;
 };
 
 }  // namespace
