@@ -67,10 +67,13 @@ if [[ "${1:-}" != "--no-sanitizers" ]]; then
   # The model-size searches (cli.size, SizeShapes.BudgetsNeed...) are pure arithmetic over
   # thousands of candidate shapes, 90 s under the sanitizers: they run in the release passes; so
   # does train.device_memory_plan, 21 training runs that count bytes (cpu-as-device's counting
-  # allocator runs under the sanitizers in the unit tests, BackendSeam.*).
+  # allocator runs under the sanitizers in the unit tests, BackendSeam.*); and aegis.gpu_health,
+  # aegis.health's drill (which runs here, about 160 s) over stand-in GPU libraries that the unit
+  # tests (GpuHealth.*) and serve.prometheus load under the sanitizers.
   run_ctest build-asan/ctest-asan.log env OMP_NUM_THREADS=1 \
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --preset asan -j "$JOBS" -E '^cli\.size$|^SizeShapes\.BudgetsNeed|^train\.device_memory_plan$'
+    ctest --preset asan -j "$JOBS" \
+    -E '^cli\.size$|^SizeShapes\.BudgetsNeed|^train\.device_memory_plan$|^aegis\.gpu_health$'
 fi
 if [[ "${1:-}" != "--no-sanitizers" ]]; then
   echo "== fuzzing (the targets of build-asan/: every parser of untrusted input, ${FUZZ_SECONDS:-5} s per target)"

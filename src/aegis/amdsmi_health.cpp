@@ -7,6 +7,14 @@
 #include "aegis/loaded_library.h"
 #include "core/error.h"
 
+// amdsmi_error_count_t under its C name (a call through zaya's pointer then has the type of the
+// function it reaches): the two counts first; later versions add fields (deferred errors,
+// reserved words), so the library writes into room for all of them.
+struct amdsmi_error_count_t {
+  uint64_t correctable_count, uncorrectable_count;
+  uint64_t later_fields[14];
+};
+
 namespace zaya::aegis {
 
 namespace {
@@ -16,12 +24,7 @@ namespace {
 namespace amdsmi {
 using Status = int;    // amdsmi_status_t
 using Handle = void*;  // amdsmi_socket_handle, amdsmi_processor_handle
-// amdsmi_error_count_t: the two counts first; later versions add fields (deferred errors,
-// reserved words), so the library writes into room for all of them.
-struct ErrorCount {
-  uint64_t correctable, uncorrectable;
-  uint64_t later_fields[14];
-};
+using ErrorCount = amdsmi_error_count_t;
 constexpr Status kSuccess = 0, kNotSupported = 2;
 constexpr uint64_t kInitAmdGpus = 1u << 1;
 constexpr int kTemperatureHotspot = 1, kTemperatureCurrent = 0;
@@ -58,9 +61,9 @@ class AmdSmiLibrary final : public GpuHealthLibrary {
       if (answered(ecc_count_(g.handle, &ec), g, "amdsmi_get_gpu_total_ecc_count")) {
         auto l = labels;
         l["type"] = "uncorrected";
-        out.push_back({"zaya_gpu_ecc_errors_total", l, double(ec.uncorrectable)});
+        out.push_back({"zaya_gpu_ecc_errors_total", l, double(ec.uncorrectable_count)});
         l["type"] = "corrected";
-        out.push_back({"zaya_gpu_ecc_errors_total", l, double(ec.correctable)});
+        out.push_back({"zaya_gpu_ecc_errors_total", l, double(ec.correctable_count)});
       }
       int64_t celsius = 0;
       if (answered(temperature_(g.handle, amdsmi::kTemperatureHotspot, amdsmi::kTemperatureCurrent,

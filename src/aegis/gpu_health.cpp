@@ -6,6 +6,18 @@
 #include "aegis/loaded_library.h"
 #include "core/error.h"
 
+// NVML's handle and event types under their C names, as its header declares them: a call
+// through zaya's function pointers then has the type of the function it reaches.
+struct nvmlDevice_st;
+struct nvmlEventSet_st;
+struct nvmlEventData_st {  // nvmlEventData_t as nvmlEventSetWait_v2 fills it
+  nvmlDevice_st* device;
+  unsigned long long eventType;
+  unsigned long long eventData;  // the Xid
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+};
+
 namespace zaya::aegis {
 
 namespace {
@@ -15,15 +27,9 @@ namespace {
 // the driver's development files, not with Debian, and the library is opened at run time anyway.
 namespace nvml {
 using Return = int;  // nvmlReturn_t
-using Device = struct Device_st*;
-using EventSet = struct EventSet_st*;
-struct EventData {  // nvmlEventData_t as nvmlEventSetWait_v2 fills it
-  Device device;
-  unsigned long long event_type;
-  unsigned long long event_data;  // the Xid
-  unsigned int gpu_instance_id;
-  unsigned int compute_instance_id;
-};
+using Device = nvmlDevice_st*;
+using EventSet = nvmlEventSet_st*;
+using EventData = nvmlEventData_st;
 constexpr Return kSuccess = 0, kNotSupported = 3, kInsufficientSize = 7, kTimeout = 10,
                  kGpuIsLost = 15;
 constexpr int kMemoryErrorCorrected = 0, kMemoryErrorUncorrected = 1;
@@ -132,9 +138,9 @@ class NvmlLibrary final : public GpuHealthLibrary {
       if (r == nvml::kTimeout) return;
       if (r != nvml::kSuccess) return;  // a lost GPU shows in its own reading
       for (Gpu& g : gpus_)
-        if (g.device == e.device && (e.event_type & nvml::kEventXidCriticalError)) {
+        if (g.device == e.device && (e.eventType & nvml::kEventXidCriticalError)) {
           ++g.xid_errors;
-          g.last_xid = static_cast<int64_t>(e.event_data);
+          g.last_xid = static_cast<int64_t>(e.eventData);
         }
     }
   }

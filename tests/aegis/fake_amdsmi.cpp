@@ -47,12 +47,14 @@ unsigned index_of(void* handle) {
   return unsigned(reinterpret_cast<uintptr_t>(handle) - 1);
 }
 
-// The two counts, then the fields later versions of the struct add.
-struct ErrorCount {
-  uint64_t correctable, uncorrectable, deferred, reserved[5];
-};
-
 }  // namespace
+
+// As zaya declares it (src/aegis/amdsmi_health.cpp): the two counts, then room for the fields
+// later versions add. Its C name: the sanitizers check a call's type against the callee's.
+struct amdsmi_error_count_t {
+  uint64_t correctable_count, uncorrectable_count;
+  uint64_t later_fields[14];
+};
 
 extern "C" {
 
@@ -92,13 +94,13 @@ __attribute__((visibility("default"))) int amdsmi_get_gpu_device_uuid(void* hand
   std::snprintf(uuid, *length, "amd-fake-%u", index_of(handle));
   return kSuccess;
 }
-__attribute__((visibility("default"))) int amdsmi_get_gpu_total_ecc_count(void* handle,
-                                                                          ErrorCount* ec) {
+__attribute__((visibility("default"))) int amdsmi_get_gpu_total_ecc_count(
+    void* handle, amdsmi_error_count_t* ec) {
   const State s = read_state();
   const unsigned g = index_of(handle);
   if (g >= s.gpus) return kInval;
   if (value(s, "no_ecc", g)) return kNotSupported;
-  *ec = ErrorCount{value(s, "ecc_corrected", g), value(s, "ecc_uncorrected", g), 0, {}};
+  *ec = amdsmi_error_count_t{value(s, "ecc_corrected", g), value(s, "ecc_uncorrected", g), {}};
   return kSuccess;
 }
 __attribute__((visibility("default"))) int amdsmi_get_temp_metric(void* handle, int sensor,

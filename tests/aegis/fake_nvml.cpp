@@ -61,11 +61,6 @@ size_t delivered_xids = 0;
 constexpr int kSuccess = 0, kInvalidArgument = 2, kNotSupported = 3, kInsufficientSize = 7,
               kDriverNotLoaded = 9, kTimeout = 10, kGpuIsLost = 15;
 
-// A device handle is its index + 1, so that no handle is null.
-unsigned index_of(void* device) {
-  return unsigned(reinterpret_cast<uintptr_t>(device) - 1);
-}
-
 // NOT_SUPPORTED or GPU_IS_LOST where the state says so, else success.
 int status(const State& s, unsigned gpu, const char* missing_key) {
   if (gpu >= s.gpus) return kInvalidArgument;
@@ -74,23 +69,47 @@ int status(const State& s, unsigned gpu, const char* missing_key) {
   return kSuccess;
 }
 
-struct EventData {
-  void* device;
-  unsigned long long event_type, event_data;
-  unsigned int gpu_instance_id, compute_instance_id;
+}  // namespace
+
+// NVML's types under their C names, as zaya declares them (src/aegis/gpu_health.cpp): the
+// sanitizers check each call's type against the function it reaches.
+struct nvmlDevice_st;
+struct nvmlEventSet_st;
+struct nvmlEventData_st {
+  nvmlDevice_st* device;
+  unsigned long long eventType;
+  unsigned long long eventData;
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
 };
+
+namespace {
+
+// A device handle is its index + 1, so that no handle is null.
+nvmlDevice_st* handle_of(unsigned i) {
+  return reinterpret_cast<nvmlDevice_st*>(uintptr_t(i) + 1);
+}
+unsigned index_of(nvmlDevice_st* device) {
+  return unsigned(reinterpret_cast<uintptr_t>(device) - 1);
+}
+nvmlEventSet_st* the_event_set() {
+  static int the_set;
+  return reinterpret_cast<nvmlEventSet_st*>(&the_set);
+}
 
 }  // namespace
 
 extern "C" {
 
-__attribute__((visibility("default"))) int nvmlInit_v2() {
+#define ZAYA_FAKE_EXPORT __attribute__((visibility("default")))
+
+ZAYA_FAKE_EXPORT int nvmlInit_v2() {
   return read_state().loaded ? kSuccess : kDriverNotLoaded;
 }
-__attribute__((visibility("default"))) int nvmlShutdown() {
+ZAYA_FAKE_EXPORT int nvmlShutdown() {
   return kSuccess;
 }
-__attribute__((visibility("default"))) const char* nvmlErrorString(int r) {
+ZAYA_FAKE_EXPORT const char* nvmlErrorString(int r) {
   switch (r) {
     case kDriverNotLoaded:
       return "Driver Not Loaded";
@@ -102,31 +121,28 @@ __attribute__((visibility("default"))) const char* nvmlErrorString(int r) {
       return "Unknown Error";
   }
 }
-__attribute__((visibility("default"))) int nvmlDeviceGetCount_v2(unsigned* count) {
+ZAYA_FAKE_EXPORT int nvmlDeviceGetCount_v2(unsigned* count) {
   *count = read_state().gpus;
   return kSuccess;
 }
-__attribute__((visibility("default"))) int nvmlDeviceGetHandleByIndex_v2(unsigned i,
-                                                                         void** device) {
-  *device = reinterpret_cast<void*>(uintptr_t(i) + 1);
+ZAYA_FAKE_EXPORT int nvmlDeviceGetHandleByIndex_v2(unsigned i, nvmlDevice_st** device) {
+  *device = handle_of(i);
   return i < read_state().gpus ? kSuccess : kInvalidArgument;
 }
-__attribute__((visibility("default"))) int nvmlDeviceGetUUID(void* device, char* uuid,
-                                                             unsigned length) {
+ZAYA_FAKE_EXPORT int nvmlDeviceGetUUID(nvmlDevice_st* device, char* uuid, unsigned length) {
   std::snprintf(uuid, length, "GPU-fake-%u", index_of(device));
   return kSuccess;
 }
-__attribute__((visibility("default"))) int nvmlDeviceGetTotalEccErrors(void* device, int type,
-                                                                       int /*counter*/,
-                                                                       unsigned long long* count) {
+ZAYA_FAKE_EXPORT int nvmlDeviceGetTotalEccErrors(nvmlDevice_st* device, int type, int /*counter*/,
+                                                 unsigned long long* count) {
   const State s = read_state();
   const unsigned g = index_of(device);
   const int r = status(s, g, "no_ecc");
   if (r == kSuccess) *count = value(s, type == 1 ? "ecc_uncorrected" : "ecc_corrected", g);
   return r;
 }
-__attribute__((visibility("default"))) int nvmlDeviceGetRetiredPages(
-    void* device, int cause, unsigned* count, unsigned long long* addresses) {
+ZAYA_FAKE_EXPORT int nvmlDeviceGetRetiredPages(nvmlDevice_st* device, int cause, unsigned* count,
+                                               unsigned long long* addresses) {
   const State s = read_state();
   const unsigned g = index_of(device);
   const int r = status(s, g, nullptr);
@@ -139,11 +155,9 @@ __attribute__((visibility("default"))) int nvmlDeviceGetRetiredPages(
   *count = pages;
   return room ? kSuccess : kInsufficientSize;
 }
-__attribute__((visibility("default"))) int nvmlDeviceGetRemappedRows(void* device,
-                                                                     unsigned* correctable,
-                                                                     unsigned* uncorrectable,
-                                                                     unsigned* pending,
-                                                                     unsigned* failed) {
+ZAYA_FAKE_EXPORT int nvmlDeviceGetRemappedRows(nvmlDevice_st* device, unsigned* correctable,
+                                               unsigned* uncorrectable, unsigned* pending,
+                                               unsigned* failed) {
   const State s = read_state();
   const unsigned g = index_of(device);
   const int r = status(s, g, "no_remap");
@@ -154,39 +168,36 @@ __attribute__((visibility("default"))) int nvmlDeviceGetRemappedRows(void* devic
   *failed = unsigned(value(s, "remap_failed", g));
   return kSuccess;
 }
-__attribute__((visibility("default"))) int nvmlDeviceGetTemperature(void* device, int,
-                                                                    unsigned* celsius) {
+ZAYA_FAKE_EXPORT int nvmlDeviceGetTemperature(nvmlDevice_st* device, int, unsigned* celsius) {
   const State s = read_state();
   const int r = status(s, index_of(device), nullptr);
   if (r == kSuccess) *celsius = unsigned(value(s, "temperature", index_of(device)));
   return r;
 }
-__attribute__((visibility("default"))) int nvmlDeviceGetCurrentClocksThrottleReasons(
-    void* device, unsigned long long* reasons) {
+ZAYA_FAKE_EXPORT int nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_st* device,
+                                                               unsigned long long* reasons) {
   const State s = read_state();
   const int r = status(s, index_of(device), nullptr);
   if (r == kSuccess) *reasons = value(s, "throttle", index_of(device));
   return r;
 }
-__attribute__((visibility("default"))) int nvmlEventSetCreate(void** set) {
-  static int the_set;
-  *set = &the_set;
+ZAYA_FAKE_EXPORT int nvmlEventSetCreate(nvmlEventSet_st** set) {
+  *set = the_event_set();
   delivered_xids = read_state().xids.size();
   return kSuccess;
 }
-__attribute__((visibility("default"))) int nvmlDeviceRegisterEvents(void*, unsigned long long,
-                                                                    void*) {
+ZAYA_FAKE_EXPORT int nvmlDeviceRegisterEvents(nvmlDevice_st*, unsigned long long,
+                                              nvmlEventSet_st*) {
   return kSuccess;
 }
-__attribute__((visibility("default"))) int nvmlEventSetWait_v2(void*, EventData* data, unsigned) {
+ZAYA_FAKE_EXPORT int nvmlEventSetWait_v2(nvmlEventSet_st*, nvmlEventData_st* data, unsigned) {
   const State s = read_state();
   if (delivered_xids >= s.xids.size()) return kTimeout;
   const auto& [gpu, code] = s.xids[delivered_xids++];
-  *data =
-      EventData{reinterpret_cast<void*>(uintptr_t(gpu) + 1), 0x8, code, 0xFFFFFFFFu, 0xFFFFFFFFu};
+  *data = nvmlEventData_st{handle_of(gpu), 0x8, code, 0xFFFFFFFFu, 0xFFFFFFFFu};
   return kSuccess;
 }
-__attribute__((visibility("default"))) int nvmlEventSetFree(void*) {
+ZAYA_FAKE_EXPORT int nvmlEventSetFree(nvmlEventSet_st*) {
   return kSuccess;
 }
 
