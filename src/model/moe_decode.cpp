@@ -38,19 +38,16 @@ void moe_decode(const Backend& be, float* out, float* state_out, const float* x,
   float* sw = arena.floats(size_t(n) * F);
   float* y = arena.floats(size_t(n) * E);
   be.gather_rows(xg, x, order, n_exp, E);
-  for (int e = 0; e < X; ++e) {
-    const int first = off[size_t(e)], m = off[size_t(e) + 1] - first;
-    if (m == 0) continue;
-    be.rows_matmul_forward(h1 + size_t(first) * 2 * F, xg + size_t(first) * E,
-                           w.fc1[size_t(e)].f32(kDecodeWeights), nullptr, m, E, 2 * F);
+  // Every expert's rows in one call per layer: at a batch of 16 most experts get a row or two,
+  // and the backend shares all of their weights among its threads at once.
+  std::vector<const float*> fc1(static_cast<size_t>(X)), fc2(static_cast<size_t>(X));
+  for (size_t e = 0; e < size_t(X); ++e) {
+    fc1[e] = w.fc1[e].f32(kDecodeWeights);
+    fc2[e] = w.fc2[e].f32(kDecodeWeights);
   }
+  be.grouped_rows_matmul_forward(h1, xg, fc1.data(), off.data(), X, E, 2 * F);
   be.swiglu_forward(sw, h1, n_exp, F);
-  for (int e = 0; e < X; ++e) {
-    const int first = off[size_t(e)], m = off[size_t(e) + 1] - first;
-    if (m == 0) continue;
-    be.rows_matmul_forward(y + size_t(first) * E, sw + size_t(first) * F,
-                           w.fc2[size_t(e)].f32(kDecodeWeights), nullptr, m, F, E);
-  }
+  be.grouped_rows_matmul_forward(y, sw, fc2.data(), off.data(), X, F, E);
   // out[t] = gate · expert output, or gate · x on the skip route (mixture-of-depths).
   be.moe_combine_forward(out, y, x, probs, routes, order, n, n_exp, E, NR);
 }

@@ -15,12 +15,18 @@ namespace zaya {
 
 using nlohmann::json;
 
+double StepTimes::parts_s() const {
+  return data_s + forward_s + backward_s + reduce_wait_s + sums_s + optimizer_s + router_s +
+         eval_s + tasks_s + checkpoint_s;
+}
+
 json StepTimes::to_json() const {
   return {{"data", data_s},         {"forward", forward_s},
           {"backward", backward_s}, {"reduce_wait", reduce_wait_s},
           {"sums", sums_s},         {"optimizer", optimizer_s},
           {"router", router_s},     {"eval", eval_s},
-          {"tasks", tasks_s},       {"checkpoint", checkpoint_s}};
+          {"tasks", tasks_s},       {"checkpoint", checkpoint_s},
+          {"wall", wall_s},         {"other", wall_s - parts_s()}};
 }
 
 MemoryNow memory_now(const ComputeDevice& device) {

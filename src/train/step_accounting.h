@@ -35,6 +35,10 @@ struct StepTimes {
   double eval_s = 0;         // validation loss, when due
   double tasks_s = 0;        // benchmark tasks, when due
   double checkpoint_s = 0;   // the previous step's save (its snapshot, and the write if in line)
+  // From the previous step's record to this one's: every part above and what none of them
+  // holds (the records, heartbeats and progress line themselves), to_json's "other".
+  double wall_s = 0;
+  double parts_s() const;  // the sum of the parts
   nlohmann::json to_json() const;
 };
 

@@ -102,7 +102,7 @@ class TrainingRun {
                           StepTimes& times);
   StepOutcome update(const StepBatch& b, double loss_sum, std::vector<int64_t>& route_counts,
                      const StepTimes& times_so_far);
-  bool agree_on_stop();
+  bool agree_on_stop(StepTimes& times);
   void log(const StepBatch& b, const StepOutcome& o, int threads, bool eval, bool tasks, bool last);
   void checkpoint(bool last, bool stop);
   void finish(int64_t first_step, Clock::time_point t_start);
@@ -139,6 +139,7 @@ class TrainingRun {
   double train_s_ = 0;
   std::unique_ptr<StepAccounting> accounting_;  // FLOPs, MFU, times, routers: see log()
   double last_checkpoint_s_ = 0;     // the save after the previous step, for the next record
+  Clock::time_point last_record_;    // when the previous step's record was made (time_s.wall)
   std::unique_ptr<RunTrace> trace_;  // --trace
 };
 
@@ -361,10 +362,12 @@ StepOutcome TrainingRun::update(const StepBatch& b, double loss_sum,
   return o;
 }
 
-// A signal to any rank stops every rank, after the same step.
-bool TrainingRun::agree_on_stop() {
+// A signal to any rank stops every rank, after the same step (a sum over the ranks: `sums`).
+bool TrainingRun::agree_on_stop(StepTimes& times) {
+  PartClock clock;
   int64_t stop = stop_signals_->requested() ? 1 : 0;
   dist::sum_over_ranks(&comm_, std::span<int64_t>(&stop, 1));
+  clock.mark(times.sums_s, "sums");
   return stop > 0;
 }
 
@@ -451,7 +454,7 @@ void TrainingRun::run(Clock::time_point t_start) {
   print_header();
   const int n_moe = int(p_.model.num_moe_stages()), n_routes = int(p_.model.num_routes());
   const int64_t first_step = step_;
-  for (; step_ < p_.total_steps; ++step_) {
+  for (last_record_ = Clock::now(); step_ < p_.total_steps; ++step_) {
     const auto t0 = Clock::now();
     const int step_threads = omp_get_max_threads();
     faults_.at_step_start(step_ + 1);  // Aegis drills: kill, hang, slow
@@ -459,8 +462,7 @@ void TrainingRun::run(Clock::time_point t_start) {
     const StepBatch b = sample();
     model_.set_rope_theta(b.ph->rope_theta);
     model_.placement().zero_grads();
-    // Aegis drill "NaN loss and gradients" overwrites the gradients after the backward, so that
-    // step's reduce-scatter waits for it.
+    // Aegis drill "NaN loss and gradients": the gradients overwritten after the backward.
     const bool nan_drill = faults_.loss_fault(step_ + 1);
     std::vector<int64_t> route_counts(size_t(n_moe) * size_t(n_routes), 0);
     StepTimes times;
@@ -474,7 +476,7 @@ void TrainingRun::run(Clock::time_point t_start) {
     times.checkpoint_s = last_checkpoint_s_;
     StepOutcome o = update(b, loss_sum, route_counts, times);
     o.own_s = own_s;
-    o.stop = agree_on_stop();
+    o.stop = agree_on_stop(o.times);
     if (o.stop && sum_.stop_signal.empty()) {
       sum_.stop_signal = stop_signals_->name();
       if (lead_)
@@ -482,8 +484,7 @@ void TrainingRun::run(Clock::time_point t_start) {
                      (long long)(step_ + 1), sum_.stop_signal.c_str());
     }
     const bool last = step_ + 1 == p_.total_steps || o.stop;
-    // A stop by signal skips the end-of-run evaluation: the time before the scheduler's SIGKILL
-    // goes to the checkpoint.
+    // A stop by signal skips the end-of-run evaluation: the time left goes to the checkpoint.
     const bool eval = (step_ + 1) % tc_.eval_every == 0 || (last && !o.stop);
     const bool tasks = p_.tasks && !o.stop && p_.tasks->due(step_ + 1, last);
     o.dt = seconds_since(t0);
@@ -503,6 +504,8 @@ void TrainingRun::run(Clock::time_point t_start) {
       }
     }
     sum_.final_loss = o.loss;
+    o.times.wall_s = seconds_since(last_record_);
+    last_record_ = Clock::now();
     log(b, o, step_threads, eval, tasks, last);
     const PartClock save_clock;
     checkpoint(last, o.stop);

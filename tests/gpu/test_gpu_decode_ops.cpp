@@ -41,6 +41,28 @@ TEST(GpuDecodeOps, RowsMatmul) {
         }
 }
 
+TEST(GpuDecodeOps, GroupedRowsMatmul) {
+  const std::vector<int> offsets = {0, 2, 2, 5, 6};  // one empty group
+  const int groups = 4, n = 6, k = 40, m = 33;
+  const Floats in = random_floats(size_t(n) * k, 7);
+  std::vector<Floats> w;
+  std::vector<DeviceBuffer<float>> dw;
+  std::vector<const float*> weights, dweights;
+  for (int g = 0; g < groups; ++g) w.push_back(random_floats(size_t(m) * k, uint32_t(8 + g)));
+  for (const Floats& wg : w) {
+    weights.push_back(wg.data());
+    dw.emplace_back(wg);
+  }
+  for (const auto& d : dw) dweights.push_back(d.get());
+  Floats out(size_t(n) * m);
+  cpu::grouped_rows_matmul_forward(out.data(), in.data(), weights.data(), offsets.data(), groups, k,
+                                   m);
+  DeviceBuffer<float> din(in), dout(out.size());
+  cuda::grouped_rows_matmul_forward(dout.get(), din.get(), dweights.data(), offsets.data(), groups,
+                                    k, m);
+  EXPECT_TRUE(elementwise_close(dout.download(), out, kTolerance));
+}
+
 TEST(GpuDecodeOps, DenseGemm) {
   const int m = 7, n = 5, k = 19;
   for (const bool ta : {false, true})

@@ -82,6 +82,12 @@ inner = ("data", "forward", "backward", "reduce_wait", "sums", "optimizer", "rou
 check(all(r["time_s"]["forward"] > 0 and r["time_s"]["backward"] > 0 and r["time_s"]["optimizer"] > 0
           and sum(r["time_s"][k] for k in inner) <= r["time_s"]["step"] * (1 + 1e-9) for r in a),
       "every step: the parts of its time are there and add up to no more than the step")
+parts = inner + ("eval", "tasks", "checkpoint")
+check(all(abs(sum(r["time_s"][k] for k in parts) + r["time_s"]["other"] - r["time_s"]["wall"])
+          <= 1e-9 * r["time_s"]["wall"] and r["time_s"]["other"] >= -1e-9 * r["time_s"]["wall"]
+          and r["time_s"]["wall"] >= r["time_s"]["step"] for r in a),
+      "every step: the parts and 'other' add up to the wall time from the previous record, "
+      f"which holds the step (other at most {max(r['time_s']['other'] / r['time_s']['wall'] for r in a):.1%})")
 check(all((r["time_s"]["eval"] > 0) == ("val_loss" in r) for r in a), "eval time exactly on the evaluated steps")
 check(all(0 < r["memory"]["rss_bytes"] <= r["memory"]["peak_rss_bytes"] and r["memory"]["device_bytes"] == 0
           for r in a), "memory: resident now and at peak; no device on the CPU")

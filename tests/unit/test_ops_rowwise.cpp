@@ -71,6 +71,36 @@ TEST(OpsRowwise, RowsDoNotDependOnTheBatch) {
   }
 }
 
+TEST(OpsRowwise, GroupedIsEachGroupsProductBitwise) {
+  // Groups of 0 to 5 rows (empty ones among them, first and last included), shapes below, at and
+  // above the 4-row blocks and the 16-lane sums.
+  const std::vector<int> rows = {0, 2, 1, 0, 5, 3, 1, 0};
+  std::vector<int> offsets = {0};
+  for (const int r : rows) offsets.push_back(offsets.back() + r);
+  const int groups = int(rows.size()), n = offsets.back();
+  for (const auto& [k, m] :
+       {std::pair{67, 29}, std::pair{256, 64}, std::pair{16, 3}, std::pair{1, 5}}) {
+    const std::vector<float> in = random_vector(size_t(n) * k, uint32_t(k + 7));
+    std::vector<std::vector<float>> w;
+    std::vector<const float*> weights;
+    for (int g = 0; g < groups; ++g) w.push_back(random_vector(size_t(m) * k, uint32_t(100 + g)));
+    for (const auto& wg : w) weights.push_back(wg.data());
+    std::vector<float> want(size_t(n) * m);
+    for (int g = 0; g < groups; ++g)
+      cpu::rows_matmul_forward(&want[size_t(offsets[g]) * m], &in[size_t(offsets[g]) * k],
+                               weights[g], nullptr, rows[size_t(g)], k, m);
+    const int saved = omp_get_max_threads();
+    for (const int threads : {1, 2}) {
+      omp_set_num_threads(threads);
+      std::vector<float> got(size_t(n) * m, -1.0f);
+      cpu::grouped_rows_matmul_forward(got.data(), in.data(), weights.data(), offsets.data(),
+                                       groups, k, m);
+      ASSERT_EQ(got, want) << "k " << k << ", m " << m << ", " << threads << " threads";
+    }
+    omp_set_num_threads(saved);
+  }
+}
+
 TEST(OpsRowwise, EmptyCallsWriteNothing) {
   std::vector<float> out(4, 7.0f);
   const std::vector<float> x(4, 1.0f);

@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <vector>
 
 #include "backend/cpu/parallel_threshold.h"
 
@@ -130,61 +131,93 @@ float fixed_order_dot(const float* a, const float* b, int k) {
   return out;
 }
 
+namespace {
+
+// Blocks of 4 weight rows are the unit of work (and of parallelism): a block stays in cache
+// while every input row passes over it, four rows at a time (16 independent sums). No choice here
+// changes the operations of any one output element, so a row's results are the same in every
+// call.
+constexpr int kW = 4;
+// Input rows a block takes at a time: their R × 4 sums of 16 lanes stay in registers. 32 zmm
+// hold 4 × 4 of them beside the weights; 16 ymm (two per sum) hold one row's 4, and 4 rows' 16
+// would spill to memory at every step of k (0.6x the AVX-512 path's decode, measured).
+constexpr int kRowsPerBlock = ZAYA_CPU_VECTOR_REGISTERS * ZAYA_CPU_VECTOR_FLOATS >= 512 ? 4 : 1;
+constexpr int kBlocksAhead = 4;
+
+int weight_blocks(int m) {
+  return (m + kW - 1) / kW;
+}
+
+// Block `blk` of the product: out[:, 4·blk, 4·blk + 4) for every one of the n rows.
+void rows_block(float* out, const float* in, const float* w, const float* bias, int n, int k, int m,
+                int blk) {
+  const int blocks = weight_blocks(m);
+  const size_t K = size_t(k), M = size_t(m);
+  const int o0 = blk * kW;
+  const float* wb = w + size_t(o0) * K;
+  if (m - o0 >= kW) {
+    int r = 0;
+    // The first pass over a block asks for a later block's weights, which are on their way
+    // from memory by the time it is reached (the hardware's prefetchers lose the four rows'
+    // streams, which are only 1 KB each at k = 256).
+    const int ahead = n >= 4 ? 1 : kBlocksAhead;
+    const float* prefetch = blk + ahead < blocks ? w + size_t(o0 + ahead * kW) * K : nullptr;
+    if constexpr (kRowsPerBlock == 4) {
+      if (r + 4 <= n) {
+        dots<4, kW>(out + size_t(r) * M + o0, M, in + size_t(r) * K, K, wb, K, k, prefetch);
+        r += 4;
+        prefetch = nullptr;
+      }
+      for (; r + 4 <= n; r += 4)
+        dots<4, kW>(out + size_t(r) * M + o0, M, in + size_t(r) * K, K, wb, K, k);
+      if (r + 2 <= n) {
+        dots<2, kW>(out + size_t(r) * M + o0, M, in + size_t(r) * K, K, wb, K, k, prefetch);
+        r += 2;
+        prefetch = nullptr;
+      }
+    }
+    for (; r < n; ++r) {
+      dots<1, kW>(out + size_t(r) * M + o0, M, in + size_t(r) * K, K, wb, K, k, prefetch);
+      prefetch = nullptr;
+    }
+  } else {
+    for (int r = 0; r < n; ++r)
+      for (int o = o0; o < m; ++o)
+        dots<1, 1>(out + size_t(r) * M + o, 0, in + size_t(r) * K, 0, w + size_t(o) * K, 0, k);
+  }
+  if (bias)
+    for (int r = 0; r < n; ++r)
+      for (int o = o0; o < o0 + kW && o < m; ++o) out[size_t(r) * M + o] += bias[o];
+}
+
+}  // namespace
+
 void rows_matmul_forward(float* out, const float* in, const float* w, const float* bias, int n,
                          int k, int m) {
   if (n <= 0 || m <= 0) return;
-  // Blocks of 4 weight rows are the unit of work (and of parallelism): a block stays in cache
-  // while every input row passes over it, four rows at a time (16 independent sums). No choice here
-  // changes the operations of any one output element, so a row's results are the same in every
-  // call.
-  constexpr int kW = 4;
-  // Input rows a block takes at a time: their R × 4 sums of 16 lanes stay in registers. 32 zmm
-  // hold 4 × 4 of them beside the weights; 16 ymm (two per sum) hold one row's 4, and 4 rows' 16
-  // would spill to memory at every step of k (0.6x the AVX-512 path's decode, measured).
-  constexpr int kRowsPerBlock = ZAYA_CPU_VECTOR_REGISTERS * ZAYA_CPU_VECTOR_FLOATS >= 512 ? 4 : 1;
-  const int blocks = (m + kW - 1) / kW;
-  constexpr int kBlocksAhead = 4;
-  const size_t K = size_t(k), M = size_t(m);
+  const int blocks = weight_blocks(m);
   // Below about 256k multiply-adds (tens of microseconds on one core) waking the other threads
   // costs more than it saves: with OMP_WAIT_POLICY=passive each region is a futex round trip per
   // thread, and a small model's decode step is hundreds of such regions.
 #pragma omp parallel for schedule(static) if (worth_threads(int64_t(n) * k * m, int64_t(1) << 18))
-  for (int blk = 0; blk < blocks; ++blk) {
-    const int o0 = blk * kW;
-    const float* wb = w + size_t(o0) * K;
-    if (m - o0 >= kW) {
-      int r = 0;
-      // The first pass over a block asks for a later block's weights, which are on their way
-      // from memory by the time it is reached (the hardware's prefetchers lose the four rows'
-      // streams, which are only 1 KB each at k = 256).
-      const int ahead = n >= 4 ? 1 : kBlocksAhead;
-      const float* prefetch = blk + ahead < blocks ? w + size_t(o0 + ahead * kW) * K : nullptr;
-      if constexpr (kRowsPerBlock == 4) {
-        if (r + 4 <= n) {
-          dots<4, kW>(out + size_t(r) * M + o0, M, in + size_t(r) * K, K, wb, K, k, prefetch);
-          r += 4;
-          prefetch = nullptr;
-        }
-        for (; r + 4 <= n; r += 4)
-          dots<4, kW>(out + size_t(r) * M + o0, M, in + size_t(r) * K, K, wb, K, k);
-        if (r + 2 <= n) {
-          dots<2, kW>(out + size_t(r) * M + o0, M, in + size_t(r) * K, K, wb, K, k, prefetch);
-          r += 2;
-          prefetch = nullptr;
-        }
-      }
-      for (; r < n; ++r) {
-        dots<1, kW>(out + size_t(r) * M + o0, M, in + size_t(r) * K, K, wb, K, k, prefetch);
-        prefetch = nullptr;
-      }
-    } else {
-      for (int r = 0; r < n; ++r)
-        for (int o = o0; o < m; ++o)
-          dots<1, 1>(out + size_t(r) * M + o, 0, in + size_t(r) * K, 0, w + size_t(o) * K, 0, k);
-    }
-    if (bias)
-      for (int r = 0; r < n; ++r)
-        for (int o = o0; o < o0 + kW && o < m; ++o) out[size_t(r) * M + o] += bias[o];
+  for (int blk = 0; blk < blocks; ++blk) rows_block(out, in, w, bias, n, k, m, blk);
+}
+
+void grouped_rows_matmul_forward(float* out, const float* in, const float* const* weights,
+                                 const int* offsets, int groups, int k, int m) {
+  if (m <= 0) return;
+  std::vector<int> busy;  // the groups with rows, in order
+  for (int g = 0; g < groups; ++g)
+    if (offsets[g + 1] > offsets[g]) busy.push_back(g);
+  const int blocks = weight_blocks(m);
+  const int units = int(busy.size()) * blocks;  // (group, block) pairs
+  const int64_t rows = int64_t(offsets[groups]) - offsets[0];
+  const size_t K = size_t(k), M = size_t(m);
+#pragma omp parallel for schedule(static) if (worth_threads(rows * k * m, int64_t(1) << 18))
+  for (int u = 0; u < units; ++u) {
+    const int g = busy[size_t(u / blocks)], first = offsets[g];
+    rows_block(out + size_t(first) * M, in + size_t(first) * K, weights[g], nullptr,
+               offsets[g + 1] - first, k, m, u % blocks);
   }
 }
 

@@ -18,6 +18,14 @@ ZAYA_CPU_PATH_BEGIN
 void rows_matmul_forward(float* out, const float* in, const float* w, const float* bias, int n,
                          int k, int m);
 
+// Several products over consecutive row ranges: rows [offsets[g], offsets[g + 1]) of `in` and
+// `out` times weights[g] ([m, k], no bias), each row's results the bits rows_matmul_forward gives
+// it. One parallel region holds every group's blocks of weight rows: a decode step's experts get
+// a row or two each, too little to wake the threads for one expert at a time, while together
+// they are most of the step's weights. `weights` and `offsets` are host memory.
+void grouped_rows_matmul_forward(float* out, const float* in, const float* const* weights,
+                                 const int* offsets, int groups, int k, int m);
+
 // The fixed-order dot product every output element of rows_matmul_forward is.
 float fixed_order_dot(const float* a, const float* b, int k);
 

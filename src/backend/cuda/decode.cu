@@ -173,6 +173,17 @@ void rows_matmul_forward(float* out, const float* in, const float* w, const floa
   ZAYA_CUDA_LAUNCHED("rows_matmul_forward");
 }
 
+void grouped_rows_matmul_forward(float* out, const float* in, const float* const* weights,
+                                 const int* offsets, int groups, int k, int m) {
+  // A launch per group with rows: each row gets rows_matmul_forward's bits.
+  for (int g = 0; g < groups; ++g) {
+    const int first = offsets[g], n = offsets[g + 1] - first;
+    if (n > 0)
+      rows_matmul_forward(out + size_t(first) * m, in + size_t(first) * k, weights[g], nullptr, n,
+                          k, m);
+  }
+}
+
 void cca_decode_conv(float* z, const float* proj, const float* window, const int32_t* slots,
                      const CcaDecodeStep& s) {
   if (s.n <= 0) return;
