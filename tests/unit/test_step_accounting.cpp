@@ -67,7 +67,26 @@ TEST(PartClock, MarksAddTheTimeSinceTheLastMarkToEachPart) {
   EXPECT_GE(t.forward_s, 0.02);
   const json j = t.to_json();
   EXPECT_EQ(j["forward"].get<double>(), t.forward_s);
-  EXPECT_EQ(j.size(), 10u);
+  EXPECT_EQ(j.size(), 12u);  // the ten parts, wall and other
+}
+
+TEST(StepTimes, OtherIsTheWallTimeNoPartHolds) {
+  StepTimes t;
+  t.data_s = 0.5;
+  t.forward_s = 1;
+  t.backward_s = 2;
+  t.reduce_wait_s = 0.25;
+  t.sums_s = 0.125;
+  t.optimizer_s = 1;
+  t.router_s = 0.0625;
+  t.eval_s = 3;
+  t.tasks_s = 4;
+  t.checkpoint_s = 5;
+  t.wall_s = 20;
+  EXPECT_EQ(t.parts_s(), 16.9375);  // exact in binary
+  const json j = t.to_json();
+  EXPECT_EQ(j["wall"].get<double>(), 20);
+  EXPECT_EQ(j["other"].get<double>(), 20 - 16.9375);
 }
 
 }  // namespace
