@@ -10,25 +10,18 @@
 #include <vector>
 
 #include "backend/cpu/rowwise.h"
+#include "test_util.h"
 
 namespace zaya {
 namespace {
-
-std::vector<float> random_vector(size_t n, uint32_t seed) {
-  std::mt19937 g(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(g);
-  return v;
-}
 
 TEST(OpsRowwise, RowsDoNotDependOnTheBatch) {
   for (const auto& [k, m] : {std::pair{67, 29}, std::pair{256, 1024}, std::pair{16, 3},
                              std::pair{1, 5}, std::pair{130, 97}}) {
     const int n = 37;
-    const std::vector<float> in = random_vector(size_t(n) * k, uint32_t(k));
-    const std::vector<float> w = random_vector(size_t(m) * k, uint32_t(m));
-    const std::vector<float> bias = random_vector(size_t(m), 9);
+    const std::vector<float> in = test::normal_floats(size_t(n) * k, uint32_t(k));
+    const std::vector<float> w = test::normal_floats(size_t(m) * k, uint32_t(m));
+    const std::vector<float> bias = test::normal_floats(size_t(m), 9);
     std::vector<float> all(size_t(n) * m);
     cpu::rows_matmul_forward(all.data(), in.data(), w.data(), bias.data(), n, k, m);
     // Each row alone, and the rows in reverse order, at 1 and 2 threads.
@@ -80,10 +73,11 @@ TEST(OpsRowwise, GroupedIsEachGroupsProductBitwise) {
   const int groups = int(rows.size()), n = offsets.back();
   for (const auto& [k, m] :
        {std::pair{67, 29}, std::pair{256, 64}, std::pair{16, 3}, std::pair{1, 5}}) {
-    const std::vector<float> in = random_vector(size_t(n) * k, uint32_t(k + 7));
+    const std::vector<float> in = test::normal_floats(size_t(n) * k, uint32_t(k + 7));
     std::vector<std::vector<float>> w;
     std::vector<const float*> weights;
-    for (int g = 0; g < groups; ++g) w.push_back(random_vector(size_t(m) * k, uint32_t(100 + g)));
+    for (int g = 0; g < groups; ++g)
+      w.push_back(test::normal_floats(size_t(m) * k, uint32_t(100 + g)));
     for (const auto& wg : w) weights.push_back(wg.data());
     std::vector<float> want(size_t(n) * m);
     for (int g = 0; g < groups; ++g)

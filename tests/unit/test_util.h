@@ -53,6 +53,15 @@ inline std::vector<ParamSpec> flat_layout(const std::vector<std::pair<Shape, Opt
   return specs;
 }
 
+// n draws of N(0, 1) from a generator seeded with `seed`.
+inline std::vector<float> normal_floats(size_t n, uint32_t seed) {
+  std::mt19937 g(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(g);
+  return v;
+}
+
 // configs/tiny.json's model: 6 stages, 4 experts, vocabulary 97.
 inline ModelConfig tiny_config() {
   return load_model_config(ZAYA_SOURCE_DIR "/configs/tiny.json");

@@ -24,6 +24,8 @@ typedef float UnalignedVec
 // The slice of a head's values whose weighted sums are held in registers across positions.
 constexpr int kSlice = 32;
 constexpr int kSliceParts = kSlice / kWidth;
+// Positions ahead whose values a weighted sum asks for (see side_scores).
+constexpr int kValuesAhead = 8;
 
 // acc[x] += weight · v[x] for x < kSlice: the multiply, then the add, per lane (no fused
 // multiply-add: every path gives the bits of the scalar loop).
@@ -34,14 +36,90 @@ inline void add_weighted(Vec (&acc)[kSliceParts], float weight, const float* v) 
     acc[q] += w * *reinterpret_cast<const UnalignedVec*>(v + q * kWidth);
 }
 
+// The attention's scores: kSide positions side by side in the lanes of one vector, each lane the
+// same chain of additions over x as a lone score (8 lanes on the AVX2 and AVX-512 paths, 4 on the
+// baseline's 16-byte registers).
+constexpr int kSide = kWidth >= 8 ? 8 : 4;
+typedef float SideVec __attribute__((vector_size(kSide * sizeof(float))));
+typedef float UnalignedSideVec
+    __attribute__((vector_size(kSide * sizeof(float)), aligned(4), may_alias));
+
+// m[i][x] becomes m[x][i]: the rows of kSide keys read as vectors, turned into columns (one x
+// of every key), by shuffles within registers.
+inline void transpose(SideVec (&m)[kSide]) {
+#if ZAYA_CPU_VECTOR_FLOATS >= 8
+  SideVec t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = __builtin_shufflevector(m[i], m[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+    t[i + 1] = __builtin_shufflevector(m[i], m[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+  }
+  for (int i = 0; i < 8; i += 4)
+    for (int h = 0; h < 2; ++h) {
+      u[i + 2 * h] = __builtin_shufflevector(t[i + h], t[i + 2 + h], 0, 1, 8, 9, 4, 5, 12, 13);
+      u[i + 2 * h + 1] =
+          __builtin_shufflevector(t[i + h], t[i + 2 + h], 2, 3, 10, 11, 6, 7, 14, 15);
+    }
+  for (int x = 0; x < 4; ++x) {
+    m[x] = __builtin_shufflevector(u[x], u[x + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+    m[x + 4] = __builtin_shufflevector(u[x], u[x + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+  }
+#else
+  const SideVec t0 = __builtin_shufflevector(m[0], m[1], 0, 4, 1, 5);
+  const SideVec t1 = __builtin_shufflevector(m[0], m[1], 2, 6, 3, 7);
+  const SideVec t2 = __builtin_shufflevector(m[2], m[3], 0, 4, 1, 5);
+  const SideVec t3 = __builtin_shufflevector(m[2], m[3], 2, 6, 3, 7);
+  m[0] = __builtin_shufflevector(t0, t2, 0, 1, 4, 5);
+  m[1] = __builtin_shufflevector(t0, t2, 2, 3, 6, 7);
+  m[2] = __builtin_shufflevector(t1, t3, 0, 1, 4, 5);
+  m[3] = __builtin_shufflevector(t1, t3, 2, 3, 6, 7);
+#endif
+}
+
+// The scores q · k_i of kSide keys (rows `key_stride` apart), each summed over x in order.
+inline SideVec side_scores(const float* q, const float* k, size_t key_stride, int d) {
+  // The keys two groups on: a row's keys come from memory every step (the experts' weights
+  // pass through the caches between steps), and the prefetchers do not follow d-float slices
+  // kv-head-count apart.
+  for (int i = 0; i < kSide; ++i)
+    for (int x = 0; x < d; x += 16)
+      __builtin_prefetch(k + (size_t(2 * kSide) + size_t(i)) * key_stride + size_t(x));
+  SideVec dot = {};
+  int x = 0;
+  for (; x + kSide <= d; x += kSide) {
+    SideVec col[kSide];
+    for (int i = 0; i < kSide; ++i)
+      col[i] = *reinterpret_cast<const UnalignedSideVec*>(k + size_t(i) * key_stride + x);
+    transpose(col);
+    for (int t = 0; t < kSide; ++t) dot += q[x + t] * col[t];
+  }
+  for (; x < d; ++x) {
+    SideVec col;
+    for (int i = 0; i < kSide; ++i) col[i] = k[size_t(i) * key_stride + x];
+    dot += q[x] * col;
+  }
+  return dot;
+}
+
 }  // namespace
 
 void cca_decode_conv(float* z_out, const float* proj, const float* window, const int32_t* slots,
                      const CcaDecodeStep& s) {
   const int g = s.nq / s.nk, Dq = s.nq * s.d, Dk = s.nk * s.d, C = Dq + Dk, P = C + Dk;
   const int d = s.d;
-  // Small steps on one thread (see rows_matmul_forward): about 6 multiply-adds per channel.
-#pragma omp parallel for schedule(static) if (worth_threads(int64_t(s.n) * C, int64_t(1) << 15))
+  // The grouped convolution's sums run kSide channels side by side in the lanes of a vector
+  // (each lane one channel's chain over j, as alone): its weights regrouped once per call so
+  // that one tap of kSide channels is one vector, [ch / kSide][j][tap][ch % kSide]. Channel
+  // blocks must not straddle head groups; where d is not a multiple of kSide they run alone.
+  const bool sided = d % kSide == 0;
+  std::vector<float> sided_w(sided ? size_t(C) * d * 2 : 0);
+  if (sided)
+    for (int ch = 0; ch < C; ++ch)
+      for (int jt = 0; jt < 2 * d; ++jt)
+        sided_w[(size_t(ch / kSide) * 2 * d + size_t(jt)) * kSide + size_t(ch % kSide)] =
+            s.conv1_w[size_t(ch) * 2 * d + size_t(jt)];
+        // Small steps on one thread (see rows_matmul_forward): about 2d + 6 multiply-adds a
+        // channel.
+#pragma omp parallel for schedule(static) if (worth_threads(int64_t(s.n) * C * d, int64_t(1) << 16))
   for (int r = 0; r < s.n; ++r) {
     const float* u = proj + size_t(r) * P;  // q0 ‖ k0: this position's row of the conv input
     const float* u2 = window + size_t(slots[r]) * 2 * C;
@@ -57,15 +135,30 @@ void cca_decode_conv(float* z_out, const float* proj, const float* window, const
       a0[ch] = s.conv0_b[ch] + w0 * u2[ch] + w1 * u1[ch];
       a1[ch] = s.conv0_b[ch] + w0 * u1[ch] + w1 * u[ch];
     }
-    for (int ch = 0; ch < C; ++ch) {
-      const int g0 = ch / d * d;
-      const float* wc = s.conv1_w + size_t(ch) * d * 2;
-      float s0 = 0.0f, s1 = 0.0f;
-      for (int j = 0; j < d; ++j) {
-        s0 += wc[2 * j] * a0[g0 + j];
-        s1 += wc[2 * j + 1] * a1[g0 + j];
+    if (sided) {
+      for (int c0 = 0; c0 < C; c0 += kSide) {
+        const int g0 = c0 / d * d;
+        const float* wb = sided_w.data() + size_t(c0) * 2 * d;
+        SideVec s0 = {}, s1 = {};
+        for (int j = 0; j < d; ++j) {
+          s0 += *reinterpret_cast<const UnalignedSideVec*>(wb + size_t(2 * j) * kSide) * a0[g0 + j];
+          s1 += *reinterpret_cast<const UnalignedSideVec*>(wb + size_t(2 * j + 1) * kSide) *
+                a1[g0 + j];
+        }
+        const SideVec zc = s0 + s1 + *reinterpret_cast<const UnalignedSideVec*>(s.conv1_b + c0);
+        std::memcpy(z + c0, &zc, sizeof zc);
       }
-      z[ch] = s0 + s1 + s.conv1_b[ch];
+    } else {
+      for (int ch = 0; ch < C; ++ch) {
+        const int g0 = ch / d * d;
+        const float* wc = s.conv1_w + size_t(ch) * d * 2;
+        float s0 = 0.0f, s1 = 0.0f;
+        for (int j = 0; j < d; ++j) {
+          s0 += wc[2 * j] * a0[g0 + j];
+          s1 += wc[2 * j + 1] * a1[g0 + j];
+        }
+        z[ch] = s0 + s1 + s.conv1_b[ch];
+      }
     }
     const float* q0 = u;
     const float* k0 = u + Dq;
@@ -131,16 +224,13 @@ void kv_attention_partials(float* max, float* sum, float* out, float* scores, co
     size_t held = 0;
     for_each_held(r, [&](int32_t block, int count) {
       const float* keys = kv.keys + size_t(block) * size_t(kv.block_stride);
-      // Each score is one sum over x in order, whose additions wait on each other: eight
-      // positions' sums side by side keep the adders busy (one at a time, a score cost d add
-      // latencies; this was a quarter of a batch-16 decode step of the small config).
-      constexpr int kSide = 8;
+      // Each score is one sum over x in order, whose additions wait on each other: kSide
+      // positions' sums side by side, in the lanes of a vector, keep the adders busy (one at a
+      // time, a score cost d add latencies; this was a quarter of a batch-16 decode step of the
+      // small config, and a quarter again with the lanes summed as scalars).
       int p = 0;
       for (; p + kSide <= count; p += kSide) {
-        const float* k = keys + size_t(p) * Dk + size_t(j) * d;
-        float dot[kSide] = {};
-        for (int x = 0; x < d; ++x)
-          for (int i = 0; i < kSide; ++i) dot[i] += qh[x] * k[size_t(i) * Dk + x];
+        const SideVec dot = side_scores(qh, keys + size_t(p) * Dk + size_t(j) * d, size_t(Dk), d);
         for (int i = 0; i < kSide; ++i) score[held++] = dot[i] * scale;
       }
       for (; p < count; ++p) {
@@ -177,6 +267,7 @@ void kv_attention_partials(float* max, float* sum, float* out, float* scores, co
             size_t(kv.values_offset) + size_t(j) * d + x0;
         for (int p = 0; p < count; ++p, ++weight, v += Dk) {
           if (width == kSlice) {
+            __builtin_prefetch(v + size_t(kValuesAhead) * size_t(Dk));
             add_weighted(acc, *weight, v);
           } else {
             for (int x = 0; x < width; ++x) tail[x] += *weight * v[x];
