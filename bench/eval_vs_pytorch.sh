@@ -55,3 +55,11 @@ print(f"zaya eval --tasks  {zi:8.2f} items/s")
 print(f"pytorch reference  {t['items_per_s']:8.2f} items/s (one forward per context + choice)")
 print(f"zaya/pytorch       {zi / t['items_per_s']:8.2f}x   (log-likelihoods agree to {worst:.1e} relative)")
 PY
+if ((${#PATHS[@]} > 1)); then
+  for p in "${PATHS[@]}"; do
+    /usr/bin/python3 -c 'import json, sys
+z, t = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+print("zaya on %-9s %8.2f items/s, %5.2fx the pytorch reference" % (sys.argv[3] + ":", z["config"]["items_per_second"], z["config"]["items_per_second"] / t["items_per_s"]))' \
+      "$WORK/zaya-$p.json" "$WORK/torch.json" "$p"
+  done
+fi
