@@ -18,10 +18,13 @@
 namespace zaya {
 namespace {
 
+// At least the build's own level (the CPU runs the binary); on an AVX2 machine the release
+// build's baseline and avx2, with AVX-512 all three.
 std::vector<VectorPath> paths_this_cpu_runs() {
   std::vector<VectorPath> runs;
   for (const VectorPath p : built_vector_paths())
     if (missing_cpu_features(p).empty()) runs.push_back(p);
+  EXPECT_FALSE(runs.empty()) << built_vector_paths_text();
   return runs;
 }
 
@@ -208,12 +211,6 @@ TEST(DecodeOpsPaths, AttentionIsTheScalarLoopOnEveryPath) {
       ASSERT_EQ(out, want_out) << vector_path_name(path) << ", d " << c.d;
     }
   }
-}
-
-TEST(DecodeOpsPaths, ThisMachineRunsMoreThanOnePath) {
-  // The comparisons above hold different code to one loop only where the CPU runs two paths or
-  // more: every x86-64 with AVX2 (the machines this project runs on) does.
-  EXPECT_GE(paths_this_cpu_runs().size(), size_t(2)) << built_vector_paths_text();
 }
 
 }  // namespace
