@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds zaya and runs every test: the release build runs all of them (unit, finite-difference,
 # CLI, and the PyTorch reference comparison) twice, under both OpenBLAS kernel settings (see
-# below); an ASan+UBSan build runs the unit and CLI tests again.
+# below); an ASan+UBSan build runs the unit tests and a chosen few end-to-end runs again
+# (ZAYA_SANITIZER_RUNS in tests/CMakeLists.txt says which and why).
 # Then the libFuzzer targets (fuzz/, clang + ASan + UBSan, built in the same build-asan/ tree, so
 # the library is compiled once for both) run over their committed corpora for a bounded time each
 # (FUZZ_SECONDS, default 5; scripts/fuzz.sh and docs/fuzzing.md).
@@ -48,11 +49,12 @@ run_ctest build/ctest-release.log env OMP_WAIT_POLICY=passive ctest --preset def
 if grep -qw avx2 /proc/cpuinfo 2>/dev/null; then
   # The second pass runs what OpenBLAS's kernels could change. Left out: the supervisor drills
   # (aegis), the HTTP server (serve) and the run-safety script, which compare runs within one
-  # pass; the tokenizers, the communicators and the sizing arithmetic, which call no GEMM.
-  echo "== tests (release, $other_name; without aegis, serve, run safety, tokenizers, comm, sizing)"
+  # pass; the tokenizers, the data pipeline, the communicators, the sizing arithmetic and the
+  # docs' and layers' checks, which call no GEMM.
+  echo "== tests (release, $other_name; without aegis, serve, run safety, tokenizers, data, comm, sizing, docs, layers)"
   run_ctest build/ctest-release-other.log "${other[@]}" OMP_WAIT_POLICY=passive \
-    ctest --preset default -j "$JOBS" -LE 'aegis|serve' \
-    -E '^train\.run_safety\.|[Tt]okenizer|^comm\.|^cli\.size$|^SizeShapes\.|^gpu-emu\.train$'
+    ctest --preset default -j "$JOBS" -LE 'aegis|serve|docs|layers' \
+    -E '^train\.run_safety\.|[Tt]okenizer|^data\.|^comm\.|^cli\.size$|^SizeShapes\.|^gpu-emu\.train$'
 else
   echo "== tests (release, $other_name): skipped, this CPU has no AVX2 for the Haswell kernels"
   skipped+=("release suite $other_name")
@@ -62,18 +64,13 @@ if [[ "${1:-}" != "--no-sanitizers" ]]; then
   echo "== sanitizer build (build-asan/: AddressSanitizer + UndefinedBehaviorSanitizer)"
   cmake --preset asan > /dev/null
   cmake --build build-asan -j "$JOBS"
-  echo "== tests (sanitizers; the slow PyTorch comparison runs in the release pass only)"
+  echo "== tests (sanitizers: the unit tests and the end-to-end runs labelled sanitizers)"
   # Single-threaded OpenMP here, so tests can run side by side without contention.
-  # The model-size searches (cli.size, SizeShapes.BudgetsNeed...) are pure arithmetic over
-  # thousands of candidate shapes, 90 s under the sanitizers: they run in the release passes; so
-  # does train.device_memory_plan, 21 training runs that count bytes (cpu-as-device's counting
-  # allocator runs under the sanitizers in the unit tests, BackendSeam.*); and aegis.gpu_health,
-  # aegis.health's drill (which runs here, about 160 s) over stand-in GPU libraries that the unit
-  # tests (GpuHealth.*) and serve.prometheus load under the sanitizers.
+  # The model-size searches (SizeShapes.BudgetsNeed...) are pure arithmetic over thousands of
+  # candidate shapes, 90 s under the sanitizers: they run in the release passes.
   run_ctest build-asan/ctest-asan.log env OMP_NUM_THREADS=1 \
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --preset asan -j "$JOBS" \
-    -E '^cli\.size$|^SizeShapes\.BudgetsNeed|^train\.device_memory_plan$|^aegis\.gpu_health$'
+    ctest --preset asan -j "$JOBS" -L '^(unit|sanitizers)$' -E '^SizeShapes\.BudgetsNeed'
 fi
 if [[ "${1:-}" != "--no-sanitizers" ]]; then
   echo "== fuzzing (the targets of build-asan/: every parser of untrusted input, ${FUZZ_SECONDS:-5} s per target)"
