@@ -49,6 +49,22 @@ class Backend {
     host_read_bytes_.fetch_add(int64_t(bytes), std::memory_order_relaxed);
     copy_to_host(dst, src, bytes);
   }
+  // Memory taken and given back while a step runs (ZeRO-2's gradients, optim/zero2_reduce.h), as
+  // a GPU's virtual memory maps it: in granules of memory_granule() bytes (aligned). reserve:
+  // like allocate, but every whole granule inside starts given back. decommit: the values of
+  // [p, p + bytes) are no longer needed: nothing reads or writes them until commit, and the whole
+  // granules inside go back to the system. commit: [p, p + bytes) is about to be read or written:
+  // the granules it touches that were given back are taken again, reading as zero (so is the
+  // rest of a decommitted range). A backend that cannot give memory back (granule 0) zeroes on
+  // decommit and needs no commit.
+  virtual size_t memory_granule() const { return 0; }
+  virtual void* reserve(size_t bytes) const {
+    void* p = allocate(bytes);
+    fill_zero(p, bytes);
+    return p;
+  }
+  virtual void decommit(void* p, size_t bytes) const { fill_zero(p, bytes); }
+  virtual void commit(void* /*p*/, size_t /*bytes*/) const {}
   // Waits until the backend's queued work is done (timings; a no-op where ops run synchronously).
   virtual void synchronize() const {}
   // Whether the products compute on bf16 weights (the bf16 CUDA backend, cpu-as-device's bf16
@@ -79,6 +95,14 @@ class BackendBuffer {
   BackendBuffer() = default;
   BackendBuffer(const Backend& be, size_t bytes)
       : be_(&be), p_(bytes ? be.allocate(bytes) : nullptr), bytes_(bytes) {}
+  // Backend::reserve's memory: taken granule by granule as it is committed.
+  static BackendBuffer reserved(const Backend& be, size_t bytes) {
+    BackendBuffer b;
+    b.be_ = &be;
+    b.p_ = bytes ? be.reserve(bytes) : nullptr;
+    b.bytes_ = bytes;
+    return b;
+  }
   BackendBuffer(BackendBuffer&& o) noexcept : be_(o.be_), p_(o.p_), bytes_(o.bytes_) {
     o.p_ = nullptr;
     o.bytes_ = 0;

@@ -18,6 +18,9 @@
 //    a peer of -1 skips that side (the ends of an open chain);
 //  - start_reduce_scatter: reduce_scatter in flight until wait() (ZeRO-1's buckets overlap the
 //    backward with it); the same result, bitwise, as the blocking call;
+//  - start_reduce: every rank's `count` elements reduced onto `root` only, in flight until
+//    wait() (ZeRO-2 moves each range to its owner); root's element is bitwise the one
+//    reduce_scatter gives for the same contributions;
 //  - split: the sub-communicator of the ranks that pass the same color, ranked by key (a data
 //    group or a context group of a rank grid).
 // Sums are deterministic: every implementation adds contributions in rank order 0..N-1, so the
@@ -90,6 +93,13 @@ class Communicator {
   virtual std::unique_ptr<Transfer> start_reduce_scatter(const void* send, void* recv,
                                                          size_t recv_count, DType dtype,
                                                          ReduceOp op);
+  // reduce to one rank that returns while the data moves: on `root`, recv receives c_0 ∘ c_1 ∘ …
+  // ∘ c_{N−1} (rank order) at wait(); the other ranks' recv is not written (nullptr is fine).
+  // send stays untouched until wait(). Several may be in flight; every rank starts them in the
+  // same order. The default sends each contribution to root (start_sendrecv) and reduces there
+  // on the host: a communicator over device memory overrides it.
+  virtual std::unique_ptr<Transfer> start_reduce(const void* send, void* recv, size_t count,
+                                                 DType dtype, ReduceOp op, int root);
   // Collective over this communicator: every rank passes a color and a key and gets the
   // communicator of the ranks with its color, ranked by (key, rank).
   virtual std::unique_ptr<Communicator> split(int color, int key) = 0;

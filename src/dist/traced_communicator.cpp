@@ -94,6 +94,15 @@ std::unique_ptr<Transfer> TracedCommunicator::start_reduce_scatter(const void* s
       this->span("reduce_scatter wait"), bytes);
 }
 
+std::unique_ptr<Transfer> TracedCommunicator::start_reduce(const void* send, void* recv,
+                                                           size_t count, DType dtype, ReduceOp op,
+                                                           int root) {
+  const int64_t bytes = payload_bytes(count, dtype);
+  const trace::Span span(this->span("reduce start"), "collective", bytes);
+  return std::make_unique<TracedTransfer>(inner_.start_reduce(send, recv, count, dtype, op, root),
+                                          this->span("reduce wait"), bytes);
+}
+
 std::unique_ptr<Communicator> TracedCommunicator::split(int color, int key) {
   return std::make_unique<TracedCommunicator>(inner_.split(color, key),
                                               name_ + "/" + std::to_string(color));

@@ -115,6 +115,15 @@ std::unique_ptr<Transfer> WatchedCommunicator::start_reduce_scatter(const void* 
       });
 }
 
+std::unique_ptr<Transfer> WatchedCommunicator::start_reduce(const void* send, void* recv,
+                                                            size_t count, DType dtype, ReduceOp op,
+                                                            int root) {
+  const int64_t bytes = payload_bytes(count, dtype), seq = ++collectives_;
+  return std::make_unique<WatchedTransfer>(
+      inner_->start_reduce(send, recv, count, dtype, op, root),
+      [this, bytes, seq] { return watchdog_.begin(group_, members_, seq, "reduce", bytes); });
+}
+
 std::unique_ptr<Communicator> WatchedCommunicator::split(int color, int key) {
   std::unique_ptr<Communicator> sub;
   {

@@ -45,6 +45,8 @@ class WatchedCommunicator final : public Communicator {
                                            int tag) override;
   std::unique_ptr<Transfer> start_reduce_scatter(const void* send, void* recv, size_t recv_count,
                                                  DType dtype, ReduceOp op) override;
+  std::unique_ptr<Transfer> start_reduce(const void* send, void* recv, size_t count, DType dtype,
+                                         ReduceOp op, int root) override;
   std::unique_ptr<Communicator> split(int color, int key) override;
 
  private:

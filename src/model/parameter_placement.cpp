@@ -22,10 +22,10 @@ void ParameterPlacement::set_backend(const Backend& backend) {
     if (backend.bf16_weights())
       split_ = Bf16Split(params_.registry(), bf16_storage_wanted_ && bf16_grads_wanted_);
     if (bf16_storage_wanted_ && backend.bf16_weights()) {
-      if (!bf16_grads_wanted_) dev_grads_ = BackendBuffer(backend, bytes);
+      if (!bf16_grads_wanted_) dev_grads_ = grad_buffer(bytes);
       lay_out_bf16_storage();  // the weights come with the next push
     } else {
-      dev_grads_ = BackendBuffer(backend, bytes);
+      dev_grads_ = grad_buffer(bytes);
       dev_weights_ = BackendBuffer(backend, bytes);
       // The products' bf16 copy (round_product_weights fills it).
       if (backend.bf16_weights())
@@ -52,6 +52,10 @@ void ParameterPlacement::set_resident(bool resident) {
 }
 
 void ParameterPlacement::zero_grads() {
+  if (on_demand_) {
+    decommit_grads(0, params_.size());
+    return;
+  }
   if (bf16_gradients()) {
     be_->fill_zero(dev_g16_.get(), dev_g16_.bytes());
     be_->fill_zero(dev_g32_.get(), dev_g32_.bytes());
@@ -60,6 +64,52 @@ void ParameterPlacement::zero_grads() {
   } else {
     params_.zero_grads();
   }
+}
+
+BackendBuffer ParameterPlacement::grad_buffer(size_t bytes) const {
+  return on_demand_ ? BackendBuffer::reserved(*be_, bytes) : BackendBuffer(*be_, bytes);
+}
+
+void ParameterPlacement::set_gradients_on_demand(bool on) {
+  if (on == on_demand_) return;
+  on_demand_ = on;
+  if (!be_->host_memory())
+    set_backend(*be_);  // the gradient buffers again, reserved or whole
+  else if (on)
+    zero_grads();
+}
+
+template <class Fn>
+void ParameterPlacement::for_each_grad_stretch(size_t offset, size_t n, Fn&& fn) {
+  ZAYA_CHECK(offset + n <= params_.size(), "ParameterPlacement: gradients [", offset, ", ",
+             offset + n, ") are outside the ", params_.size(), " parameters");
+  if (n == 0) return;
+  if (!bf16_gradients()) {
+    fn(static_cast<void*>(grads_base() + offset), sizeof(float) * n);
+    return;
+  }
+  auto* g16 = static_cast<uint16_t*>(dev_g16_.get());
+  split_.for_each_run(offset, n, [&](const StorageRun& r, size_t lo, size_t hi) {
+    if (r.bf16_grads)
+      fn(static_cast<void*>(g16 + lo), sizeof(uint16_t) * (hi - lo));
+    else
+      fn(static_cast<void*>(dev_g32_.floats() + r.grad_fp32_at + (lo - r.begin)),
+         sizeof(float) * (hi - lo));
+  });
+}
+
+void ParameterPlacement::commit_grads(size_t offset, size_t n) {
+  if (!on_demand_) return;
+  for_each_grad_stretch(offset, n, [&](void* p, size_t bytes) { be_->commit(p, bytes); });
+}
+
+void ParameterPlacement::decommit_grads(size_t offset, size_t n) {
+  for_each_grad_stretch(offset, n, [&](void* p, size_t bytes) {
+    if (on_demand_)
+      be_->decommit(p, bytes);
+    else
+      be_->fill_zero(p, bytes);
+  });
 }
 
 float* ParameterPlacement::backend_grads() {
@@ -125,8 +175,8 @@ void ParameterPlacement::lay_out_bf16_storage() {
   dev_w32_ = BackendBuffer(*be_, sizeof(float) * split_.fp32_floats());
   dev_staging_ = BackendBuffer(*be_, sizeof(float) * std::min(n, kStagingFloats));
   if (bf16_grads_wanted_) {  // no full fp32 gradients (set_backend made none): two kinds
-    dev_g16_ = BackendBuffer(*be_, sizeof(uint16_t) * n);
-    dev_g32_ = BackendBuffer(*be_, sizeof(float) * split_.grad_fp32_floats());
+    dev_g16_ = grad_buffer(sizeof(uint16_t) * n);
+    dev_g32_ = grad_buffer(sizeof(float) * split_.grad_fp32_floats());
   }
 }
 
@@ -186,6 +236,7 @@ void ParameterPlacement::load_grads(size_t offset, size_t n, float* dst) {
 }
 
 void ParameterPlacement::fill_grads(float value) {
+  commit_grads(0, params_.size());
   if (!bf16_gradients()) {
     be_->fill(grads_base(), params_.size(), value);
     return;

@@ -124,6 +124,17 @@ class ParameterPlacement {
   // gradients.
   float* grads_base();
 
+  // ZeRO-2 (optim/zero2_reduce.h): the gradients' memory taken and given back granule by granule
+  // (Backend::reserve, commit, decommit) instead of held whole. The backward commits what it is
+  // about to add into (commit_grads), the reduce gives back each range it has moved
+  // (decommit_grads), and zero_grads gives back every one: a decommitted gradient reads as zero
+  // once committed again. Takes effect now (the gradients start given back) and at every
+  // set_backend. Off: commit_grads does nothing and decommit_grads zeroes.
+  void set_gradients_on_demand(bool on);
+  bool gradients_on_demand() const { return on_demand_; }
+  void commit_grads(size_t offset, size_t n);
+  void decommit_grads(size_t offset, size_t n);
+
  private:
   // Releases every copy of the parameters in a backend's memory (and the storage's layout).
   void release_device_parameters();
@@ -135,13 +146,20 @@ class ParameterPlacement {
   void push_stored(size_t offset, size_t n);
   void pull_stored();
   void layout_changed() { ++layout_version_; }
+  // A gradient buffer of the backend's memory, reserved when the gradients are on demand.
+  BackendBuffer grad_buffer(size_t bytes) const;
+  // fn(pointer, bytes) for each stretch of backend memory holding gradients of flat
+  // [offset, offset + n) (one stretch, or with bf16 gradients one per bf16 or fp32 run).
+  template <class Fn>
+  void for_each_grad_stretch(size_t offset, size_t n, Fn&& fn);
 
   ParamStore params_;
   const Backend* be_;
   uint64_t layout_version_ = 0;
   // With a backend of its own memory (set_backend): the parameters' copies there.
   BackendBuffer dev_weights_, dev_grads_;
-  bool resident_ = false;  // see set_resident
+  bool resident_ = false;   // see set_resident
+  bool on_demand_ = false;  // see set_gradients_on_demand
   bool bf16_storage_wanted_ = false, bf16_grads_wanted_ = false;
   Bf16Split split_;      // with bf16_products()
   bool stored_ = false;  // the bf16 weight storage is in effect

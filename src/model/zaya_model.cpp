@@ -87,6 +87,14 @@ void ZayaModel::bind_weights() {
       if (spec.name == "model.embed_tokens.weight" || (spec.stage >= 0 && spec.stage < i))
         final_from_[size_t(i)] =
             std::max(final_from_[size_t(i)], int64_t(spec.offset) + spec.numel);
+  grad_spans_.assign(size_t(L) + 1, {});
+  for (const ParamSpec& spec : reg.specs()) {
+    auto& spans = grad_spans_[size_t(spec.stage >= 0 ? spec.stage : L)];
+    if (!spans.empty() && spans.back().first + spans.back().second == spec.offset)
+      spans.back().second += size_t(spec.numel);  // contiguous with the last one
+    else
+      spans.emplace_back(spec.offset, size_t(spec.numel));
+  }
   // Where the ops read a weight and add its gradient (the layout of the buffers in use).
   auto weight_at = [this](size_t offset) { return placement_.weight(offset); };
   auto fp32_weight_at = [this](size_t offset) { return placement_.fp32_weight(offset); };
@@ -360,7 +368,11 @@ void ZayaModel::backward(float loss_scale) {
   // The gradients the backward writes are the ones the caller reads (host, or resident): each
   // stage's are final as soon as it is done, and set_gradients_final reports them.
   const bool in_place = !copy_grads;
-  if (copy_grads) be().to_device(G, params().grads(), sizeof(float) * params().size());
+  if (copy_grads) {
+    placement_.commit_grads(0, params().size());
+    be().to_device(G, params().grads(), sizeof(float) * params().size());
+  }
+  commit_grads_of(int(config_.num_stages));  // the embedding (the tied LM head) and final tensors
   const StreamGrads top = head_backward(loss_scale);
   if (gradients_final_ && in_place) gradients_final_(final_from_[size_t(config_.num_stages)]);
   float* demb = stages_backward(top, in_place);
@@ -370,6 +382,11 @@ void ZayaModel::backward(float loss_scale) {
   if (copy_grads)  // one explicit copy of the gradients back, over the host's
     be().to_host(params().grads(), G, sizeof(float) * params().size());
   if (gradients_final_) gradients_final_(0);
+}
+
+void ZayaModel::commit_grads_of(int stage_or_model) {
+  for (const auto& [offset, n] : grad_spans_[size_t(stage_or_model)])
+    placement_.commit_grads(offset, n);
 }
 
 size_t ZayaModel::embedding_offset() const {

@@ -236,6 +236,12 @@ class ZayaModel {
   // final_from_[i]: the lowest flat offset above every tensor whose gradient stages i-1 … 0 and
   // the embedding still write (final_from_[L]: above every stage); see set_gradients_final.
   std::vector<int64_t> final_from_;
+  // Before the backward adds into a gradient it commits it (ParameterPlacement::commit_grads;
+  // ZeRO-2 keeps gradient memory on demand): the flat spans of each stage's tensors
+  // (grad_spans_[i], i < L) and of the model-level ones, the embedding and the final tensors
+  // (grad_spans_[L]).
+  std::vector<std::vector<std::pair<size_t, size_t>>> grad_spans_;
+  void commit_grads_of(int stage_or_model);
   std::function<void(int64_t)> gradients_final_;
   RouterLogitsObserver router_observer_;
   std::vector<float> host_router_logits_;  // the observer's copy on a device backend

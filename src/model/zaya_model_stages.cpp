@@ -144,6 +144,7 @@ float* ZayaModel::stages_backward(StreamGrads top, bool report) {
     StageActivations& a = acts_[i];
     const Arena::Mark mark = arena_.mark(), transient_mark = transient_.mark();
     const Recompute mode = recompute_.for_stage(ModelConfig::is_attention_stage(i));
+    commit_grads_of(i);
     if (mode == Recompute::kFull) stage_forward(i, arena_.floats(size_t(N) * E), rope, shard);
     if (mode == Recompute::kSelective) rebuild_stage(i, rope, shard);
     float* dx = arena_.zeros(size_t(N) * E);

@@ -11,7 +11,7 @@ namespace zaya {
 
 ParameterUpdate::ParameterUpdate(ParameterPlacement& placement, const OptimConfig& config,
                                  dist::Communicator* comm, dist::Communicator* data_comm,
-                                 int64_t bucket_floats)
+                                 int64_t bucket_floats, int zero_stage)
     : placement_(placement),
       be_(placement.backend()),
       optimizer_(placement.params().registry(), config, comm, &placement.backend(), data_comm) {
@@ -22,10 +22,19 @@ ParameterUpdate::ParameterUpdate(ParameterPlacement& placement, const OptimConfi
     bf16_codec_ = std::make_unique<Bf16WeightCodec>(placement_);
     codec_ = bf16_codec_->functions();
   }
+  ZAYA_CHECK(zero_stage == 1 || zero_stage == 2, "ParameterUpdate: ZeRO stage 1 or 2, got ",
+             zero_stage);
   const int world = comm ? comm->world_size() : 1;
   if (world > 1) {
-    zero1_ = std::make_unique<Zero1Sync>(data_comm ? *data_comm : *comm, n, bucket_floats, &be_);
+    dist::Communicator& moves = data_comm ? *data_comm : *comm;
+    // ZeRO-2 keeps the gradients on demand: set before anything else is allocated (the trainer
+    // does, before the placement's first buffers), so that they are never whole beside the rest.
+    if (zero_stage == 2) placement_.set_gradients_on_demand(true);
+    zero1_ = std::make_unique<Zero1Sync>(moves, n, bucket_floats, &be_, zero_stage == 2);
     shard_grads_ = BackendBuffer(be_, sizeof(float) * size_t(zero1_->layout().size()));
+    if (zero_stage == 2)
+      zero2_ =
+          std::make_unique<Zero2Reduce>(moves, n, bucket_floats, &be_, placement_.bf16_gradients());
   } else if (placement_.bf16_gradients()) {  // one rank: every gradient, widened to fp32
     shard_grads_ = BackendBuffer(be_, sizeof(float) * size_t(n));
   }
@@ -60,8 +69,41 @@ std::function<void(int64_t)> ParameterUpdate::begin_overlapped_reduce() {
   return [this](int64_t from) { zero1_->grads_final_from(from); };
 }
 
+std::function<void(int64_t)> ParameterUpdate::begin_backward_reduce(bool first_of_step) {
+  ZAYA_CHECK(zero2_, "ParameterUpdate::begin_backward_reduce: not a ZeRO-2 update");
+  // The buckets are given back from the end of the buffer down, each right below the last. Only
+  // whole granules go back, so each release reaches a granule's worth into the one before: the
+  // granule the two share (done with both) goes back with the lower bucket.
+  released_from_ = zero2_->layout().total;
+  auto release = [this](int64_t offset, int64_t n) {
+    const int64_t reach = int64_t(be_.memory_granule() / sizeof(uint16_t));
+    const int64_t end =
+        std::min(zero2_->layout().total, std::max(offset + n, released_from_ + reach));
+    placement_.decommit_grads(size_t(offset), size_t(end - offset));
+    released_from_ = offset;
+  };
+  if (placement_.bf16_gradients())
+    zero2_->begin(grad_source_, shard_grads_.floats(), !first_of_step, release);
+  else
+    zero2_->begin(placement_.backend_grads(), shard_grads_.floats(), !first_of_step, release);
+  return [this](int64_t from) { zero2_->grads_final_from(from); };
+}
+
+double ParameterUpdate::finish_backward_reduce() {
+  const auto t0 = std::chrono::steady_clock::now();
+  zero2_->finish();
+  return seconds_since(t0);
+}
+
+void ParameterUpdate::fill_gradients(float value) {
+  if (zero2_)
+    be_.fill(shard_grads_.floats(), shard_grads_.bytes() / sizeof(float), value);
+  else
+    placement_.fill_grads(value);
+}
+
 double ParameterUpdate::reduce_gradients() {
-  if (!zero1_) return 0;
+  if (!zero1_ || zero2_) return 0;
   const auto t0 = std::chrono::steady_clock::now();
   if (overlapped_)
     zero1_->finish_reduce();
@@ -120,6 +162,19 @@ int64_t ParameterUpdate::bytes_per_step() {
 std::string ParameterUpdate::zero1_summary(bool overlap_reduce) {
   if (!zero1_) return "";
   char line[320];
+  if (zero2_) {
+    std::snprintf(line, sizeof line,
+                  "ZeRO-2: %lld floats per rank shard, gradients sharded (each backward's moved "
+                  "to their owners %s, in %lld buckets, and their memory given back); each rank "
+                  "sends %.1f MiB per backward and %.1f MiB in the all-gather per step, and "
+                  "%.1f KiB in the Muon exchange (split and rebalanced matrices)",
+                  (long long)zero1_->layout().chunk(),
+                  overlap_reduce ? "while it runs" : "after it", (long long)zero2_->bucket_count(),
+                  double(zero2_->bytes_per_reduce()) / 1048576.0,
+                  double(bytes_per_step() - zero1_->bytes_per_step() / 2) / 1048576.0,
+                  double(optimizer().muon_exchange_bytes()) / 1024.0);
+    return line;
+  }
   std::snprintf(line, sizeof line,
                 "ZeRO-1: %lld floats per rank shard; per step each rank sends %.1f MiB in "
                 "reduce-scatter + all-gather (%lld buckets, the reduce-scatter %s) and %.1f KiB "

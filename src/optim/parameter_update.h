@@ -24,6 +24,7 @@
 #include "optim/optim_config.h"
 #include "optim/optimizer.h"
 #include "optim/zero1_sync.h"
+#include "optim/zero2_reduce.h"
 
 namespace zaya {
 
@@ -33,9 +34,12 @@ class ParameterUpdate {
   // data_comm: the one ZeRO-1's buckets and the Muon pieces move over, in the backend's memory
   // (nullptr: comm). With bf16 weight storage it keeps the fp32 master weights of this rank's
   // ZeRO-1 range (optim/master_weights.h), loaded from the host copy now.
+  // zero_stage 2 (several ranks): ZeRO-2, the gradients sharded too (optim/zero2_reduce.h): the
+  // placement keeps them on demand and every backward is reduced as it runs
+  // (begin_backward_reduce); the weights' all-gather stays ZeRO-1's.
   ParameterUpdate(ParameterPlacement& placement, const OptimConfig& config,
                   dist::Communicator* comm = nullptr, dist::Communicator* data_comm = nullptr,
-                  int64_t bucket_floats = Zero1Sync::kDefaultStagingFloats);
+                  int64_t bucket_floats = Zero1Sync::kDefaultStagingFloats, int zero_stage = 1);
   ParameterUpdate(const ParameterUpdate&) = delete;
   ParameterUpdate& operator=(const ParameterUpdate&) = delete;
 
@@ -46,9 +50,19 @@ class ParameterUpdate {
   // and give the model the returned function (ZayaModel::set_gradients_final); ZeRO-1's buckets
   // start as the backward finishes them. reduce_gradients() then waits for the rest.
   std::function<void(int64_t)> begin_overlapped_reduce();
-  // The summed gradients of this rank's range (several ranks; one rank: nothing to do).
-  // Returns the seconds this rank waited for them.
+  // The summed gradients of this rank's range (several ranks; one rank, or ZeRO-2 where each
+  // backward's reduce did it: nothing to do). Returns the seconds this rank waited for them.
   double reduce_gradients();
+  // ZeRO-2: every backward's gradients move to their owners while it runs. Call before each
+  // backward of the step (first_of_step: the first, whose sums are written, not added) and give
+  // the model the returned function (ZayaModel::set_gradients_final; or not, to reduce after the
+  // backward); finish_backward_reduce after it returns the seconds it waited.
+  bool reduces_each_backward() const { return zero2_ != nullptr; }
+  std::function<void(int64_t)> begin_backward_reduce(bool first_of_step);
+  double finish_backward_reduce();
+  // Every gradient the step's update will read = value (the trainer's NaN drill): the
+  // placement's, or with ZeRO-2 the reduced range's.
+  void fill_gradients(float value);
   // The optimizer's step at learning rate lr on the reduced gradients, and the new weights
   // gathered to every rank. Returns the global gradient norm before clipping.
   double step(double lr);
@@ -76,6 +90,8 @@ class ParameterUpdate {
   const Backend& be_;
   Optimizer optimizer_;
   std::unique_ptr<Zero1Sync> zero1_;
+  std::unique_ptr<Zero2Reduce> zero2_;  // ZeRO-2's reduce (zero1_ still gathers the weights)
+  int64_t released_from_ = 0;           // ZeRO-2: the gradients at flat >= this are given back
   BackendBuffer shard_grads_;  // this rank's summed range (or every gradient widened to fp32)
   bool overlapped_ = false;    // begin_overlapped_reduce ran this step
   Zero1Sync::GradSource grad_source_;

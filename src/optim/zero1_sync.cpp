@@ -13,16 +13,17 @@ int64_t Zero1Sync::bucket_for(int64_t staging_floats, int world, int64_t chunk) 
 }
 
 Zero1Sync::Zero1Sync(dist::Communicator& comm, int64_t total_floats, int64_t staging_floats,
-                     const Backend* memory)
+                     const Backend* memory, bool gather_only)
     : comm_(comm),
       be_(memory ? memory : &cpu_backend()),
-      layout_{total_floats, comm.world_size(), comm.rank()} {
+      layout_{total_floats, comm.world_size(), comm.rank()},
+      gather_only_(gather_only) {
   ZAYA_CHECK(staging_floats > 0, "Zero1Sync: the staging size must be > 0 floats, got ",
              staging_floats);
   bucket_ = bucket_for(staging_floats, layout_.world, layout_.chunk());
-  for (Slot& s : slots_) {
-    s.staging = BackendBuffer(*be_, sizeof(float) * size_t(bucket_ * layout_.world));
-    s.piece = BackendBuffer(*be_, sizeof(float) * size_t(bucket_));
+  for (int i = 0; i < (gather_only ? 1 : kInFlight); ++i) {
+    slots_[i].staging = BackendBuffer(*be_, sizeof(float) * size_t(bucket_ * layout_.world));
+    slots_[i].piece = BackendBuffer(*be_, sizeof(float) * size_t(bucket_));
   }
 }
 
@@ -98,6 +99,7 @@ void Zero1Sync::reduce_scatter_grads(const GradSource& source, float* shard_grad
 
 void Zero1Sync::reduce_scatter(const GradInput& grads, float* shard_grads) {
   ZAYA_CHECK(!reducing_, "Zero1Sync: reduce_scatter_grads during an overlapped reduce");
+  ZAYA_CHECK(!gather_only_, "Zero1Sync: built for the all-gather alone");
   const int64_t chunk = layout_.chunk();
   Slot& s = slots_[0];
   for (int64_t at = 0; at < chunk; at += bucket_) {
@@ -121,6 +123,7 @@ void Zero1Sync::begin_reduce(const GradSource& source, float* shard_grads) {
 
 void Zero1Sync::begin(const GradInput& grads, float* shard_grads) {
   ZAYA_CHECK(!reducing_, "Zero1Sync: begin_reduce while another reduce is in progress");
+  ZAYA_CHECK(!gather_only_, "Zero1Sync: built for the all-gather alone");
   reducing_ = true;
   input_ = grads;
   shard_ = shard_grads;

@@ -41,9 +41,11 @@ namespace zaya {
 class Zero1Sync {
  public:
   static constexpr int64_t kDefaultStagingFloats = int64_t(1) << 21;  // 8 MiB
-  // memory == nullptr: the CPU backend's (host memory).
+  // memory == nullptr: the CPU backend's (host memory). gather_only: the weights' all-gather
+  // alone (ZeRO-2 reduces the gradients itself), which needs one slot's buffers, not kInFlight.
   Zero1Sync(dist::Communicator& comm, int64_t total_floats,
-            int64_t staging_floats = kDefaultStagingFloats, const Backend* memory = nullptr);
+            int64_t staging_floats = kDefaultStagingFloats, const Backend* memory = nullptr,
+            bool gather_only = false);
   // Floats per rank of one bucket, for a world and a shard chunk (what the constructor picks).
   static int64_t bucket_for(int64_t staging_floats, int world, int64_t chunk);
 
@@ -145,6 +147,7 @@ class Zero1Sync {
   Slot slots_[kInFlight];
   // The overlapped reduce in progress.
   bool reducing_ = false;
+  bool gather_only_ = false;
   GradInput input_;
   GradSource source_;  // begin_reduce's source, held until finish_reduce
   float* shard_ = nullptr;

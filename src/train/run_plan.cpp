@@ -112,6 +112,7 @@ void check_memory(const RunPlan& p, int world) {
   const int cp = p.train.context_parallel;
   MemoryOptions bytes;
   bytes.recompute = p.train.recompute;
+  bytes.zero_stage = p.train.zero_stage;
   auto need = [&](int64_t micro_batch, int64_t seq) {
     return train_memory(p.model, micro_batch, seq / cp, world, 0, bytes);
   };
@@ -156,6 +157,7 @@ void check_device_memory(RunPlan& p, const TrainOptions& opt, int world) {
   run.options.weights = bf16 ? 2 : 4;
   run.options.gradients = bf16 && opt.gradient_storage == StoredAs::kBf16 ? 2 : 4;
   run.options.recompute = p.train.recompute;
+  run.options.zero_stage = p.train.zero_stage;
   run.options.lm_head_chunks = {p.train.lm_head_chunk_tokens, p.train.lm_head_chunk_vocab};
   run.options.device = true;
   for (const DataPhase& ph : p.data.phases) {
@@ -371,6 +373,12 @@ RunPlan plan_run(const TrainOptions& opt, dist::Communicator& comm) {
                p.train.tokenizer, " has ", p.sample_tokenizer->vocab_size(),
                " tokens but 'model.vocab_size' is ", p.model.vocab_size);
   }
+  // ZeRO-2 keeps the gradients in memory the backend takes and gives back in granules.
+  ZAYA_CHECK(p.train.zero_stage == 1 || p.device.backend->memory_granule() > 0, p.config_path,
+             ": 'train.zero_stage' 2 on the ", p.device.backend->name(),
+             " backend: giving gradient memory back while a step runs is not built there yet "
+             "(on a GPU it needs the driver's virtual memory API); ZeRO-2 runs on the cpu and "
+             "cpu-as-device backends, or use 'train.zero_stage' 1");
   check_memory(p, comm.world_size());
   if (!p.device.backend->host_memory()) check_device_memory(p, opt, comm.world_size());
   plan_eval_tasks(p);

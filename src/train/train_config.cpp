@@ -80,7 +80,11 @@ TrainConfig train_config_from_json(const nlohmann::json& j, const std::string& w
       integer(c.context_parallel, 1);
     else if (key == "zero1_bucket_floats")
       integer(c.zero1_bucket_floats, 1);
-    else if (key == "overlap_reduce") {
+    else if (key == "zero_stage") {
+      integer(c.zero_stage, 1);
+      ZAYA_CHECK(c.zero_stage <= 2, where, ": field ", field,
+                 " must be 1 (ZeRO-1) or 2 (ZeRO-2), got ", c.zero_stage);
+    } else if (key == "overlap_reduce") {
       ZAYA_CHECK(v.is_boolean(), where, ": field ", field, " must be true or false, got ",
                  v.dump());
       c.overlap_reduce = v.get<bool>();
@@ -108,7 +112,7 @@ TrainConfig train_config_from_json(const nlohmann::json& j, const std::string& w
           "log_every, out_dir, tokenizer, sample_tokens, sample_temperature, sample_top_k, "
           "sample_prompts, checkpoint_every, keep_last, keep_every, lm_head_chunk_tokens, "
           "lm_head_chunk_vocab, context_parallel, recompute, overlap_reduce, zero1_bucket_floats, "
-          "optim)");
+          "zero_stage, optim)");
     }
   }
   ZAYA_CHECK((c.lm_head_chunk_tokens > 0) == (c.lm_head_chunk_vocab > 0), where,

@@ -51,7 +51,12 @@ struct TrainConfig {
   bool overlap_reduce = true;
   // Floats one ZeRO-1 bucket moves over all ranks (each rank's slice is this / ranks): smaller
   // buckets start sooner in the backward, larger ones pay the per-call latency fewer times.
-  int64_t zero1_bucket_floats = int64_t(1) << 21;   // 8 MiB, Zero1Sync::kDefaultStagingFloats
+  int64_t zero1_bucket_floats = int64_t(1) << 21;  // 8 MiB, Zero1Sync::kDefaultStagingFloats
+  // How the optimizer's state and the gradients are sharded over the data ranks. 1 (ZeRO-1):
+  // the optimizer state; every rank holds the whole gradient until its reduce-scatter. 2
+  // (ZeRO-2): the gradients too: each backward's gradients move to their owner rank as the
+  // backward finishes them and their memory is given back (optim/zero2_reduce.h, docs/memory.md).
+  int zero_stage = 1;
   nlohmann::json optim = nlohmann::json::object();  // "train.optim", see optim/optim_config.h
 };
 

@@ -10,6 +10,7 @@
 #include "optim/muon_plan.h"
 #include "optim/shard_layout.h"
 #include "optim/zero1_sync.h"
+#include "optim/zero2_reduce.h"
 
 namespace zaya {
 
@@ -151,21 +152,32 @@ TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq,
   const auto grad_bytes = [&](const ParamSpec& p) {
     return (bytes.gradients == 2 ? (grad_in_bf16(p) ? 2 : 6) : 4) * p.numel;
   };
-  if (bytes.zero_stage == 1) {  // the flat buffer, its alignment padding included
+  // (At one rank there is nothing to shard: ZeRO-2 holds what ZeRO-1 does.)
+  if (bytes.zero_stage == 1 || world == 1) {  // the flat buffer, its alignment padding included
     m.gradients = bytes.gradients * P;
     for (const ParamSpec& p : registry.specs())
       m.gradients += grad_bytes(p) - bytes.gradients * p.numel;
   } else {
-    // ZeRO-2: the embedding's (the tied LM head's gradient is written first in the backward and
-    // last, by the embedding) and the tensors outside the stages, plus the largest stage's.
+    // ZeRO-2 (optim/zero2_reduce.h): the tensors outside the stages (the embedding's gradient is
+    // written first in the backward, by the tied LM head, and is final last), the stage being
+    // written and the one before it (moving to its owners meanwhile); memory goes back in whole
+    // granules (2 MiB on a device, a page on the host), so each region's edges may keep one more
+    // each, in each of the (with bf16 gradients, two) buffers. Never more than ZeRO-1's.
     std::vector<int64_t> per_stage(size_t(c.num_stages), 0);
+    int64_t outside = 0, whole = 4 * P;
     for (const ParamSpec& p : registry.specs()) {
+      whole += grad_bytes(p) - 4 * p.numel;
       if (p.stage >= 0)
         per_stage[size_t(p.stage)] += grad_bytes(p);
       else
-        m.gradients += grad_bytes(p);
+        outside += grad_bytes(p);
     }
-    m.gradients += *std::max_element(per_stage.begin(), per_stage.end());
+    int64_t two = per_stage[0];
+    for (size_t i = 1; i < per_stage.size(); ++i)
+      two = std::max(two, per_stage[i - 1] + per_stage[i]);
+    const int64_t granule = bytes.device ? int64_t(2) << 20 : 4096;
+    const int64_t edges = (bytes.gradients == 2 ? 2 : 1) * 4 * granule;
+    m.gradients = std::min(whole, outside + two + edges);
   }
   // exp_avg, exp_avg_sq and the update direction, each the size of the rank's range (+ the fp32
   // master weights with bf16 weights).
@@ -197,6 +209,14 @@ TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq,
         Zero1Sync::bucket_for(Zero1Sync::kDefaultStagingFloats, world, layout.chunk());
     const int64_t received = bytes.device ? 0 : bucket * world;
     m.zero1 = 4 * (layout.chunk() + Zero1Sync::kInFlight * (bucket * world + received + bucket));
+    if (bytes.zero_stage == 2) {
+      // ZeRO-2: Zero1Sync for the weights' all-gather alone (one slot), and per bucket in
+      // flight of ZeRO-2's reduce a received sum, a bucket to send from with bf16 gradients, and
+      // on the host what the owner's communicator receives.
+      const int64_t send = bytes.gradients == 2 ? bucket : 0;
+      m.zero1 = 4 * (layout.chunk() + bucket * world + received + bucket +
+                     Zero2Reduce::kInFlight * (bucket + send + received));
+    }
   } else if (bytes.gradients == 2) {
     m.zero1 = 4 * P;  // one rank: the bf16 gradients widened to fp32 for the optimizer
   }
@@ -225,7 +245,7 @@ int64_t planned_activations(const ModelConfig& c, int64_t micro_batch, int64_t s
 }
 
 bool memory_option_built(const MemoryOptions& o) {
-  return o.activations == 4 && o.zero_stage == 1;
+  return o.activations == 4;
 }
 
 std::string format_bytes(double bytes) {

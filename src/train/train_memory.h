@@ -51,7 +51,7 @@ struct TrainMemory {
   // In the memory the ops compute on: a GPU's, or the host's with the CPU backend.
   int64_t weights = 0;      // every rank (fp32 on CPU, bf16 on a GPU)
   int64_t gradients = 0;    // every rank (reduce-scattered into the range after backward); with
-                            // ZeRO-2 those of the embedding and of one stage
+                            // ZeRO-2 those outside the stages and of two stages
   int64_t optimizer = 0;    // AdamW m and v / Muon momentum, update direction (+ bf16: fp32
                             // master weights): the rank's range
   int64_t muon = 0;         // the matrices this rank orthogonalises + Newton–Schulz workspace
@@ -85,9 +85,9 @@ TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq,
 struct MemoryOptions {
   int weights = 4, gradients = 4, activations = 4;  // bytes per value
   RecomputePlan recompute{};                        // train.recompute (ZayaModel::set_recompute)
-  // 1: every rank holds the whole gradient until the reduce-scatter (as built); 2: each bucket
-  // reduce-scattered as the backward finishes it, so a rank holds the embedding's gradient and
-  // one stage's (ZeRO-2, not built yet).
+  // 1: every rank holds the whole gradient until the reduce-scatter; 2: each bucket moved to its
+  // owner as the backward finishes it and its memory given back, so a rank holds the gradients
+  // outside the stages and of two stages (ZeRO-2, optim/zero2_reduce.h).
   int zero_stage = 1;
   // The parameters and activations in a device's memory, with the host's copies beside them
   // (the checkpoint snapshot among them); false: the CPU backend, everything in host memory.
@@ -100,7 +100,7 @@ TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq,
 // every token routed to an expert and the inputs copied there; bf16 halves them).
 int64_t planned_activations(const ModelConfig& c, int64_t micro_batch, int64_t seq,
                             const MemoryOptions& o);
-// Whether training builds these options yet: bf16 activations and ZeRO-2 are planned, not built.
+// Whether training builds these options yet: bf16 activations are planned, not built.
 bool memory_option_built(const MemoryOptions& o);
 
 // "123.4 MiB", "2.50 GiB".

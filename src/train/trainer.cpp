@@ -22,7 +22,6 @@
 #include "backend/blas_report.h"
 #include "backend/vector_path.h"
 #include "ckpt/async_saver.h"
-#include "ckpt/hf_interop.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "dist/rank_sum.h"
@@ -35,6 +34,7 @@
 #include "train/evaluate.h"
 #include "train/fault_injection.h"
 #include "train/heartbeat.h"
+#include "train/init_from.h"
 #include "train/metrics.h"
 #include "train/run_outputs.h"
 #include "train/run_plan.h"
@@ -94,7 +94,6 @@ class TrainingRun {
   void run(Clock::time_point t_start);
 
  private:
-  void init_weights();
   void restore();
   void print_header() const;
   StepBatch sample();
@@ -155,12 +154,16 @@ void TrainingRun::build() {
   // beside them (ParameterUpdate, optim/master_weights.h).
   if (opt_.weight_storage == StoredAs::kBf16 && be.bf16_weights() && !be.host_memory())
     placement.set_bf16_weight_storage(opt_.gradient_storage == StoredAs::kBf16);
+  // ZeRO-2 (ParameterUpdate): the gradients on demand from their first allocation, so that they
+  // are never whole beside the optimizer state.
+  if (tc_.zero_stage == 2 && comm_.world_size() > 1) placement.set_gradients_on_demand(true);
   model_.set_backend(be);
   model_.set_context_group(p_.grid.context_comm.get());
   model_.set_recompute(tc_.recompute);
   if (!be.host_memory()) model_.reserve_activations(p_.activations.step, p_.activations.transient);
   model_.set_lm_head_chunks({tc_.lm_head_chunk_tokens, tc_.lm_head_chunk_vocab});
-  if (!opt_.init_from.empty() && p_.resume_dir.empty()) init_weights();
+  if (!opt_.init_from.empty() && p_.resume_dir.empty())
+    load_init_weights(opt_.init_from, p_.model, model_.params(), lead_);
   // The parameters, gradients and optimizer state live in the backend's memory for the whole
   // run (on a GPU nothing crosses per micro-batch but the tokens and the experts' row counts;
   // the host copies are refreshed for checkpoints and the run's end). With several ranks
@@ -170,8 +173,9 @@ void TrainingRun::build() {
   if (world_ > 1)
     nccl_ =
         run_world_.wrap_device(p_.device.make_collective(comm_, /*rank_order_sums=*/true), opt_);
-  update_ = std::make_unique<ParameterUpdate>(
-      placement, p_.optim, &comm_, nccl_ ? nccl_.get() : &comm_, tc_.zero1_bucket_floats);
+  update_ =
+      std::make_unique<ParameterUpdate>(placement, p_.optim, &comm_, nccl_ ? nccl_.get() : &comm_,
+                                        tc_.zero1_bucket_floats, tc_.zero_stage);
   balancer_ = std::make_unique<RouterBalancer>(model_.params().registry(), p_.optim);
   if (!p_.resume_dir.empty()) restore();
   placement.set_resident(true);    // sends the initial or restored weights over (off the host)
@@ -189,27 +193,6 @@ void TrainingRun::build() {
   announced_ = checkpoints_->last_saved();
   if (!opt_.trace_path.empty())
     trace_ = std::make_unique<RunTrace>(opt_.trace_path, opt_.trace_steps, comm_);
-}
-
-// --init-from: another model's weights (every config field must match but rope_theta, which
-// the data phases set anyway), with a fresh optimizer.
-void TrainingRun::init_weights() {
-  const LoadedModel init = load_model_any(opt_.init_from);
-  const json want = model_config_to_json(p_.model),
-             got = model_config_to_json(init.model->config());
-  std::string differ;
-  for (const auto& [key, value] : want.items())
-    if (key != "rope_theta" && got.value(key, json()) != value)
-      differ +=
-          " " + key + " (run " + value.dump() + ", weights " + got.value(key, json()).dump() + ")";
-  ZAYA_CHECK(differ.empty(), "--init-from ", init.path,
-             ": the weights' model config differs from the run's 'model' section in", differ);
-  std::copy_n(init.model->params().weights(), model_.params().size(), model_.params().weights());
-  if (lead_) {
-    for (const std::string& w : init.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
-    std::fprintf(stderr, "init from %s (%s): weights loaded, fresh optimizer state\n",
-                 init.path.c_str(), init.kind.c_str());
-  }
 }
 
 void TrainingRun::restore() {
@@ -315,11 +298,21 @@ double TrainingRun::forward_backward(const StepBatch& b, std::vector<int64_t>& r
     // ranks each hold a share of their micro-batch's gradient; the reduction sums the shares.
     // The last micro-batch's backward finishes the gradients stage by stage, from the end of
     // the flat buffer down: ZeRO-1's buckets start moving as their stages are done.
-    const bool last_micro = m + 1 == b.micro_steps;
-    if (overlap && last_micro) model_.set_gradients_final(update_->begin_overlapped_reduce());
+    // With ZeRO-2 every backward is reduced so (its gradients' memory given back as they move).
+    const bool last_micro = m + 1 == b.micro_steps, each = update_->reduces_each_backward();
+    std::function<void(int64_t)> final_from;
+    if (each)
+      final_from = update_->begin_backward_reduce(m == 0);
+    else if (overlap && last_micro)
+      final_from = update_->begin_overlapped_reduce();
+    if (tc_.overlap_reduce) model_.set_gradients_final(std::move(final_from));
     model_.backward(1.0f / float(b.micro_steps * p_.grid.data));
-    if (overlap && last_micro) model_.set_gradients_final(nullptr);
+    model_.set_gradients_final(nullptr);
     clock.mark(times.backward_s, "backward");
+    if (each) {
+      sum_.grad_reduce_wait_s += update_->finish_backward_reduce();
+      clock.mark(times.reduce_wait_s, "reduce_wait");
+    }
     // Fewer threads while other work holds the CPU, decided per micro-batch (same numbers).
     const std::string thread_change = threads_->tick(step_ + 1);
     if (lead_ && !thread_change.empty())
@@ -469,7 +462,7 @@ void TrainingRun::run(Clock::time_point t_start) {
     double loss_sum = forward_backward(b, route_counts, nan_drill, times);
     if (nan_drill) {  // Aegis drill: NaN loss and gradients (update skipped)
       loss_sum = std::numeric_limits<double>::quiet_NaN();
-      model_.placement().fill_grads(std::nanf(""));
+      update_->fill_gradients(std::nanf(""));
     }
     // This rank's own work, before it waits for the others (stragglers show up in heartbeats).
     const double own_s = seconds_since(t0);

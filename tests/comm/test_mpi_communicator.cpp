@@ -234,6 +234,40 @@ TEST(Mpi, StartedReduceScatterIsTheBlockingOne) {
     }
 }
 
+// The reduce onto one rank (ZeRO-2 moves each range to its owner with it): on root, the
+// rank-order reduction the other collectives give, for every root, with several in flight and
+// started from the last root down as ZeRO-2 starts them; on the other ranks recv is not written.
+TEST(Mpi, StartedReduceGivesRootTheRankOrderReduction) {
+  const int r = g_comm->rank(), w = g_comm->world_size();
+  for (const DType t : kTypes)
+    for (const ReduceOp op : kOps) {
+      const std::vector<size_t> counts = {0, 1, 5, 333, 4000};
+      std::vector<std::vector<unsigned char>> ins, outs, wants;
+      std::vector<int> roots;
+      for (int root = w - 1; root >= 0; --root)
+        for (size_t k = 0; k < counts.size(); ++k) {
+          const size_t seed = 31 * size_t(root) + k;
+          wants.push_back(expected_reduce(t, counts[k], op, seed));
+          ins.push_back(make(t, counts[k], r, seed));
+          outs.emplace_back(counts[k] * dtype_size(t), 0xAB);
+          roots.push_back(root);
+        }
+      std::vector<std::unique_ptr<Transfer>> moving;
+      for (size_t i = 0; i < ins.size(); ++i) {
+        moving.push_back(g_comm->start_reduce(ins[i].data(), outs[i].data(),
+                                              ins[i].size() / dtype_size(t), t, op, roots[i]));
+        moving.back()->test();
+      }
+      for (size_t i = moving.size(); i-- > 0;) moving[i]->wait();  // any order of waits
+      for (size_t i = 0; i < ins.size(); ++i) {
+        const std::vector<unsigned char> untouched(outs[i].size(), 0xAB);
+        EXPECT_EQ(outs[i], roots[i] == r ? wants[i] : untouched)
+            << dtype_name(t) << " " << reduce_op_name(op) << " root " << roots[i] << " count "
+            << outs[i].size() / dtype_size(t);
+      }
+    }
+}
+
 TEST(Mpi, AllGatherInAndOutOfPlace) {
   const int r = g_comm->rank(), w = g_comm->world_size();
   for (const DType t : kTypes)

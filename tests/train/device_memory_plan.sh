@@ -2,7 +2,7 @@
 # The memory plan against the memory a run takes (issue 41): on cpu-as-device, which counts every
 # byte it allocates as a GPU's allocator would, three configs (the tiny model, a wider one, the
 # small demo model at a short length) × recompute none, selective and full × 1 and 2 ranks
-# (ZeRO-1), bf16 weights and the LM head in blocks at 1 rank: each run's peak device memory
+# (ZeRO-1) and 2 ranks (ZeRO-2), bf16 weights and the LM head in blocks: each run's peak device memory
 # (summary.json, device_peak_bytes_per_rank, every rank) within 10 % of its plan
 # (device_plan_bytes: the plan `zaya info` and `zaya train --device-memory` count,
 # train/train_memory.h). The peak is the
@@ -16,11 +16,11 @@ PY=/usr/bin/python3
 rm -rf "$WORK"; mkdir -p "$WORK"
 source "$SRC/tests/check.sh"
 bash "$SRC/tests/train/prepare_brown_slice.sh" "$ZAYA" "$SRC" "$WORK" 300 || exit 1
-# config NAME MODEL_CONFIG SEQ MICRO_BATCH RECOMPUTE [python edits of the model m]
+# config NAME MODEL_CONFIG SEQ MICRO_BATCH RECOMPUTE [python edits of the model m] [ZERO_STAGE]
 config() {
-  $PY - "$SRC/configs/$2" "$WORK" "$1" "$3" "$4" "$5" "${6:-}" <<'PY'
+  $PY - "$SRC/configs/$2" "$WORK" "$1" "$3" "$4" "$5" "${6:-}" "${7:-1}" <<'PY'
 import json, sys
-src, work, name, seq, mb, recompute, edit = sys.argv[1:8]
+src, work, name, seq, mb, recompute, edit, zero = sys.argv[1:9]
 m = json.load(open(src))["model"]
 m.update(vocab_size=300, max_seq_len=int(seq))
 exec(edit)
@@ -30,7 +30,7 @@ c = {"model": m,
                           "mixture": {"brown": 1.0}}]},
      "train": {"seed": 5, "micro_batch": int(mb), "global_batch": 2 * int(mb), "max_steps": 2,
                "eval_every": 1000, "log_every": 1, "sample_tokens": 0, "checkpoint_every": 1,
-               "recompute": recompute,
+               "recompute": recompute, "zero_stage": int(zero),
                "optim": {"lr": 3e-3, "min_lr": 3e-4, "warmup_steps": 1, "schedule": "cosine"}}}
 json.dump(c, open(f"{work}/{name}.json", "w"))
 PY
@@ -66,6 +66,30 @@ for rc in none selective full; do
     done
   done
 done
+# ZeRO-2 at 2 ranks: the gradients given back as they move (in 2 MiB granules, as a GPU's virtual
+# memory maps them): the same configs, and the small model's peak below ZeRO-1's.
+if [[ -n $MPIEXEC ]]; then
+  for rc in none selective full; do
+    config "tiny-$rc-z2" tiny.json 32 8 "$rc" "" 2
+    config "wide-$rc-z2" tiny.json 64 3 "$rc" 'm.update(hidden_size=96, expert_hidden=40, head_dim=12, num_stages=4)' 2
+    config "small-$rc-z2" small.json 64 2 "$rc" "" 2
+    for name in "tiny-$rc-z2" "wide-$rc-z2" "small-$rc-z2"; do
+      run "$name" 2 && check "$name (ZeRO-2) at 2 ranks: peak device memory within 10 % of the plan" \
+        within "$name-2"
+    done
+    check "small, recompute $rc: ZeRO-2's peak at most 0.95x ZeRO-1's" \
+      $PY - "$WORK/small-$rc-2/summary.json" "$WORK/small-$rc-z2-2/summary.json" <<'PY'
+import json, sys
+one, two = [max(json.load(open(f))["device_peak_bytes_per_rank"]) for f in sys.argv[1:3]]
+print(f"  peak per rank: ZeRO-1 {one} bytes, ZeRO-2 {two} bytes ({two / one:.3f}x)")
+sys.exit(not two < 0.95 * one)
+PY
+  done
+  cp "$WORK/small-selective-z2.json" "$WORK/small-selective-z2-bf16.json"
+  run small-selective-z2-bf16 2 --precision bf16 \
+    && check "small, ZeRO-2 with bf16 weights and gradients at 2 ranks: within 10 % of the plan" \
+      within small-selective-z2-bf16-2
+fi
 for name in tiny-none small-selective; do
   cp "$WORK/$name.json" "$WORK/$name-bf16.json"
   run "$name-bf16" 1 --precision bf16 \

@@ -199,13 +199,15 @@ TEST(TrainMemory, GpuPlanForZaya1Base) {
   EXPECT_GT(lean, int64_t(9.0 * gib));
   EXPECT_LT(lean, train_memory(c, 1, 4096, 16, runtime, built).activations / 2);
   EXPECT_TRUE(lean < some && some < m.activations);
-  // ZeRO-2 holds the embedding's fp32 gradient (262,272 × 2048 × 4 B = 2.0 GiB) and one stage's:
-  // more than the first, a fifth of ZeRO-1's at most.
+  // ZeRO-2 holds the embedding's fp32 gradient (262,272 × 2048 × 4 B = 2.0 GiB) and two stages':
+  // more than the first, a fifth of ZeRO-1's at most; at one rank, ZeRO-1's.
   MemoryOptions zero2 = built;
   zero2.zero_stage = 2;
   const int64_t g2 = train_memory(c, 1, 4096, 8, runtime, zero2).gradients;
   EXPECT_GT(g2, int64_t(4) * 262272 * 2048);
   EXPECT_LT(g2, m.gradients / 5);
+  EXPECT_EQ(train_memory(c, 1, 4096, 1, runtime, zero2).gradients,
+            train_memory(c, 1, 4096, 1, runtime, built).gradients);
   // Issue 41's target: at 8 ranks, bf16 activations, selective recompute and ZeRO-2 fit an H100
   // at micro-batch 2 and an MI300X at 8, each with 10 % free; marked as not built yet.
   request.world = 8;

@@ -24,13 +24,22 @@ class CpuAsDeviceBackend final : public CpuBackend {
   bool bf16_weights() const override { return bf16_; }
   void* allocate(size_t bytes) const override;
   void release(void* p) const noexcept override;
+  // A GPU's virtual memory in 2 MiB granules (CUDA's and HIP's usual mapping granularity): a
+  // decommitted granule is not counted and is made inaccessible (PROT_NONE), so an op that
+  // touches gradient memory ZeRO-2 has not committed faults here as it would on the GPU.
+  static constexpr size_t kGranule = size_t(2) << 20;
+  size_t memory_granule() const override { return kGranule; }
+  void* reserve(size_t bytes) const override;
+  void decommit(void* p, size_t bytes) const override;
+  void commit(void* p, size_t bytes) const override;
 
  private:
   bool bf16_;
 };
 
 struct CountedMemory {
-  size_t used = 0, peak = 0;  // bytes asked for (each allocation's own count, not rounded)
+  // Bytes asked for (each allocation's own count, not rounded), less the granules decommitted.
+  size_t used = 0, peak = 0;
 };
 CountedMemory cpu_as_device_memory();
 

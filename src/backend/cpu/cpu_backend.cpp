@@ -7,6 +7,7 @@
 #include <new>
 
 #include "backend/cpu/cpu_op_table.h"
+#include "backend/cpu/memory_granules.h"
 #include "core/error.h"
 
 namespace zaya {
@@ -83,6 +84,29 @@ void* CpuBackend::allocate(size_t bytes) const {
 
 void CpuBackend::release(void* p) const noexcept {
   std::free(p);
+}
+
+size_t CpuBackend::memory_granule() const {
+  return cpu::host_page_bytes();
+}
+
+void* CpuBackend::reserve(size_t bytes) const {
+  void* p = allocate(bytes);
+  decommit(p, bytes);
+  return p;
+}
+
+void CpuBackend::decommit(void* p, size_t bytes) const {
+  const cpu::GranuleSpan pages = cpu::whole_granules(p, bytes, memory_granule());
+  if (pages.bytes() == 0 || !cpu::give_back_pages(pages.begin, pages.bytes())) {
+    fill_zero(p, bytes);
+    return;
+  }
+  auto* lo = static_cast<std::byte*>(p);
+  auto* begin = reinterpret_cast<std::byte*>(pages.begin);
+  auto* end = reinterpret_cast<std::byte*>(pages.end);
+  fill_zero(lo, size_t(begin - lo));
+  fill_zero(end, size_t(lo + bytes - end));
 }
 
 namespace {

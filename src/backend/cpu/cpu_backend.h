@@ -26,6 +26,11 @@ class CpuBackend : public Backend {
   void release(void* p) const noexcept override;
   void copy(void* dst, const void* src, size_t bytes) const override;
   void fill_zero(void* dst, size_t bytes) const override;
+  // Host pages: decommit zeroes the partial pages at the ends and gives the whole ones back
+  // (they read as zero when next touched, so commit has nothing to do).
+  size_t memory_granule() const override;
+  void* reserve(size_t bytes) const override;
+  void decommit(void* p, size_t bytes) const override;
   void to_device(void* dst, const void* src, size_t bytes) const override;
 #define ZAYA_BACKEND_OP(ret, name, params, args) ret name params const override;
 #include "backend/backend_ops.inc"

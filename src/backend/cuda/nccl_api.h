@@ -24,6 +24,7 @@ struct NcclApi {
   decltype(&ncclBroadcast) broadcast;
   decltype(&ncclAllReduce) all_reduce;
   decltype(&ncclReduceScatter) reduce_scatter;
+  decltype(&ncclReduce) reduce;
 };
 
 // The library, loaded once; throws zaya::Error naming the file and dlopen's reason.

@@ -45,6 +45,7 @@ const NcclApi& nccl() {
     get(a.broadcast, "ncclBroadcast");
     get(a.all_reduce, "ncclAllReduce");
     get(a.reduce_scatter, "ncclReduceScatter");
+    get(a.reduce, "ncclReduce");
     return a;
   }();
   return api;
@@ -322,6 +323,30 @@ class NcclCommunicator final : public dist::Communicator {
     group.end();
     return std::make_unique<StreamTransfer>(stream_, *watch_, std::move(parts), recv, recv_count,
                                             world_size(), t, op);
+  }
+
+  std::unique_ptr<dist::Transfer> start_reduce(const void* send, void* recv, size_t count, DType t,
+                                               dist::ReduceOp op, int root) override {
+    after_queued_kernels();
+    const size_t bytes = count * size_of(t);
+    if (!rank_order_) {
+      ZAYA_NCCL_CHECK(
+          nccl().reduce(send, recv, count, nccl_type(t), nccl_op(op), root, comm_, stream_));
+      return std::make_unique<StreamTransfer>(stream_, *watch_, ScratchBuffer<unsigned char>(),
+                                              recv, 0, 0, t, op);
+    }
+    // Every contribution to root's parts, in rank order (root's own by a send to itself).
+    const bool is_root = rank() == root;
+    ScratchBuffer<unsigned char> parts(is_root ? bytes * size_t(world_size()) : 0);
+    NcclGroup group;
+    ZAYA_NCCL_CHECK(nccl().send(send, count, nccl_type(t), root, comm_, stream_));
+    if (is_root)
+      for (int r = 0; r < world_size(); ++r)
+        ZAYA_NCCL_CHECK(
+            nccl().recv(parts.get() + size_t(r) * bytes, count, nccl_type(t), r, comm_, stream_));
+    group.end();
+    return std::make_unique<StreamTransfer>(stream_, *watch_, std::move(parts), recv,
+                                            is_root ? count : 0, is_root ? world_size() : 0, t, op);
   }
 
   void all_gather(const void* send, void* recv, size_t send_count, DType t) override {
