@@ -88,8 +88,7 @@ std::string options_table(const ModelConfig& c, const GpuPlanRequest& r,
         MemoryOptions o = r.options;
         o.activations = act, o.recompute = rc, o.zero_stage = zero;
         const std::vector<int64_t> mb = largest_micro_batches(c, seq, r.world, o, gpus);
-        // ZeRO-2 gives gradient memory back on the CPU and cpu-as-device, not on a GPU yet.
-        const bool built = memory_option_built(o) && zero == 1;
+        const bool built = memory_option_built(o);
         any_unbuilt = any_unbuilt || !built;
         std::snprintf(line, sizeof(line), "  %-11s %-10s %-5d %15s %15s%s\n",
                       act == 2 ? "bf16" : "fp32", recompute_name(rc), zero,
@@ -99,8 +98,8 @@ std::string options_table(const ModelConfig& c, const GpuPlanRequest& r,
       }
   if (any_unbuilt)
     out +=
-        "  (not built yet on the GPU backend: bf16 activations, and ZeRO-2, which runs on the "
-        "CPU and cpu-as-device, issue 41; the plan counts what they will hold)\n";
+        "  (not built yet on the GPU backend: bf16 activations, issue 41; the plan counts what "
+        "they will hold)\n";
   return out;
 }
 

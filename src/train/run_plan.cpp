@@ -376,9 +376,9 @@ RunPlan plan_run(const TrainOptions& opt, dist::Communicator& comm) {
   // ZeRO-2 keeps the gradients in memory the backend takes and gives back in granules.
   ZAYA_CHECK(p.train.zero_stage == 1 || p.device.backend->memory_granule() > 0, p.config_path,
              ": 'train.zero_stage' 2 on the ", p.device.backend->name(),
-             " backend: giving gradient memory back while a step runs is not built there yet "
-             "(on a GPU it needs the driver's virtual memory API); ZeRO-2 runs on the cpu and "
-             "cpu-as-device backends, or use 'train.zero_stage' 1");
+             " backend: it cannot give gradient memory back while a step runs (a GPU without "
+             "virtual memory management, or the HIP build, where it is not built yet); use "
+             "'train.zero_stage' 1");
   check_memory(p, comm.world_size());
   if (!p.device.backend->host_memory()) check_device_memory(p, opt, comm.world_size());
   plan_eval_tasks(p);

@@ -14,8 +14,7 @@
 #include "backend/cpu/cpu_as_device_backend.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/device_select.h"
-#include "model/zaya_model.h"
-#include "test_util.h"
+#include "on_demand_gradients.h"
 
 namespace zaya {
 namespace {
@@ -99,44 +98,14 @@ TEST(MemoryGranules, CpuPagesGivenBackReadZeroAndHoldNoMemory) {
             0);
 }
 
-// The tiny model with a 30,000-token vocabulary, whose embedding gradient spans whole granules:
-// two micro-batches on cpu-as-device with the gradients on demand (any add into a gradient not
-// committed would fault) give bitwise the gradients of whole ones; zero_grads gives back their
-// granules.
+// Two micro-batches on cpu-as-device with the gradients on demand give bitwise the gradients of
+// whole ones (on_demand_gradients.h); zero_grads gives back their granules.
 TEST(MemoryGranules, ModelOnDemandGradientsAreTheWholeOnes) {
-  ModelConfig c = test::tiny_config();
-  c.vocab_size = 30000;
-  const Backend& be = cpu_as_device_backend();
-  const int B = 1, S = 12;
-  std::vector<std::vector<float>> grads;
-  size_t given_back = 0;
-  for (const bool on_demand : {false, true}) {
-    ZayaModel m(c);
-    test::randomise_weights(m.params(), 5, 6);
-    m.set_backend(be);
-    m.placement().set_resident(true);
-    m.placement().set_gradients_on_demand(on_demand);
-    m.placement().zero_grads();
-    for (int micro = 0; micro < 2; ++micro) {
-      std::vector<int32_t> tokens(size_t(B) * S);
-      for (size_t i = 0; i < tokens.size(); ++i)
-        tokens[i] = int32_t((i * 613 + 7 * size_t(micro)) % size_t(c.vocab_size));
-      m.forward(tokens, ZayaModel::shifted_targets(tokens, B, S), B, S);
-      m.backward(0.5f);
-    }
-    std::vector<float> g(m.params().size());
-    be.to_host(g.data(), m.placement().backend_grads(), sizeof(float) * g.size());
-    grads.push_back(std::move(g));
-    if (on_demand) {
-      const size_t before = cpu_as_device_memory().used;
-      m.placement().zero_grads();
-      given_back = before - cpu_as_device_memory().used;
-    }
-  }
-  EXPECT_EQ(grads[1], grads[0]);
-  const size_t grad_bytes = sizeof(float) * grads[0].size();
-  EXPECT_GE(grad_bytes, 2 * kGranule);
-  EXPECT_GE(given_back, grad_bytes - 2 * kGranule) << "of " << grad_bytes << " gradient bytes";
+  const test::OnDemandGradients r = test::run_on_demand_gradients(
+      cpu_as_device_backend(), [] { return cpu_as_device_memory().used; });
+  EXPECT_EQ(r.on_demand, r.whole);
+  EXPECT_GE(r.bytes(), 2 * kGranule);
+  EXPECT_GE(r.given_back, r.bytes() - 2 * kGranule) << "of " << r.bytes() << " gradient bytes";
 }
 
 }  // namespace

@@ -33,7 +33,26 @@ void* CudaBackend::allocate(size_t bytes) const {
 }
 
 void CudaBackend::release(void* p) const noexcept {
-  cuda::device_free(p);
+  if (!cuda::vm_release(p)) cuda::device_free(p);
+}
+
+size_t CudaBackend::memory_granule() const {
+  return cuda::vm_granule();
+}
+
+void* CudaBackend::reserve(size_t bytes) const {
+  return cuda::vm_granule() > 0 ? cuda::vm_reserve(bytes) : Backend::reserve(bytes);
+}
+
+void CudaBackend::commit(void* p, size_t bytes) const {
+  if (cuda::vm_granule() > 0) cuda::vm_commit(p, bytes);
+}
+
+void CudaBackend::decommit(void* p, size_t bytes) const {
+  if (cuda::vm_granule() > 0)
+    cuda::vm_decommit(p, bytes);
+  else
+    fill_zero(p, bytes);
 }
 
 void CudaBackend::copy(void* dst, const void* src, size_t bytes) const {

@@ -21,6 +21,11 @@ class CudaBackend final : public Backend {
   void copy(void* dst, const void* src, size_t bytes) const override;
   void fill_zero(void* dst, size_t bytes) const override;
   void to_device(void* dst, const void* src, size_t bytes) const override;
+  // The device's virtual memory (cuda::vm_*; granule 0 where it has none).
+  size_t memory_granule() const override;
+  void* reserve(size_t bytes) const override;
+  void commit(void* p, size_t bytes) const override;
+  void decommit(void* p, size_t bytes) const override;
 #define ZAYA_BACKEND_OP(ret, name, params, args) ret name params const override;
 #include "backend/backend_ops.inc"
 #undef ZAYA_BACKEND_OP

@@ -87,6 +87,19 @@ void device_free(void* p) noexcept {
   (void)cudaFree(p);  // a destructor has nobody to tell
 }
 
+void note_device_bytes(int64_t delta) {
+  AllocationCount& c = allocation_count();
+  const std::lock_guard<std::mutex> lock(c.mutex);
+  c.in_use = size_t(int64_t(c.in_use) + delta);
+  c.peak = std::max(c.peak, c.in_use);
+}
+
+size_t allocated_bytes() {
+  AllocationCount& c = allocation_count();
+  const std::lock_guard<std::mutex> lock(c.mutex);
+  return c.in_use;
+}
+
 size_t allocated_peak_bytes() {
   AllocationCount& c = allocation_count();
   const std::lock_guard<std::mutex> lock(c.mutex);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,8 +25,24 @@ void synchronize();
 
 void* device_alloc(size_t bytes);
 void device_free(void* p) noexcept;
-// The most bytes device_alloc's blocks held at once (the scratch cache's among them).
+// The most bytes device_alloc's blocks held at once (the scratch cache's among them, and the
+// virtual memory's mapped granules), and what they hold now.
 size_t allocated_peak_bytes();
+size_t allocated_bytes();
+// Bytes of device memory taken (> 0) or given back (< 0) outside device_alloc, counted with its
+// blocks (the virtual memory's granules).
+void note_device_bytes(int64_t delta);
+
+// Virtual memory (Backend::reserve, commit, decommit; virtual_memory.cu): an address range
+// reserved once whose granules are mapped to physical memory, zeroed, as they are committed and
+// unmapped when given back, so that views into it never move. vm_granule() is 0 where the
+// device or the build has none (HIP so far, a GPU without virtual memory management).
+size_t vm_granule();
+void* vm_reserve(size_t bytes);           // every granule unmapped
+void vm_commit(void* p, size_t bytes);    // maps the granules [p, p + bytes) touches
+void vm_decommit(void* p, size_t bytes);  // unmaps the whole ones inside, zeroes the rest
+bool vm_release(void* p) noexcept;        // false when p is no reservation's start
+
 void copy_to_device(void* dst, const void* src, size_t bytes);
 void copy_to_host(void* dst, const void* src, size_t bytes);
 void fill_zero(void* dst, size_t bytes);

@@ -63,6 +63,18 @@ bool device_range(const void* p, size_t bytes, const void** begin, size_t* size)
   return true;
 }
 
+void register_device_range(void* p, size_t bytes) {
+  Registry& r = registry();
+  const std::lock_guard<std::mutex> lock(r.mutex);
+  r.live[static_cast<const char*>(p)] = bytes;
+}
+
+void unregister_device_range(void* p) {
+  Registry& r = registry();
+  const std::lock_guard<std::mutex> lock(r.mutex);
+  r.live.erase(static_cast<const char*>(p));
+}
+
 size_t device_bytes_in_use() {
   Registry& r = registry();
   const std::lock_guard<std::mutex> lock(r.mutex);

@@ -16,6 +16,10 @@ bool device_release(void* p);
 bool device_range(const void* p, size_t bytes, const void** begin = nullptr,
                   size_t* size = nullptr);
 size_t device_bytes_in_use();
+// A range of device memory not from device_allocate (the virtual memory's reservations,
+// backend/cuda/virtual_memory.cu): kernels and copies may point into it; not counted in use.
+void register_device_range(void* p, size_t bytes);
+void unregister_device_range(void* p);
 // Throws zaya::Error "WHAT: [p, p + bytes) is not inside a device allocation (...)".
 void require_device_range(const void* p, size_t bytes, const std::string& what);
 
