@@ -97,18 +97,40 @@ void Optimizer::build_tables() {
       adamw_decays_.push_back(decays(p));
     }
   }
+  // The largest Muon matrix and Gram matrix: what one Newton–Schulz workspace holds (the memory
+  // plan's, train/train_memory.cpp).
+  int64_t largest_muon = 1, largest_gram = 1;
+  for (const ParamSpec& p : specs_)
+    if (p.group == OptimGroup::Muon) {
+      largest_muon = std::max(largest_muon, p.numel);
+      largest_gram = std::max(largest_gram, std::min(p.shape[0], p.shape[1]));
+    }
   for (const MuonPlan::Matrix& m : muon_.matrices) {
     const FlatPiece mine = piece_of(specs_[m.spec], shard_, shard_.rank);
     muon_segments_.push_back({mine.begin - shard_.begin(), mine.size()});
     muon_spec_.push_back(m.spec);
     if (m.owner != shard_.rank) continue;
     const ParamSpec& p = specs_[m.spec];
-    auto same = [&](const NsBatch& b) { return b.rows == p.shape[0] && b.cols == p.shape[1]; };
-    auto it = std::find_if(ns_batches_.begin(), ns_batches_.end(), same);
+    // Batches of one shape, each holding at most as many matrices as fit the workspace of the
+    // largest one (a backend that orthogonalises a batch at once, the GPU's, keeps it whole).
+    const int64_t size = p.shape[0] * p.shape[1], m2 = std::min(p.shape[0], p.shape[1]);
+    const size_t most = size_t(std::max<int64_t>(
+        1, std::min(largest_muon / size, largest_gram * largest_gram / (m2 * m2))));
+    auto open = [&](const NsBatch& b) {
+      return b.rows == p.shape[0] && b.cols == p.shape[1] && b.matrices.size() < most;
+    };
+    auto it = std::find_if(ns_batches_.begin(), ns_batches_.end(), open);
     if (it == ns_batches_.end())
       it = ns_batches_.insert(ns_batches_.end(), {p.shape[0], p.shape[1], {}});
     it->matrices.push_back(owned_ + m.owned_offset);
   }
+}
+
+std::vector<Optimizer::NsCall> Optimizer::newton_schulz_calls() const {
+  std::vector<NsCall> calls;
+  for (const NsBatch& b : ns_batches_)
+    calls.push_back({b.rows, b.cols, int64_t(b.matrices.size())});
+  return calls;
 }
 
 float Optimizer::step(ParamStore& store, double lr) {

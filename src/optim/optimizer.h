@@ -101,6 +101,12 @@ class Optimizer {
   const ShardLayout& shard() const { return shard_; }
   // Bytes this rank sends + receives per step in the Muon exchange (see muon_plan.h).
   int64_t muon_exchange_bytes() const { return muon_.exchange_bytes; }
+  // The Newton–Schulz calls of a step: each shape of this rank's matrices, and how many of them
+  // one call takes.
+  struct NsCall {
+    int64_t rows = 0, cols = 0, count = 0;
+  };
+  std::vector<NsCall> newton_schulz_calls() const;
   const MuonPlan& muon_plan() const { return muon_; }
 
  private:
@@ -130,7 +136,10 @@ class Optimizer {
   float* direction_ = nullptr;  // Muon directions of this rank's range [shard().size()]
   float* owned_ = nullptr;      // whole matrices this rank orthogonalises [muon_.owned_floats]
   // The ops' tables: the norm's chunks, AdamW's tensors (keep set per step), Muon's pieces
-  // (keep and step set per step), and the owned matrices grouped by shape for Newton–Schulz.
+  // (keep and step set per step), and the owned matrices grouped by shape for Newton–Schulz, a
+  // group no larger than the workspace of the model's largest matrix (the GPU's batched
+  // Newton–Schulz holds a whole group: its memory stays what the plan counts, however many
+  // matrices a rank owns).
   std::vector<OptimSegment> norm_chunks_, adamw_segments_, muon_segments_;
   std::vector<bool> adamw_decays_;
   std::vector<size_t> muon_spec_;  // the spec of each Muon segment

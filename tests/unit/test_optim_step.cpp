@@ -268,3 +268,32 @@ TEST(Optimizer, OnABackendOfItsOwnMemoryItIsBitwiseTheHostOptimizer) {
 
 }  // namespace
 }  // namespace zaya
+
+namespace zaya {
+namespace {
+
+// Newton–Schulz's calls hold no more matrices than fit the workspace of the model's largest
+// (the GPU orthogonalises a call's matrices at once, its scratch growing with their number): 50
+// small matrices beside one large go in calls of 5 (5 × (2·512 + 2·16²) floats ≤ 2·2560 + 2·40²),
+// the large one alone, and every matrix in exactly one call.
+TEST(OptimizerNewtonSchulz, CallsStayWithinTheLargestMatrixsWorkspace) {
+  std::vector<std::pair<Shape, OptimGroup>> layout = {{{40, 64}, OptimGroup::Muon}};
+  for (int i = 0; i < 50; ++i) layout.push_back({{16, 32}, OptimGroup::Muon});
+  size_t total = 0;
+  const std::vector<ParamSpec> specs = test::flat_layout(layout, total);
+  const Optimizer opt(specs, total, OptimConfig{});
+  const int64_t bound = 2 * 40 * 64 + 2 * 40 * 40;
+  int64_t matrices = 0;
+  for (const Optimizer::NsCall& c : opt.newton_schulz_calls()) {
+    const int64_t m = std::min(c.rows, c.cols);
+    EXPECT_LE(c.count * (2 * c.rows * c.cols + 2 * m * m), bound)
+        << c.count << " matrices [" << c.rows << ", " << c.cols << "]";
+    EXPECT_GE(c.count, 1);
+    matrices += c.count;
+  }
+  EXPECT_EQ(matrices, 51);
+  EXPECT_EQ(opt.newton_schulz_calls().size(), 1u + 10u);
+}
+
+}  // namespace
+}  // namespace zaya
