@@ -49,6 +49,9 @@ void ParameterPlacement::set_resident(bool resident) {
   if (!this->resident()) return;
   push_weights();
   zero_grads();
+  // The host's gradients go unused while the backend keeps its own: their pages go back to the
+  // system (they read as zero, and come back if anything writes them).
+  cpu_backend().decommit(params_.grads(), sizeof(float) * params_.size());
 }
 
 void ParameterPlacement::zero_grads() {

@@ -50,8 +50,9 @@ class ParameterPlacement {
   // backend's weights as they are, backward() adds into the backend's gradients and leaves them
   // there, and zero_grads() zeroes them there: nothing crosses per micro-batch but the tokens.
   // The host ParamStore becomes a copy, refreshed by pull_weights() and sent back by
-  // push_weights(). Turning it on sends the weights over and zeroes the gradients. Host-memory
-  // backends have one copy already: there, these calls only zero the gradients or do nothing.
+  // push_weights(). Turning it on sends the weights over, zeroes the gradients and gives the
+  // host gradients' pages back to the system (unused meanwhile). Host-memory backends have one
+  // copy already: there, these calls only zero the gradients or do nothing.
   void set_resident(bool resident);
   bool resident() const { return resident_ && !be_->host_memory(); }
   bool resident_wanted() const { return resident_; }

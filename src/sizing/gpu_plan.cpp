@@ -153,8 +153,7 @@ std::string format_gpu_memory_plan(const ModelConfig& c, const GpuPlanRequest& r
   }
   text_row("free of the device", free_cell[0], free_cell[1]);
   out += "  in host memory, per rank:\n";
-  row("parameters' fp32 copies (weights, gradients)",
-      [](const TrainMemory& t) { return t.host_params; });
+  row("parameters' fp32 copy (weights)", [](const TrainMemory& t) { return t.host_params; });
   row("optimizer state's copy (range)", [](const TrainMemory& t) { return t.host_optimizer; });
   row("checkpoint snapshot (while a save is written)",
       [](const TrainMemory& t) { return t.host_snapshot; });

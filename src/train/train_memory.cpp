@@ -223,7 +223,9 @@ TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq,
   m.activations = planned_activations(c, micro_batch, seq, bytes);
   const int64_t snapshot = 3 * 4 * layout.chunk();  // weights, exp_avg, exp_avg_sq of the range
   if (bytes.device) {
-    m.host_params = 2 * 4 * P;                  // ParameterPlacement's host ParamStore
+    // ParameterPlacement's host ParamStore: its weights (its gradients' pages are given back
+    // while the device holds its own, ParameterPlacement::set_resident).
+    m.host_params = 4 * P;
     m.host_optimizer = 2 * 4 * layout.chunk();  // Optimizer's host copies of m and v
     m.host_snapshot = snapshot;
   } else {

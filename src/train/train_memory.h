@@ -61,7 +61,7 @@ struct TrainMemory {
                             // only: 0 with a device, where it is host_snapshot)
   int64_t runtime = 0;      // the process without a model: code, libraries, thread stacks, BLAS
   // In host memory beside a device (all 0 with the CPU backend, where the above are the host's).
-  int64_t host_params = 0;     // the host's copy of every parameter: fp32 weights and gradients
+  int64_t host_params = 0;     // the host's copy of every parameter's fp32 weight
   int64_t host_optimizer = 0;  // the optimizer state's host copy (AdamW m, v of the range)
   int64_t host_snapshot = 0;   // a checkpoint's snapshot of the range while it is written
   int64_t total() const {

@@ -98,6 +98,26 @@ TEST(MemoryGranules, CpuPagesGivenBackReadZeroAndHoldNoMemory) {
             0);
 }
 
+// Resident parameters on a device: the host's gradients go unused, and their pages go back to the
+// system (the host copy's weights stay).
+TEST(MemoryGranules, ResidentParametersGiveTheHostGradientsPagesBack) {
+  ModelConfig c = test::tiny_config();
+  c.expert_hidden = 2048;  // 20 MB of gradients
+  ZayaModel m(c);
+  m.set_backend(cpu_as_device_backend());
+  const size_t page = cpu_backend().memory_granule(), bytes = sizeof(float) * m.params().size();
+  const auto lo = reinterpret_cast<uintptr_t>(m.params().grads());
+  const uintptr_t first = (lo + page - 1) / page * page, last = (lo + bytes) / page * page;
+  std::vector<unsigned char> resident((last - first) / page);
+  auto resident_pages = [&] {
+    EXPECT_EQ(0, mincore(reinterpret_cast<void*>(first), last - first, resident.data()));
+    return std::count_if(resident.begin(), resident.end(), [](unsigned char r) { return r & 1; });
+  };
+  EXPECT_EQ(resident_pages(), long(resident.size())) << "written when the store was made";
+  m.placement().set_resident(true);
+  EXPECT_EQ(resident_pages(), 0);
+}
+
 // Two micro-batches on cpu-as-device with the gradients on demand give bitwise the gradients of
 // whole ones (on_demand_gradients.h); zero_grads gives back their granules.
 TEST(MemoryGranules, ModelOnDemandGradientsAreTheWholeOnes) {
