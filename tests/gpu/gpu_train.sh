@@ -89,14 +89,19 @@ import json, sys
 a, b = [[json.loads(l)['loss'] for l in open(f'$WORK/{r}/metrics.jsonl')] for r in ('cpu', 'bf16')]
 print('  last loss: cpu fp32 %.5f, $DEVICE bf16 %.5f' % (a[-1], b[-1]))
 sys.exit(not (len(b) == 16 and abs(a[-1] - b[-1]) <= 0.02 * abs(a[-1])))"
-# A measurement, not yet a check (issue 41): the plan does not count the CUDA backend's own op
-# scratch (attention, MoE and Newton-Schulz workspaces; 0.2 MB, 12 % of this tiny model's plan
-# on cuda-emu), which a GPU's scratch cache keeps.
-$PY -c "
-import json
+# The memory plan against what zaya allocated (issue 41). On the emulated device every
+# allocation is its exact bytes: within 10 % (the ops' own scratch, a few per cent of this tiny
+# model's plan, is not counted; Newton-Schulz's batches, which were 12 %, are bounded now). On a
+# GPU a measurement: cuBLASLt's 32 MiB workspace and the scratch cache's rounding come on top.
+memory_plan() {
+  $PY -c "
+import json, sys
 s = json.load(open('$WORK/bf16/summary.json'))
 plan, peak = s['device_plan_bytes'], s['device_peak_bytes_per_rank'][0]
-print('  memory plan (issue 41): zaya allocated %d bytes at most on $DEVICE, planned %d: %.3f' % (peak, plan, peak / max(plan, 1)))"
+print('  memory plan (issue 41): zaya allocated %d bytes at most on $DEVICE, planned %d: %.3f' % (peak, plan, peak / max(plan, 1)))
+sys.exit(not (plan > 0 and ('$DEVICE' != 'cuda-emu' or 0.9 <= peak / plan <= 1.1)))"
+}
+check "bf16: zaya's device peak against the memory plan (within 10 % on cuda-emu)" memory_plan
 if [[ $MODE == quick ]]; then
   echo "$passes passed, $fails failed (quick: repeats, resumes and weight storage left out)"
   exit $((fails != 0))
