@@ -240,6 +240,8 @@ void TrainingRun::print_header() const {
         p_.device_memory_line.c_str());
   if (update_->zero1())
     std::fprintf(stderr, "%s\n", update_->zero1_summary(tc_.overlap_reduce).c_str());
+  else if (tc_.zero_stage == 2)
+    std::fprintf(stderr, "ZeRO-2: one rank, nothing to shard (the gradients stay whole)\n");
 }
 
 // The step's sequences are the next `seqs` global sample indices from g that no skipped window

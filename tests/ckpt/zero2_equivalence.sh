@@ -10,7 +10,7 @@
 #  - resume across the stages: a ZeRO-1 checkpoint at step 8 continued with ZeRO-2 gives the
 #    uninterrupted ZeRO-1 run's steps 9..16 bitwise, and a ZeRO-2 checkpoint continued with
 #    ZeRO-1 too; a 2-rank ZeRO-2 checkpoint continues at 3 ranks (reshape);
-#  - the log says which stage ran.
+#  - the log says which stage ran (and at one rank that there is nothing to shard).
 set -uo pipefail
 ZAYA=$1; SRC=$2; WORK=$3; MPIRUN=$4
 PY=/usr/bin/python3
@@ -58,6 +58,12 @@ for np in 2 3; do
     same_metrics "z1-np$np" "z2-np$np"
   check "$np ranks: ZeRO-2's final weights are bitwise ZeRO-1's" same_weights "z1-np$np" "z2-np$np"
 done
+
+# One rank: nothing to shard, and the log says so.
+"$ZAYA" --threads 1 train --config "$WORK/z2-np2.json" --no-progress --out "$WORK/z2-np1" \
+  --max-steps 2 > "$WORK/z2-np1.log" 2>&1 || { cat "$WORK/z2-np1.log"; exit 1; }
+check "one rank: ZeRO-2 says there is nothing to shard" \
+  grep -q "^ZeRO-2: one rank, nothing to shard" "$WORK/z2-np1.log"
 
 # bf16 weights and gradients on cpu-as-device (the Muon gradients read through the bf16 storage).
 run 2 bf16-z1 z1-np2 --device cpu-as-device --precision bf16 || exit 1
