@@ -69,14 +69,13 @@ Runner add_info_command(CLI::App& app) {
                    "sequences per micro-batch in the GPU memory plan")
       ->capture_default_str()
       ->check(IntIn(1, 1 << 16));
-  add_mode_option(
-      *info, "--activations", args->plan.options.activations, activation_widths(),
-      "the plan's activations: fp32 (the GPU backend as built) or bf16 (not built yet)");
+  add_mode_option(*info, "--activations", args->plan.options.activations, activation_widths(),
+                  "the plan's activations: fp32 or bf16 (zaya train --activation-storage)");
   add_mode_option(*info, "--recompute", args->recompute, recompute_names(),
                   "the plan's train.recompute: none, selective or full");
   info->add_option("--zero", args->plan.options.zero_stage,
-                   "the plan's ZeRO stage: 1 (optimizer state sharded, as built) or 2 (gradients "
-                   "too, not built yet)")
+                   "the plan's ZeRO stage: 1 (optimizer state sharded) or 2 (gradients too: "
+                   "train.zero_stage)")
       ->capture_default_str()
       ->check(IntIn(1, 2));
   info->add_option("--context-parallel", args->plan.context_parallel,

@@ -65,6 +65,11 @@ void add_train_options(CLI::App& train, TrainArgs& a) {
                   "with --precision bf16 and --weight-storage bf16: bf16 (the Muon matrices' "
                   "gradients in bf16, 2 bytes each, rounded once per product and micro-batch; "
                   "the others fp32) or fp32 (every gradient in fp32, 4 bytes)");
+  add_mode_option(train, "--activation-storage", a.train.activation_storage, stored_as_names(),
+                  "on a device (cuda, cpu-as-device): bf16 (what each forward keeps for its "
+                  "backward stored in bf16, the norms' statistics, the router and the "
+                  "attention's log-sum-exp in fp32, every op computing in fp32) or fp32, the "
+                  "default");
   train.add_option_function<std::string>(
       "--device-memory",
       [&a](const std::string& text) {

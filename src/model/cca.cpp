@@ -161,6 +161,23 @@ void cca_rebuild(CcaActivations& act, const CcaWeights& w, const RopeTables& rop
   between_products_forward(act, w, rope, Dims(c), B, S, arena, shard, be);
 }
 
+void visit_saved(CcaActivations& act, const ModelConfig& c, int B, int S, SavedBuffers& visit) {
+  const Dims D(c);
+  const size_t N = size_t(B) * S;
+  const auto bulk = SavedKind::kBulk;
+  visit.floats(act.proj, N * D.P, bulk);
+  visit.floats(act.u, N * D.C, bulk);
+  visit.floats(act.a, size_t(B) * (S + 1) * D.C, bulk);
+  visit.floats(act.qk1, N * D.C, bulk);
+  visit.floats(act.v, N * D.Dk, bulk);
+  visit.floats(act.head_temp, size_t(D.H), SavedKind::kFp32);
+  visit.floats(act.inv_norm, N * D.H, SavedKind::kFp32);
+  visit.floats(act.q, N * D.Dq, bulk);
+  visit.floats(act.k, N * D.Dk, bulk);
+  visit.floats(act.att, N * D.Dq, bulk);
+  visit.floats(act.lse, size_t(B) * D.nq * S, SavedKind::kFp32);  // attention's backward: exact
+}
+
 void cca_backward(float* dx, CcaGrads& g, const float* dout, const CcaActivations& act,
                   const CcaWeights& w, const RopeTables& rope, const ModelConfig& c, int B, int S,
                   Arena& arena, const ContextShard* shard, const Backend& be) {

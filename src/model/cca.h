@@ -8,6 +8,7 @@
 #include "core/arena.h"
 #include "model/config.h"
 #include "model/context_shard.h"
+#include "model/stored_activations.h"
 #include "model/tensor_views.h"
 
 namespace zaya {
@@ -90,6 +91,11 @@ void cca_rebuild(CcaActivations& act, const CcaWeights& w, const RopeTables& rop
                  const ModelConfig& c, int B, int S, Arena& arena, const ContextShard* shard,
                  const Backend& be);
 // dx[N, E] += ∂/∂x;  parameter gradients accumulate into g.
+// The buffers of `act` the backward reads, for bf16 activation storage
+// (model/stored_activations.h): whole sequences only (the halo buffers of context parallelism are
+// not visited).
+void visit_saved(CcaActivations& act, const ModelConfig& c, int B, int S, SavedBuffers& visit);
+
 void cca_backward(float* dx, CcaGrads& g, const float* dout, const CcaActivations& act,
                   const CcaWeights& w, const RopeTables& rope, const ModelConfig& c, int B, int S,
                   Arena& arena, const ContextShard* shard = nullptr,

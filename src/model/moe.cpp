@@ -95,6 +95,29 @@ void moe_rebuild(MoeActivations& act, const MoeWeights& w, const ModelConfig& c,
   after_products_forward(act, c, N, arena, be);
 }
 
+void visit_saved(MoeActivations& act, const ModelConfig& c, int N, SavedBuffers& visit) {
+  const size_t E = c.hidden_size, R = c.router_dim, NR = size_t(c.num_routes());
+  const size_t F = c.expert_hidden, n_exp = size_t(act.host_offsets[size_t(c.num_experts)]);
+  // The router (small: router_dim wide) decides the routes and the gates: kept exact.
+  const auto router = SavedKind::kFp32;
+  visit.floats(act.state, N * R, router);
+  visit.floats(act.rstd, size_t(N), router);
+  visit.floats(act.hn, N * R, router);
+  visit.floats(act.m1_pre, N * R, router);
+  visit.floats(act.m1, N * R, router);
+  visit.floats(act.m2_pre, N * R, router);
+  visit.floats(act.m2, N * R, router);
+  visit.floats(act.logits, N * NR, router);
+  visit.floats(act.probs, N * NR, router);
+  visit.ints(act.route, size_t(N));
+  visit.ints(act.offsets, NR + 1);
+  visit.ints(act.order, size_t(N));
+  visit.floats(act.xg, n_exp * E, SavedKind::kBulk);
+  visit.floats(act.h1, n_exp * 2 * F, SavedKind::kBulk);
+  visit.floats(act.sw, n_exp * F, SavedKind::kBulk);
+  visit.floats(act.y, n_exp * E, SavedKind::kBulk);
+}
+
 void moe_backward(float* dx, float* dstate_in, MoeGrads& g, const float* dout, const float* dstate,
                   const MoeActivations& act, const MoeWeights& w, const ModelConfig& c, int N,
                   Arena& arena, const Backend& be) {

@@ -8,6 +8,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "core/arena.h"
 #include "model/config.h"
+#include "model/stored_activations.h"
 #include "model/tensor_views.h"
 
 namespace zaya {
@@ -72,6 +73,10 @@ void moe_rebuild(MoeActivations& act, const MoeWeights& w, const ModelConfig& c,
                  Arena& arena, const Backend& be);
 // dx += ∂/∂x; dstate_in += ∂/∂state_in (if state_in was given); dstate is the gradient arriving
 // at this stage's router state from later stages (may be nullptr).
+// The buffers of `act` the backward reads, for bf16 activation storage
+// (model/stored_activations.h): the experts' in bf16, the router's and the routes as they are.
+void visit_saved(MoeActivations& act, const ModelConfig& c, int N, SavedBuffers& visit);
+
 void moe_backward(float* dx, float* dstate_in, MoeGrads& g, const float* dout, const float* dstate,
                   const MoeActivations& act, const MoeWeights& w, const ModelConfig& c, int N,
                   Arena& arena, const Backend& be = cpu_backend());

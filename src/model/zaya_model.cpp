@@ -159,6 +159,10 @@ float ZayaModel::forward(std::span<const int32_t> tokens, std::span<const int32_
   ZAYA_CHECK(!sharded_ || be().host_memory(), "context parallelism runs on the CPU backend only; ",
              "the model is on ", be().name());
   if (sharded_) shard_ = ContextShard(context_group_, S);
+  // Inference forwards (no targets: the decoder's prefill reads every activation) keep fp32.
+  storing_bf16_ = activation_storage_ == ActivationStorage::kBf16 && !targets.empty();
+  ZAYA_CHECK(!(storing_bf16_ && sharded_),
+             "bf16 activation storage does not run under context parallelism");
   check_inputs(tokens, targets, B, S);
   const RopeTables rope = take_inputs(tokens, targets, B, S);
   // The products' bf16 copy, once per forward (the backward reads the same one).

@@ -19,6 +19,7 @@
 #include "model/parameter_placement.h"
 #include "model/params.h"
 #include "model/recompute.h"
+#include "model/stored_activations.h"
 
 namespace zaya {
 
@@ -105,6 +106,14 @@ class ZayaModel {
   void set_recompute(RecomputePlan plan) { recompute_ = plan; }
   RecomputePlan recompute() const { return recompute_; }
 
+  // How following training forward() calls (with targets) keep what the backward reads
+  // (model/stored_activations.h): fp32 (the default), or its bulk rounded to bf16 and widened
+  // again before each stage's backward, every op computing in fp32 (for a device's memory: the
+  // CPU backend stays the fp32 oracle, its trainer refuses bf16). Under full recompute that is
+  // the stages' residual streams alone. Not with context parallelism.
+  void set_activation_storage(ActivationStorage storage) { activation_storage_ = storage; }
+  ActivationStorage activation_storage() const { return activation_storage_; }
+
   // Valid after forward() and until backward() (which reuses the buffer for the gradient); not
   // after a chunked forward (set_lm_head_chunks), which keeps no logits.
   std::span<const float> logits() const;
@@ -169,8 +178,10 @@ class ZayaModel {
     float* h = nullptr;     // block output [N, E]
     CcaActivations cca;
     MoeActivations moe;
-    int32_t* kept_route = nullptr;  // with recompute: the MoE stage's routes [N]
-    float* kept_state = nullptr;    // with recompute: its router state [N, R]
+    int32_t* kept_route = nullptr;   // with recompute: the MoE stage's routes [N]
+    float* kept_state = nullptr;     // with recompute: its router state [N, R]
+    std::vector<StoredBf16> stored;  // with bf16 storage: the bulk kept in bf16 (its slots here)
+    std::vector<StoredBf16> stored_stream;  // and r and h, once the next stage has read them
   };
 
   // Points the stage views at the weights and gradients the ops use (the placement's weight and
@@ -196,10 +207,21 @@ class ZayaModel {
   };
   // With `transient` (selective recompute), the norm's and the block's cheap buffers come from
   // it (cca_forward, moe_forward) and the caller frees them after the stage.
+  // With `kept`, what the stage keeps comes from it instead of arena_ (bf16 storage: a scratch
+  // arena, the stage stored from there by store_stage).
   void stage_forward(int i, float* h, const RopeTables& rope, const ContextShard* shard,
-                     const MergeInputs* merge_from = nullptr, Arena* transient = nullptr);
+                     const MergeInputs* merge_from = nullptr, Arena* transient = nullptr,
+                     Arena* kept = nullptr);
   // The MoE block of stage i (stage_forward's second half).
-  void moe_stage_forward(int i, float* h, Arena* transient);
+  void moe_stage_forward(int i, float* h, Arena* transient, Arena& kept);
+  // bf16 activation storage: stage i's kept buffers moved from transient_ into arena_ (the bulk
+  // in bf16), and before its backward widened back into transient_.
+  void store_stage(int i);
+  void restore_stage(int i);
+  // bf16 storage of stage i's residual stream (r, h) once stage i+1's forward has read it, and
+  // before stage i+1's backward widened back into stage i's slot of stream_slots_.
+  void store_stream(int i);
+  void restore_stream(int i);
   // Selective recompute, before stage i's backward: its norm and block's cheap buffers again, in
   // transient_.
   void rebuild_stage(int i, const RopeTables& rope, const ContextShard* shard);
@@ -256,7 +278,15 @@ class ZayaModel {
   // same memory as arena_.
   Arena transient_;
 
+  ActivationStorage activation_storage_ = ActivationStorage::kFp32;
+
   // Per-step state.
+  bool storing_bf16_ = false;  // this forward stores its activations in bf16
+  // With bf16 storage, where stage i computes its r and h (slot i % 2) in fp32.
+  struct StreamSlot {
+    float *r = nullptr, *h = nullptr;
+  };
+  StreamSlot stream_slots_[2];
   int B_ = 0, S_ = 0;
   int T_ = 0;  // rows per sequence here: S_, or the context shard's local_len()
   dist::Communicator* context_group_ = nullptr;

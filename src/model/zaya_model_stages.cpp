@@ -1,5 +1,6 @@
 // ZayaModel's L stages, forward and backward, under each recompute mode (model/recompute.h):
 // what a stage's forward keeps, and what the backward makes again before each stage's backward.
+#include <algorithm>
 #include <string>
 
 #include "core/error.h"
@@ -13,16 +14,35 @@ void ZayaModel::stages_forward(const RopeTables& rope) {
   const int N = B_ * T_, E = int(config_.hidden_size), L = int(config_.num_stages);
   const ContextShard* shard = sharded_ ? &shard_ : nullptr;
   acts_.assign(L, StageActivations{});
+  // bf16 storage: two stages' residual streams in fp32 (the stage being computed and the one
+  // its merge reads); each earlier one is stored in bf16 (model/stored_activations.h).
+  if (storing_bf16_)
+    for (int k = 0; k < std::min(L, 2); ++k)
+      stream_slots_[k] = {arena_.floats(size_t(N) * E), arena_.floats(size_t(N) * E)};
   const float* h_prev = emb_;
   const float* r_prev = nullptr;
   for (int i = 0; i < L; ++i) {
     const trace::Span span("model", [&] { return "stage " + std::to_string(i) + " forward"; });
     StageActivations& a = acts_[i];
-    a.r = arena_.floats(size_t(N) * E);  // merged in stage_forward, with the norm
-    a.h = arena_.floats(size_t(N) * E);
+    if (storing_bf16_) {
+      a.r = stream_slots_[i % 2].r;
+      a.h = stream_slots_[i % 2].h;
+    } else {
+      a.r = arena_.floats(size_t(N) * E);  // merged in stage_forward, with the norm
+      a.h = arena_.floats(size_t(N) * E);
+    }
     const MergeInputs merge{h_prev, r_prev};
     const Recompute mode = recompute_.for_stage(ModelConfig::is_attention_stage(i));
-    if (mode == Recompute::kSelective) {
+    if (storing_bf16_ && mode != Recompute::kFull) {
+      // The whole stage in fp32 in transient_ (selective's cheap buffers forgotten there), then
+      // what it keeps stored in arena_.
+      const Arena::Mark mark = transient_.mark();
+      Arena* cheap = mode == Recompute::kSelective ? &transient_ : nullptr;
+      stage_forward(i, a.h, rope, shard, &merge, cheap, &transient_);
+      if (!ModelConfig::is_attention_stage(i)) observe_router(i);
+      store_stage(i);
+      transient_.rewind(mark);
+    } else if (mode == Recompute::kSelective) {
       const Arena::Mark mark = transient_.mark();
       stage_forward(i, a.h, rope, shard, &merge, &transient_);
       if (!ModelConfig::is_attention_stage(i)) observe_router(i);
@@ -48,7 +68,32 @@ void ZayaModel::stages_forward(const RopeTables& rope) {
     }
     h_prev = a.h;
     r_prev = a.r;
+    if (storing_bf16_ && i > 0) store_stream(i - 1);  // stage i's merge was its last reader
   }
+}
+
+void ZayaModel::store_stream(int i) {
+  const int N = B_ * T_, E = int(config_.hidden_size);
+  StageActivations& a = acts_[size_t(i)];
+  store_saved(
+      [&](SavedBuffers& visit) {
+        visit.floats(a.r, size_t(N) * E, SavedKind::kBulk);
+        visit.floats(a.h, size_t(N) * E, SavedKind::kBulk);
+      },
+      arena_, be(), a.stored_stream);
+}
+
+// Into the slot the forward computed them in: free again, as the stage two above, which used it
+// last, is done.
+void ZayaModel::restore_stream(int i) {
+  StageActivations& a = acts_[size_t(i)];
+  const StreamSlot& slot = stream_slots_[i % 2];
+  for (const StoredBf16& s : a.stored_stream) {
+    float* values = s.slot == &a.r ? slot.r : slot.h;
+    be().widen_bf16(values, s.bits, s.n);
+    *s.slot = values;
+  }
+  a.stored_stream.clear();
 }
 
 const float* ZayaModel::router_state_out(int i) const {
@@ -57,11 +102,12 @@ const float* ZayaModel::router_state_out(int i) const {
 }
 
 void ZayaModel::stage_forward(int i, float* h, const RopeTables& rope, const ContextShard* shard,
-                              const MergeInputs* merge_from, Arena* transient) {
+                              const MergeInputs* merge_from, Arena* transient, Arena* kept) {
   const int N = B_ * T_, E = int(config_.hidden_size);
   const StageWeights& st = stages_[size_t(i)];
   StageActivations& a = acts_[size_t(i)];
-  Arena& cheap = transient ? *transient : arena_;
+  Arena& keep = kept ? *kept : arena_;
+  Arena& cheap = transient ? *transient : keep;
   a.rstd = cheap.floats(N);
   a.x = cheap.floats(size_t(N) * E);
   const float eps = float(config_.norm_eps);
@@ -71,9 +117,9 @@ void ZayaModel::stage_forward(int i, float* h, const RopeTables& rope, const Con
   else
     be().rmsnorm_forward(a.x, a.rstd, a.r, st.norm_w, N, E, eps);
   if (ModelConfig::is_attention_stage(i)) {
-    cca_forward(h, a.cca, a.x, st.cca, rope, config_, B_, T_, arena_, shard, be(), transient);
+    cca_forward(h, a.cca, a.x, st.cca, rope, config_, B_, T_, keep, shard, be(), transient);
   } else {
-    moe_stage_forward(i, h, transient);
+    moe_stage_forward(i, h, transient, keep);
   }
   if (transient) {  // the caller frees them: forget them
     a.rstd = a.x = nullptr;
@@ -81,7 +127,7 @@ void ZayaModel::stage_forward(int i, float* h, const RopeTables& rope, const Con
   }
 }
 
-void ZayaModel::moe_stage_forward(int i, float* h, Arena* transient) {
+void ZayaModel::moe_stage_forward(int i, float* h, Arena* transient, Arena& kept) {
   const int N = B_ * T_;
   const StageWeights& st = stages_[size_t(i)];
   StageActivations& a = acts_[size_t(i)];
@@ -97,7 +143,31 @@ void ZayaModel::moe_stage_forward(int i, float* h, Arena* transient) {
   }
   // The router state comes from the previous MoE stage (two stages back), none before the first.
   const float* state_in = i >= 3 ? router_state_out(i - 2) : nullptr;
-  moe_forward(h, a.moe, a.x, state_in, st.moe, config_, N, arena_, held, be(), transient);
+  moe_forward(h, a.moe, a.x, state_in, st.moe, config_, N, kept, held, be(), transient);
+}
+
+void ZayaModel::store_stage(int i) {
+  const int N = B_ * T_, E = int(config_.hidden_size);
+  StageActivations& a = acts_[size_t(i)];
+  a.stored.clear();
+  const bool attention = ModelConfig::is_attention_stage(i);
+  store_saved(
+      [&](SavedBuffers& visit) {
+        visit.floats(a.rstd, size_t(N), SavedKind::kFp32);
+        visit.floats(a.x, size_t(N) * E, SavedKind::kBulk);
+        if (attention)
+          visit_saved(a.cca, config_, B_, T_, visit);
+        else
+          visit_saved(a.moe, config_, N, visit);
+      },
+      arena_, be(), a.stored);
+  a.cca.x = a.moe.x = nullptr;  // the block's view of a.x, set again by restore_stage
+}
+
+void ZayaModel::restore_stage(int i) {
+  StageActivations& a = acts_[size_t(i)];
+  restore_saved(a.stored, transient_, be());
+  a.cca.x = a.moe.x = a.x;
 }
 
 void ZayaModel::rebuild_stage(int i, const RopeTables& rope, const ContextShard* shard) {
@@ -145,6 +215,8 @@ float* ZayaModel::stages_backward(StreamGrads top, bool report) {
     const Arena::Mark mark = arena_.mark(), transient_mark = transient_.mark();
     const Recompute mode = recompute_.for_stage(ModelConfig::is_attention_stage(i));
     commit_grads_of(i);
+    if (!a.stored.empty()) restore_stage(i);
+    if (i > 0 && !acts_[i - 1].stored_stream.empty()) restore_stream(i - 1);  // the merge's inputs
     if (mode == Recompute::kFull) stage_forward(i, arena_.floats(size_t(N) * E), rope, shard);
     if (mode == Recompute::kSelective) rebuild_stage(i, rope, shard);
     float* dx = arena_.zeros(size_t(N) * E);

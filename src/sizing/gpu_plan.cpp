@@ -81,25 +81,17 @@ std::string options_table(const ModelConfig& c, const GpuPlanRequest& r,
   std::snprintf(line, sizeof(line), "  %-11s %-10s %-5s %15s %15s\n", "activations", "recompute",
                 "ZeRO", "H100 80 GB", "MI300X 192 GB");
   out += line;
-  bool any_unbuilt = false;
   for (const int act : {4, 2})
     for (const Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull})
       for (const int zero : {1, 2}) {
         MemoryOptions o = r.options;
         o.activations = act, o.recompute = rc, o.zero_stage = zero;
         const std::vector<int64_t> mb = largest_micro_batches(c, seq, r.world, o, gpus);
-        const bool built = memory_option_built(o);
-        any_unbuilt = any_unbuilt || !built;
-        std::snprintf(line, sizeof(line), "  %-11s %-10s %-5d %15s %15s%s\n",
+        std::snprintf(line, sizeof(line), "  %-11s %-10s %-5d %15s %15s\n",
                       act == 2 ? "bf16" : "fp32", recompute_name(rc), zero,
-                      micro_batch_cell(mb[0]).c_str(), micro_batch_cell(mb[1]).c_str(),
-                      built ? "" : "  (not built)");
+                      micro_batch_cell(mb[0]).c_str(), micro_batch_cell(mb[1]).c_str());
         out += line;
       }
-  if (any_unbuilt)
-    out +=
-        "  (not built yet on the GPU backend: bf16 activations, issue 41; the plan counts what "
-        "they will hold)\n";
   return out;
 }
 
@@ -173,8 +165,6 @@ std::string format_gpu_memory_plan(const ModelConfig& c, const GpuPlanRequest& r
     if (fewest[0] != "none" && fewest[1] != "none") break;
   }
   text_row("fewest ranks for micro-batch 1", fewest[0], fewest[1]);
-  if (!memory_option_built(o))
-    out += "  (not built yet on the GPU backend: the plan counts what it will hold)\n";
   out += options_table(c, r, gpus);
   return out;
 }

@@ -4,7 +4,7 @@
 // with the memory options a run chooses (train/train_memory.h): activations in fp32 or bf16,
 // recompute none / selective / full, ZeRO-1 or ZeRO-2. What sits in host memory beside the GPU
 // (the parameters' fp32 copies, the optimizer state's copy, a checkpoint's snapshot) is counted
-// apart. Each option not built yet on the GPU backend is marked so.
+// apart.
 #pragma once
 
 #include <cstdint>

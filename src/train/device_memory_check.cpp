@@ -15,7 +15,7 @@ int64_t plan_total(const DeviceMemoryRun& run, int64_t micro_batch, int64_t seq,
       .total();
 }
 
-// "activations bf16, recompute selective, ZeRO-2 (not built yet)" for each option that fits.
+// "activations bf16, recompute selective, ZeRO-2" for each option that fits.
 std::string options_that_fit(const DeviceMemoryRun& run, int64_t seq) {
   std::string fits;
   for (const int act : {4, 2})
@@ -26,7 +26,7 @@ std::string options_that_fit(const DeviceMemoryRun& run, int64_t seq) {
         if (plan_total(run, run.micro_batch, seq, o) > run.memory) continue;
         fits += std::string(fits.empty() ? "" : "; ") + "activations " +
                 (act == 2 ? "bf16" : "fp32") + ", recompute " + recompute_name(rc) + ", ZeRO-" +
-                std::to_string(zero) + (memory_option_built(o) ? "" : " (not built yet)");
+                std::to_string(zero);
       }
   return fits.empty() ? "none at this micro-batch and world size" : fits;
 }

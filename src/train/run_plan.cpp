@@ -156,15 +156,17 @@ void check_device_memory(RunPlan& p, const TrainOptions& opt, int world) {
   const bool bf16 = opt.weight_storage == StoredAs::kBf16 && p.device.backend->bf16_weights();
   run.options.weights = bf16 ? 2 : 4;
   run.options.gradients = bf16 && opt.gradient_storage == StoredAs::kBf16 ? 2 : 4;
+  run.options.activations = opt.activation_storage == StoredAs::kBf16 ? 2 : 4;
   run.options.recompute = p.train.recompute;
   run.options.zero_stage = p.train.zero_stage;
   run.options.lm_head_chunks = {p.train.lm_head_chunk_tokens, p.train.lm_head_chunk_vocab};
   run.options.device = true;
   for (const DataPhase& ph : p.data.phases) {
     const int64_t seq = ph.seq_len / run.context_parallel, tokens = run.micro_batch * seq;
-    const ActivationArenas a =
-        activation_arenas(p.model, run.micro_batch, seq, every_token_routed(p.model, tokens),
-                          run.options.recompute, true, run.options.lm_head_chunks);
+    const ActivationArenas a = activation_arenas(
+        p.model, run.micro_batch, seq, every_token_routed(p.model, tokens), run.options.recompute,
+        true, run.options.lm_head_chunks,
+        run.options.activations == 2 ? ActivationStorage::kBf16 : ActivationStorage::kFp32);
     p.activations.step = std::max(p.activations.step, a.step);
     p.activations.transient = std::max(p.activations.transient, a.transient);
   }
@@ -379,6 +381,11 @@ RunPlan plan_run(const TrainOptions& opt, dist::Communicator& comm) {
              " backend: it cannot give gradient memory back while a step runs (a GPU without "
              "virtual memory management, or the HIP build, where it is not built yet); use "
              "'train.zero_stage' 1");
+  ZAYA_CHECK(opt.activation_storage == StoredAs::kFp32 || !p.device.backend->host_memory(),
+             "--activation-storage bf16 is for a device's memory (cuda, or cpu-as-device standing "
+             "in for one); the ",
+             p.device.backend->name(),
+             " backend keeps its activations in fp32 (the oracle the devices are held to)");
   check_memory(p, comm.world_size());
   if (!p.device.backend->host_memory()) check_device_memory(p, opt, comm.world_size());
   plan_eval_tasks(p);

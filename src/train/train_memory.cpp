@@ -22,42 +22,64 @@ int64_t block(int64_t n) {
   return (n * 4 + 63) / 64 * 64;
 }
 
+// Buffers a forward keeps, counted in fp32 and as bf16 activation storage keeps them
+// (model/stored_activations.h: the bulk in bf16, the rest as they are).
+struct Kept {
+  int64_t fp32 = 0;    // as computed (fp32), and as fp32 storage keeps them
+  int64_t stored = 0;  // as bf16 storage keeps them
+  int64_t bulk = 0;    // the bulk's fp32 blocks: what the backward widens them into
+  void add_bulk(int64_t n) { fp32 += block(n), stored += (n * 2 + 63) / 64 * 64, bulk += block(n); }
+  void add_exact(int64_t n) { fp32 += block(n), stored += block(n); }  // fp32 floats or int32
+  Kept operator+(const Kept& o) const { return {fp32 + o.fp32, stored + o.stored, bulk + o.bulk}; }
+};
+
 // A block's buffers (CCA or MoE, without the stage's norm): those its forward keeps for the
 // backward whatever the recompute mode, those selective recompute drops and makes again (cheap),
-// and those its backward takes.
+// and those its backward takes. `scratch`: the cheap ones no activation holds (a forward's
+// temporaries).
 struct BlockBytes {
-  int64_t kept = 0, cheap = 0, bwd = 0;
+  Kept kept, cheap;
+  int64_t scratch = 0, bwd = 0;
 };
 
 // CCA stage (model/cca.cpp), forward then backward: the buffers in the order they are taken.
 BlockBytes cca_bytes(const ModelConfig& c, int64_t B, int64_t S) {
   const int64_t N = B * S, Dq = c.q_dim(), Dk = c.kv_dim(), C = Dq + Dk, P = C + Dk;
   const int64_t H = c.num_q_heads + c.num_kv_heads;
-  // proj, att, lse.
-  const int64_t kept = block(N * P) + block(N * Dq) + block(B * c.num_q_heads * S);
-  // u, a (one padding row per sequence), qk1, v, head_temp, qkn, inv_norm, q, k.
-  const int64_t cheap = block(N * C) + block(B * (S + 1) * C) + block(N * C) + block(N * Dk) +
-                        block(H) + block(N * C) + block(N * H) + block(N * Dq) + block(N * Dk);
+  BlockBytes b;
+  b.kept.add_bulk(N * P);                   // proj
+  b.kept.add_bulk(N * Dq);                  // att
+  b.kept.add_exact(B * c.num_q_heads * S);  // lse
+  // u, a (one padding row per sequence), qk1, v, head_temp, qkn (scratch), inv_norm, q, k.
+  for (int64_t n : {N * C, B * (S + 1) * C, N * C, N * Dk}) b.cheap.add_bulk(n);
+  b.cheap.add_exact(H);
+  b.scratch = block(N * C);
+  b.cheap.add_exact(N * H);
+  b.cheap.add_bulk(N * Dq);
+  b.cheap.add_bulk(N * Dk);
   // datt, dq, dk, dv, dqkn, dqk1, dhead_temp, da, du, dproj.
-  const int64_t bwd = block(N * Dq) + block(N * Dq) + block(N * Dk) + block(N * Dk) + block(N * C) +
-                      block(N * C) + block(H) + block(B * (S + 1) * C) + block(N * C) +
-                      block(N * P);
-  return {kept, cheap, bwd};
+  b.bwd = block(N * Dq) + block(N * Dq) + block(N * Dk) + block(N * Dk) + block(N * C) +
+          block(N * C) + block(H) + block(B * (S + 1) * C) + block(N * C) + block(N * P);
+  return b;
 }
 
 // MoE stage (model/moe.cpp) with `routed` tokens sent to real experts.
 BlockBytes moe_bytes(const ModelConfig& c, int64_t N, int64_t routed) {
   const int64_t E = c.hidden_size, R = c.router_dim, NR = c.num_routes(), F = c.expert_hidden;
-  // state, m1_pre, m2_pre, logits, route, offsets, order, the experts' h1 (2F wide) and y.
-  const int64_t kept = 3 * block(N * R) + block(N * NR) + block(N) + block(NR + 1) + block(N) +
-                       block(routed * 2 * F) + block(routed * E);
-  // rstd, hn, m1, m2, probs, the experts' gathered inputs xg and SwiGLU sw.
-  const int64_t cheap =
-      block(N) + 3 * block(N * R) + block(N * NR) + block(routed * E) + block(routed * F);
+  BlockBytes b;
+  // state, m1_pre, m2_pre, logits, route, offsets, order (the router's, exact), the experts' h1
+  // (2F wide) and y.
+  for (int64_t n : {N * R, N * R, N * R, N * NR, N, NR + 1, N}) b.kept.add_exact(n);
+  b.kept.add_bulk(routed * 2 * F);
+  b.kept.add_bulk(routed * E);
+  // rstd, hn, m1, m2, probs (the router's), the experts' gathered inputs xg and SwiGLU sw.
+  for (int64_t n : {N, N * R, N * R, N * R, N * NR}) b.cheap.add_exact(n);
+  b.cheap.add_bulk(routed * E);
+  b.cheap.add_bulk(routed * F);
   // dprobs, dy, dsw, dh1, dxg, dlogits, dm2, dm2_pre, dm1, dm1_pre, dhn, dst.
-  const int64_t bwd = block(N * NR) + block(routed * E) + block(routed * F) +
-                      block(routed * 2 * F) + block(routed * E) + block(N * NR) + 6 * block(N * R);
-  return {kept, cheap, bwd};
+  b.bwd = block(N * NR) + block(routed * E) + block(routed * F) + block(routed * 2 * F) +
+          block(routed * E) + block(N * NR) + 6 * block(N * R);
+  return b;
 }
 
 }  // namespace
@@ -73,7 +95,8 @@ std::vector<int64_t> every_token_routed(const ModelConfig& c, int64_t tokens) {
 
 ActivationArenas activation_arenas(const ModelConfig& c, int64_t batch, int64_t seq,
                                    std::span<const int64_t> routed, RecomputePlan recompute,
-                                   bool device_inputs, const LmHeadChunks& chunks) {
+                                   bool device_inputs, const LmHeadChunks& chunks,
+                                   ActivationStorage storage) {
   const int64_t N = batch * seq, E = c.hidden_size, V = c.vocab_size, R = c.router_dim;
   const int64_t L = c.num_stages;
   ZAYA_CHECK(routed.empty() || int64_t(routed.size()) == c.num_moe_stages(),
@@ -88,30 +111,47 @@ ActivationArenas activation_arenas(const ModelConfig& c, int64_t batch, int64_t 
   const int64_t logits = chunks.enabled() ? int64_t(chunks.scratch_floats(int(N), int(V))) : N * V;
   const int64_t head = block(N * E) + block(N) + block(N * E) + block(logits) + block(N);
   const int64_t flow = 6 * block(N * E) + (c.num_moe_stages() >= 2 ? 2 * block(N * R) : 0);
-  int64_t kept = 0;       // every stage's forward buffers that stay until the backward
+  const bool bf16 = storage == ActivationStorage::kBf16;
+  // every stage's forward buffers that stay until the backward (bf16 storage: and the two
+  // stages' fp32 r and h the forward computes in)
+  int64_t kept = bf16 ? std::min<int64_t>(L, 2) * 2 * block(N * E) : 0;
   int64_t stage = 0;      // the largest one stage's backward takes (freed when it is done)
-  int64_t transient = 0;  // selective: the largest one stage's cheap buffers (their own arena)
+  int64_t transient = 0;  // the largest of one stage's buffers in the second arena
   for (int64_t i = 0; i < L; ++i) {
     const bool moe = !ModelConfig::is_attention_stage(i);
     const BlockBytes b = moe ? moe_bytes(c, N, routed.empty() ? even : routed[size_t(i / 2)])
                              : cca_bytes(c, batch, seq);
-    const int64_t norm = block(N) + block(N * E);  // rstd, x
-    const int64_t back = block(N * E) + b.bwd;     // dx, the block's backward
-    kept += 2 * block(N * E);                      // r, h
+    Kept norm;  // rstd, x
+    norm.add_exact(N);
+    norm.add_bulk(N * E);
+    const int64_t back = block(N * E) + b.bwd;  // dx, the block's backward
+    // bf16 storage: the whole stage's forward in fp32 in the second arena (model/zaya_model.h)
+    const int64_t whole = norm.fp32 + b.kept.fp32 + b.cheap.fp32 + b.scratch;
+    // r, h; bf16 storage: stored in bf16 once the next stage has read them (the last stage's
+    // stay in their fp32 slot)
+    kept += !bf16 ? 2 * block(N * E) : i + 1 < L ? 2 * ((N * E * 2 + 63) / 64 * 64) : 0;
     switch (recompute.for_stage(!moe)) {
-      case Recompute::kNone:
-        kept += norm + b.kept + b.cheap;
+      case Recompute::kNone: {
+        const Kept all = norm + b.kept + b.cheap;
+        kept += bf16 ? all.stored : all.fp32 + b.scratch;
+        // + before the backward, the bulk widened again
+        if (bf16) transient = std::max({transient, whole, all.bulk});
         stage = std::max(stage, back);
         break;
+      }
       case Recompute::kSelective:
-        kept += b.kept;
-        transient = std::max(transient, norm + b.cheap);
+        kept += bf16 ? b.kept.stored : b.kept.fp32;
+        transient = std::max(transient, norm.fp32 + b.cheap.fp32 + b.scratch);
+        // + the kept bulk widened again before the cheap buffers are made again
+        if (bf16)
+          transient =
+              std::max({transient, whole, b.kept.bulk + norm.fp32 + b.cheap.fp32 + b.scratch});
         stage = std::max(stage, back);
         break;
       case Recompute::kFull:
         kept += moe ? block(N) + block(N * R) : 0;  // routes, router state
         // + the recomputed stage's output and its whole forward
-        stage = std::max(stage, block(N * E) + norm + b.kept + b.cheap + back);
+        stage = std::max(stage, block(N * E) + whole + back);
         break;
     }
   }
@@ -241,13 +281,11 @@ int64_t planned_activations(const ModelConfig& c, int64_t micro_batch, int64_t s
   // at that size before step 1 (RunPlan::activations), so a step never outgrows them.
   const std::vector<int64_t> routed =
       o.device ? every_token_routed(c, micro_batch * seq) : std::vector<int64_t>();
-  return activation_arenas(c, micro_batch, seq, routed, o.recompute, o.device, o.lm_head_chunks)
-             .total() /
-         4 * o.activations;
-}
-
-bool memory_option_built(const MemoryOptions& o) {
-  return o.activations == 4;
+  const ActivationStorage storage =
+      o.activations == 2 ? ActivationStorage::kBf16 : ActivationStorage::kFp32;
+  return activation_arenas(c, micro_batch, seq, routed, o.recompute, o.device, o.lm_head_chunks,
+                           storage)
+      .total();
 }
 
 std::string format_bytes(double bytes) {

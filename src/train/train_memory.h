@@ -23,6 +23,7 @@
 #include "backend/op_types.h"
 #include "model/config.h"
 #include "model/recompute.h"
+#include "model/stored_activations.h"
 
 namespace zaya {
 
@@ -42,7 +43,8 @@ struct ActivationArenas {
 };
 ActivationArenas activation_arenas(const ModelConfig& c, int64_t batch, int64_t seq,
                                    std::span<const int64_t> routed, RecomputePlan recompute,
-                                   bool device_inputs, const LmHeadChunks& chunks = {});
+                                   bool device_inputs, const LmHeadChunks& chunks = {},
+                                   ActivationStorage storage = ActivationStorage::kFp32);
 // Every token routed to a real expert at every MoE stage, none skipped: the most activations a
 // step can take (the experts' buffers grow with the tokens they get).
 std::vector<int64_t> every_token_routed(const ModelConfig& c, int64_t tokens);
@@ -97,11 +99,10 @@ struct MemoryOptions {
 TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq, int world,
                          int64_t runtime, MemoryOptions options);
 // The activations row of train_memory: one micro-batch's arenas under the options (on a device,
-// every token routed to an expert and the inputs copied there; bf16 halves them).
+// every token routed to an expert and the inputs copied there; activations of 2 bytes: bf16
+// storage, model/stored_activations.h).
 int64_t planned_activations(const ModelConfig& c, int64_t micro_batch, int64_t seq,
                             const MemoryOptions& o);
-// Whether training builds these options yet: bf16 activations are planned, not built.
-bool memory_option_built(const MemoryOptions& o);
 
 // "123.4 MiB", "2.50 GiB".
 std::string format_bytes(double bytes);

@@ -160,6 +160,9 @@ void TrainingRun::build() {
   model_.set_backend(be);
   model_.set_context_group(p_.grid.context_comm.get());
   model_.set_recompute(tc_.recompute);
+  model_.set_activation_storage(opt_.activation_storage == StoredAs::kBf16
+                                    ? ActivationStorage::kBf16
+                                    : ActivationStorage::kFp32);
   if (!be.host_memory()) model_.reserve_activations(p_.activations.step, p_.activations.transient);
   model_.set_lm_head_chunks({tc_.lm_head_chunk_tokens, tc_.lm_head_chunk_vocab});
   if (!opt_.init_from.empty() && p_.resume_dir.empty())
@@ -228,7 +231,7 @@ void TrainingRun::print_header() const {
   const ParameterPlacement& placement = model_.placement();
   if (p_.device.caps().own_memory)
     std::fprintf(
-        stderr, "device: %s; weights, gradients and optimizer state stay there%s%s\n%s",
+        stderr, "device: %s; weights, gradients and optimizer state stay there%s%s%s\n%s",
         p_.device.description.c_str(),
         !placement.bf16_weight_storage() ? ""
         : placement.bf16_gradients()
@@ -237,6 +240,9 @@ void TrainingRun::print_header() const {
         world_ > 1 ? (nccl_ ? " (ZeRO-1 and the Muon exchange over NCCL, sums in rank order)"
                             : " (ZeRO-1 and the Muon exchange over MPI)")
                    : "",
+        model_.activation_storage() == ActivationStorage::kBf16
+            ? "; activations stored in bf16 (computed in fp32)"
+            : "",
         p_.device_memory_line.c_str());
   if (update_->zero1())
     std::fprintf(stderr, "%s\n", update_->zero1_summary(tc_.overlap_reduce).c_str());

@@ -53,6 +53,9 @@ struct TrainOptions {
   // product's backward adds into them with one rounding, so accumulation rounds once per
   // micro-batch); kFp32 keeps every gradient in fp32.
   StoredAs gradient_storage = StoredAs::kBf16;
+  // On a device backend: kBf16 keeps the bulk of what each forward keeps for the backward in
+  // bf16, every op computing in fp32 (model/stored_activations.h); kFp32 keeps it in fp32.
+  StoredAs activation_storage = StoredAs::kFp32;
   // --device-memory: the bytes of device memory a rank's plan must fit (0: the device's own
   // figure, where it gives one); checked before step 1 (train/device_memory_check.h).
   int64_t device_memory = 0;

@@ -2,7 +2,7 @@
 # The memory plan against the memory a run takes (issue 41): on cpu-as-device, which counts every
 # byte it allocates as a GPU's allocator would, three configs (the tiny model, a wider one, the
 # small demo model at a short length) × recompute none, selective and full × 1 and 2 ranks
-# (ZeRO-1) and 2 ranks (ZeRO-2), bf16 weights and the LM head in blocks: each run's peak device memory
+# (ZeRO-1) and 2 ranks (ZeRO-2), bf16 activations, bf16 weights and the LM head in blocks: each run's peak device memory
 # (summary.json, device_peak_bytes_per_rank, every rank) within 10 % of its plan
 # (device_plan_bytes: the plan `zaya info` and `zaya train --device-memory` count,
 # train/train_memory.h). The peak is the
@@ -89,6 +89,33 @@ PY
   run small-selective-z2-bf16 2 --precision bf16 \
     && check "small, ZeRO-2 with bf16 weights and gradients at 2 ranks: within 10 % of the plan" \
       within small-selective-z2-bf16-2
+fi
+# bf16 activation storage (--activation-storage bf16, model/stored_activations.h): the same
+# configs at 1 rank, and at 2 ranks with ZeRO-2; under none and selective recompute the small
+# model's peak is below fp32 storage's (under full recompute nothing is stored in bf16).
+for rc in none selective full; do
+  for name in "tiny-$rc" "wide-$rc" "small-$rc"; do
+    cp "$WORK/$name.json" "$WORK/$name-act16.json"
+    run "$name-act16" 1 --activation-storage bf16 \
+      && check "$name with bf16 activations: peak device memory within 10 % of the plan" \
+        within "$name-act16-1"
+  done
+  [[ $rc == full ]] && continue
+  check "small, recompute $rc: bf16 activations' peak below fp32's" \
+    $PY - "$WORK/small-$rc-1/summary.json" "$WORK/small-$rc-act16-1/summary.json" <<'PY'
+import json, sys
+fp32, bf16 = [max(json.load(open(f))["device_peak_bytes_per_rank"]) for f in sys.argv[1:3]]
+print(f"  peak: fp32 activations {fp32} bytes, bf16 {bf16} bytes ({bf16 / fp32:.3f}x)")
+sys.exit(not bf16 < fp32)
+PY
+done
+if [[ -n $MPIEXEC ]]; then
+  for name in tiny-selective-z2 wide-none-z2 small-selective-z2; do
+    cp "$WORK/$name.json" "$WORK/$name-act16.json"
+    run "$name-act16" 2 --activation-storage bf16 --precision bf16 \
+      && check "$name, bf16 activations, weights and gradients at 2 ranks: within 10 % of the plan" \
+        within "$name-act16-2"
+  done
 fi
 for name in tiny-none small-selective; do
   cp "$WORK/$name.json" "$WORK/$name-bf16.json"
