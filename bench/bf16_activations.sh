@@ -24,6 +24,7 @@ t = c["train"]
 t.update(micro_batch=4, global_batch=8, eval_every=10**6, log_every=1, sample_tokens=0,
          checkpoint_every=steps // 2, tokenizer=work + "/tokenizer.json")
 t["optim"]["warmup_steps"] = 20
+t["optim"].pop("batch_ramp", None)  # the whole batch from step 1
 json.dump(c, open(work + "/small.json", "w"))
 PY
 run() {  # run NAME THREADS [flags...]

@@ -8,7 +8,8 @@
 #    the uninterrupted CPU run;
 #  - in bf16 (the GPU's default precision) the last step's loss within 2 % of the CPU's fp32
 #    run, and two bf16 runs bitwise the same; the bf16 weight storage bitwise --weight-storage
-#    fp32 (with fp32 gradients), and a bf16 run (bf16 Muon gradients) resumes bitwise,
+#    fp32 (with fp32 gradients), and a bf16 run (bf16 Muon gradients) resumes bitwise; bf16
+#    activation storage within 2 % of fp32 storage,
 #  - and prints the bf16 run's peak of zaya's own device allocations against its memory plan.
 # Without a usable GPU it prints why and exits 77, which ctest reports as skipped.
 # DEVICE (default cuda): cuda-emu runs the same on the emulated device (label gpu-emu).
@@ -93,10 +94,10 @@ sys.exit(not (len(b) == 16 and abs(a[-1] - b[-1]) <= 0.02 * abs(a[-1])))"
 # allocation is its exact bytes: within 10 % (the ops' own scratch, a few per cent of this tiny
 # model's plan, is not counted; Newton-Schulz's batches, which were 12 %, are bounded now). On a
 # GPU a measurement: cuBLASLt's 32 MiB workspace and the scratch cache's rounding come on top.
-memory_plan() {
+memory_plan() {  # memory_plan [RUN]: WORK/RUN (default bf16)
   $PY -c "
 import json, sys
-s = json.load(open('$WORK/bf16/summary.json'))
+s = json.load(open('$WORK/${1:-bf16}/summary.json'))
 plan, peak = s['device_plan_bytes'], s['device_peak_bytes_per_rank'][0]
 print('  memory plan (issue 41): zaya allocated %d bytes at most on $DEVICE, planned %d: %.3f' % (peak, plan, peak / max(plan, 1)))
 sys.exit(not (plan > 0 and ('$DEVICE' != 'cuda-emu' or 0.9 <= peak / plan <= 1.1)))"
@@ -123,5 +124,15 @@ run "$WORK/$R-1.log" --out "$WORK/$R" --device "$DEVICE" --max-steps 8 --threads
 run "$WORK/$R-2.log" --out "$WORK/$R" --device "$DEVICE" --resume auto --threads-for-test 3 || exit 1
 check "bf16: checkpointed at step 8 (1 thread) and resumed (3 threads), bitwise the uninterrupted run" \
   cmp "$WORK/bf16/model/model.safetensors" "$WORK/$R/model/model.safetensors"
+# bf16 activation storage (model/stored_activations.h): the device's rounding and widening.
+run "$WORK/act16.log" --out "$WORK/act16" --device "$DEVICE" --activation-storage bf16 \
+  --peak-tflops 989 || exit 1
+check "bf16 activations: other losses than fp32 storage's, the last within 2 % of them" $PY -c "
+import json, sys
+a, b = [[json.loads(l)['loss'] for l in open(f'$WORK/{r}/metrics.jsonl')] for r in ('bf16', 'act16')]
+print('  last loss: fp32 storage %.6f, bf16 storage %.6f' % (a[-1], b[-1]))
+sys.exit(not (len(b) == 16 and a != b and abs(a[-1] - b[-1]) <= 0.02 * abs(a[-1])))"
+check "bf16 activations: zaya's device peak against the memory plan (within 10 % on cuda-emu)" \
+  memory_plan act16
 echo "$passes passed, $fails failed"
 ((fails == 0))
