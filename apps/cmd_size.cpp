@@ -14,10 +14,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_checks.h"
 #include "core/error.h"
 #include "dist/communicator.h"
 #include "io/output_path.h"
 #include "model/config.h"
+#include "model/model_info.h"
+#include "model/recompute.h"
 #include "sizing/hardware_profile.h"
 #include "sizing/profile_measure.h"
 #include "sizing/shape_search.h"
@@ -32,6 +35,7 @@ struct SizeArgs {
   std::string profile, config, write, base;
   std::string active, total, flops, gpu_hours, tokens;
   SizeGoal goal;
+  Recompute recompute = Recompute::kNone;  // --recompute (goal.recompute)
   int candidates = 5, pick = 1;
   bool json_out = false, explain = false, force = false;
   // zaya size profile
@@ -154,8 +158,11 @@ void print_table(const std::vector<Candidate>& cs, const HardwareProfile& p) {
 void print_details(const Candidate& k, const SizeGoal& g, const HardwareProfile& p) {
   const std::string values = p.dtype == ProfileDtype::kBf16 ? "bf16" : "fp32";
   const TrainMemory& m = k.memory;
-  std::printf("\nmemory per rank at micro-batch %lld x %lld tokens, %d rank%s (ZeRO-1):\n",
-              (long long)k.micro_batch, (long long)k.seq, g.world, g.world == 1 ? "" : "s");
+  std::printf(
+      "\nmemory per rank at micro-batch %lld x %lld tokens, %d rank%s (ZeRO-1), "
+      "recompute %s:\n",
+      (long long)k.micro_batch, (long long)k.seq, g.world, g.world == 1 ? "" : "s",
+      recompute_plan_name(g.recompute).c_str());
   auto row = [](const char* what, int64_t b) {
     std::printf("  %-34s %12s\n", what, format_bytes(double(b)).c_str());
   };
@@ -166,7 +173,10 @@ void print_details(const Candidate& k, const SizeGoal& g, const HardwareProfile&
   row("Muon matrices + Newton-Schulz", m.muon);
   row("ZeRO-1 buffers", m.zero1);
   row("activations (one micro-batch)", m.activations);
-  row("checkpoint snapshot", m.checkpoint);
+  if (p.device == ProfileDevice::kCpu)
+    row("checkpoint snapshot", m.checkpoint);
+  else  // beside the total: host memory
+    row("(host) snapshot + pinned staging", m.host_snapshot);
   row("runtime (process, libraries)", m.runtime);
   row("total", m.total());
   std::printf("  largest micro-batch that fits:     %lld\n", (long long)k.max_micro_batch);
@@ -176,6 +186,12 @@ void print_details(const Candidate& k, const SizeGoal& g, const HardwareProfile&
       (long long)k.global_batch, (long long)k.step.micro_batches,
       k.step.micro_batches == 1 ? "" : "es", k.step.threads, k.step.threads == 1 ? "" : "s",
       k.step.total(), k.step.gemm, k.step.other, k.step.optimizer, k.step.comm);
+  if (!(g.recompute == RecomputePlan())) {
+    const double extra = recompute_flops_per_token(k.config, k.seq, g.recompute);
+    std::printf("recompute %s: +%.4g MFLOP per token in the backward (+%.2f %% of a step's)\n",
+                recompute_plan_name(g.recompute).c_str(), extra / 1e6,
+                100.0 * extra / k.info.train_flops_per_token);
+  }
   std::printf("throughput: %.0f tokens/s, %.3g tokens/day", k.tokens_per_s, k.tokens_per_day);
   if (k.hours_for_tokens > 0)
     std::printf(", %.1f h for %.3g tokens (%.0f device-hours)", k.hours_for_tokens, g.tokens,
@@ -240,6 +256,9 @@ void add_size_options(CLI::App& size, SizeArgs& a) {
                   "sequences per micro-batch (default: the largest power of two that fits, at "
                   "most 64)")
       ->check(IntIn(1, int64_t(1) << 20));
+  add_mode_option(size, "--recompute", a.recompute, recompute_names(),
+                  "train.recompute the plan assumes: none, selective or full (the activations "
+                  "kept, and the forward work the backward repeats)");
   size.add_option("--candidates", a.candidates, "shapes to list")
       ->check(IntIn(1, 100))
       ->capture_default_str();
@@ -410,6 +429,7 @@ int run_size(const SizeArgs& a) {
     return 0;
   }
   SizeGoal g = a.goal;
+  g.recompute = a.recompute;
   g.active_params = parse_amount(a.active, "--active-params");
   g.total_params = parse_amount(a.total, "--total-params");
   g.flops = parse_amount(a.flops, "--flops");

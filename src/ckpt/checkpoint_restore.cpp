@@ -88,7 +88,8 @@ uint64_t restore_checkpoint_range(const LoadedCheckpoint& header, ParamStore& pa
                                   Optimizer& optimizer, RouterBalancer& balancer) {
   ChunkReader chunks(header.dir, header.manifest);
   const int64_t begin = optimizer.shard().begin(), end = optimizer.shard().end();
-  std::map<std::string, Tensor> state = optimizer.state_tensors();  // views of the live state
+  // Views of the live state on host memory, host copies off it (set_state sends them there).
+  std::map<std::string, Tensor> state = optimizer.state_tensors();
   for (const ParamSpec& s : params.registry().specs()) {
     chunks.read(chunks.tensor(s.name, s.shape), 0, s.numel, params.weights() + s.offset);
     // The part of this tensor inside the rank's range, in the tensor's own element numbers.
@@ -100,8 +101,8 @@ uint64_t restore_checkpoint_range(const LoadedCheckpoint& header, ParamStore& pa
         chunks.read(t, lo, hi, state.at(name).data<float>() + (int64_t(s.offset) + lo - begin));
     }
   }
+  optimizer.set_state(state);
   optimizer.set_step_count(header.state.optimizer_steps);
-  optimizer.push_state();  // the host copies were written in place: to the backend's memory
   std::map<std::string, Tensor> bal;
   for (const auto& [name, t] : balancer.state_tensors()) {
     Tensor full(t.shape(), DType::F32);

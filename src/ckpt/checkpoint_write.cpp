@@ -76,9 +76,12 @@ CheckpointSnapshot take_snapshot(const ParamStore& params, const Optimizer& opti
   s.end = shard.end();
   s.weights = Tensor({s.end - s.begin}, DType::F32);
   std::memcpy(s.weights.raw(), params.weights() + s.begin, size_t(s.end - s.begin) * sizeof(float));
+  // On host memory views of the live state, to copy; off it copies made for this snapshot
+  // (the host keeps the optimizer state no longer than the snapshot does).
   const auto opt = optimizer.state_tensors();
-  s.exp_avg = opt.at("exp_avg").clone();
-  s.exp_avg_sq = opt.at("exp_avg_sq").clone();
+  const bool live = optimizer.backend().host_memory();
+  s.exp_avg = live ? opt.at("exp_avg").clone() : opt.at("exp_avg");
+  s.exp_avg_sq = live ? opt.at("exp_avg_sq").clone() : opt.at("exp_avg_sq");
   for (const auto& [name, t] : balancer.state_tensors()) s.balancer[name] = t.clone();
   return s;
 }

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <sstream>
+#include <string>
 
 #include "model/params.h"
 
@@ -38,6 +39,31 @@ ModelInfo compute_model_info(const ModelConfig& c, int64_t seq) {
   m.kv_cache_values_per_token = c.num_attention_stages() * 2 * c.kv_dim();
   m.conv_state_values_per_seq = c.num_attention_stages() * (2 * c.conv_channels() + c.hidden_size);
   return m;
+}
+
+double recompute_flops_per_token(const ModelConfig& c, int64_t seq,
+                                 const RecomputePlan& recompute) {
+  const ParamRegistry reg(c);
+  double flops = 0;
+  for (const ParamSpec& s : reg.specs()) {
+    if (!s.trainable() || s.stage < 0) continue;
+    const bool attention = ModelConfig::is_attention_stage(s.stage);
+    // One expert of X runs per token (the convention's "active").
+    const double active = s.expert >= 0 ? double(s.numel) / double(c.num_experts) : double(s.numel);
+    switch (recompute.for_stage(attention)) {
+      case Recompute::kFull:
+        flops += 2.0 * active;
+        break;
+      case Recompute::kSelective:
+        if (attention && s.name.find(".conv_qk.") != std::string::npos) flops += 2.0 * active;
+        break;
+      case Recompute::kNone:
+        break;
+    }
+  }
+  if (recompute.attention == Recompute::kFull)
+    flops += 2.0 * double(c.num_attention_stages()) * double(c.q_dim()) * double(seq);
+  return flops;
 }
 
 static std::string flops_str(double f) {
@@ -80,6 +106,15 @@ std::string format_model_info(const ModelConfig& c, int64_t seq) {
                 flops_str(m.forward_flops_per_token).c_str(),
                 flops_str(m.train_flops_per_token).c_str());
   line("FLOPs", buf);
+  for (const Recompute r : {Recompute::kSelective, Recompute::kFull}) {
+    const double extra = recompute_flops_per_token(c, seq, r);
+    std::snprintf(buf, sizeof(buf), "+%s per token (+%.2f %%%s)", flops_str(extra).c_str(),
+                  100.0 * extra / m.train_flops_per_token,
+                  r == Recompute::kSelective
+                      ? ": CCA's convolutions; the elementwise ops it repeats count for nothing"
+                      : ": every stage's forward again");
+    line(r == Recompute::kSelective ? "train.recompute selective" : "train.recompute full", buf);
+  }
   os << "inference state:\n";
   std::snprintf(buf, sizeof(buf), "%s values = %s bytes bf16 (%.1f KiB), %s bytes fp32",
                 with_commas(m.kv_cache_values_per_token).c_str(),

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "model/config.h"
+#include "model/recompute.h"
 
 namespace zaya {
 
@@ -24,6 +25,12 @@ struct ModelInfo {
 };
 
 ModelInfo compute_model_info(const ModelConfig& c, int64_t seq);
+// The forward FLOPs per token a training step runs again in its backward under `recompute`
+// (model/recompute.h), by the same convention: full recompute repeats each such stage's
+// forward (2 × its active parameters, and for an attention stage 2 × n_q·d·seq); selective
+// repeats CCA's convolutions (2 × their weights). The elementwise ops selective repeats (norms,
+// GELU, SwiGLU, softmax, RoPE, the experts' gathers) count for nothing, as in the FLOPs line.
+double recompute_flops_per_token(const ModelConfig& c, int64_t seq, const RecomputePlan& recompute);
 std::string format_model_info(const ModelConfig& c, int64_t seq);
 std::string with_commas(int64_t v);
 

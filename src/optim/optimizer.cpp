@@ -62,9 +62,9 @@ Optimizer::Optimizer(std::vector<ParamSpec> specs, size_t total_floats, const Op
   }
   muon_ = plan_muon(specs_, shard_);
   const size_t n = size_t(shard_.size()), owned = size_t(muon_.owned_floats);
-  exp_avg_ = Tensor({shard_.size()}, DType::F32);
-  exp_avg_sq_ = Tensor({shard_.size()}, DType::F32);
   if (be_->host_memory()) {
+    exp_avg_ = Tensor({shard_.size()}, DType::F32);
+    exp_avg_sq_ = Tensor({shard_.size()}, DType::F32);
     m_ = exp_avg_.data<float>();
     v_ = exp_avg_sq_.data<float>();
     host_work_.resize(n + owned);
@@ -250,21 +250,30 @@ void Optimizer::exchange_pieces(bool to_owners) {
 }
 
 std::map<std::string, Tensor> Optimizer::state_tensors() const {
-  return {{"exp_avg", exp_avg_}, {"exp_avg_sq", exp_avg_sq_}};
+  if (be_->host_memory()) return {{"exp_avg", exp_avg_}, {"exp_avg_sq", exp_avg_sq_}};
+  const size_t bytes = sizeof(float) * size_t(shard_.size());
+  Tensor m({shard_.size()}, DType::F32), v({shard_.size()}, DType::F32);
+  be_->to_host(m.data<float>(), m_, bytes);
+  be_->to_host(v.data<float>(), v_, bytes);
+  return {{"exp_avg", m}, {"exp_avg_sq", v}};
 }
 
-void Optimizer::pull_state() {
-  if (be_->host_memory()) return;
+void Optimizer::set_state(const std::map<std::string, Tensor>& shard_state) {
+  ZAYA_CHECK(
+      shard_state.size() == 2 && shard_state.count("exp_avg") && shard_state.count("exp_avg_sq"),
+      "Optimizer::set_state: expected exactly 'exp_avg' and 'exp_avg_sq'");
   const size_t bytes = sizeof(float) * size_t(shard_.size());
-  be_->to_host(exp_avg_.data<float>(), m_, bytes);
-  be_->to_host(exp_avg_sq_.data<float>(), v_, bytes);
-}
-
-void Optimizer::push_state() {
-  if (be_->host_memory()) return;
-  const size_t bytes = sizeof(float) * size_t(shard_.size());
-  be_->to_device(m_, exp_avg_.data<float>(), bytes);
-  be_->to_device(v_, exp_avg_sq_.data<float>(), bytes);
+  for (const auto& [name, t] : shard_state) {
+    ZAYA_CHECK(t.dtype() == DType::F32 && t.numel() == shard_.size(), "Optimizer::set_state: '",
+               name, "' must be F32 with ", shard_.size(), " elements, got ", dtype_name(t.dtype()),
+               " ", shape_str(t.shape()));
+    float* live = name == "exp_avg" ? m_ : v_;
+    if (be_->host_memory()) {
+      if (t.data<float>() != live) std::memcpy(live, t.data<float>(), bytes);
+    } else {
+      be_->to_device(live, t.data<float>(), bytes);
+    }
+  }
 }
 
 void Optimizer::load_state(const std::map<std::string, Tensor>& state, int64_t step_count) {
@@ -273,18 +282,21 @@ void Optimizer::load_state(const std::map<std::string, Tensor>& state, int64_t s
              "Optimizer::load_state: expected exactly 'exp_avg' and "
              "'exp_avg_sq', got ",
              state.size(), " tensors");
-  for (const auto& [name, dst] : state_tensors()) {
+  std::map<std::string, Tensor> shard_state;
+  for (const char* name : {"exp_avg", "exp_avg_sq"}) {
     const auto it = state.find(name);
     ZAYA_CHECK(it != state.end(), "Optimizer::load_state: missing state tensor '", name, "'");
     const Tensor& src = it->second;
     ZAYA_CHECK(src.dtype() == DType::F32 && src.numel() == int64_t(total_),
                "Optimizer::load_state: '", name, "' must be F32 with ", total_, " elements, got ",
                dtype_name(src.dtype()), " ", shape_str(src.shape()));
-    std::memcpy(dst.data<float>(), src.data<float>() + shard_.begin(),
+    Tensor range({shard_.size()}, DType::F32);
+    std::memcpy(range.data<float>(), src.data<float>() + shard_.begin(),
                 size_t(shard_.size()) * sizeof(float));
+    shard_state[name] = range;
   }
+  set_state(shard_state);
   step_count_ = step_count;
-  push_state();
 }
 
 void Optimizer::set_step_count(int64_t step_count) {

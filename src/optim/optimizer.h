@@ -31,9 +31,9 @@
 //
 // The arithmetic runs as ops of a Backend (backend/cpu/optim_ops.h): the CPU's by default, or a
 // GPU's, where the weights, gradients and state live in its memory and the step never leaves it
-// (one copy back: the norm). The host keeps a copy of the state for checkpoints: pull_state()
-// refreshes it, push_state() sends it back after a restore. Across ranks the norm's sum
-// goes over `comm` (host memory) and the Muon pieces over `exchange`, a communicator that moves
+// (one copy back: the norm). The host keeps no copy of that state: a checkpoint copies it out
+// when it saves (state_tensors) and a restore sends it back (set_state). Across ranks the norm's
+// sum goes over `comm` (host memory) and the Muon pieces over `exchange`, a communicator that moves
 // the backend's memory (NCCL for a GPU; by default `comm` itself).
 #pragma once
 
@@ -83,18 +83,20 @@ class Optimizer {
 
   // Checkpointing: the shard's state ("exp_avg", "exp_avg_sq", each [shard().size()], element 0
   // at flat offset shard().begin()) and the number of steps taken (AdamW's bias-correction t).
-  // On a backend of its own memory these are the host copies: current after pull_state(), and
-  // written in place by a restore, which then calls push_state().
+  // On host memory they are views of the live state; on a backend of its own memory, host
+  // copies this call makes (so the host holds the state only while a checkpoint holds them).
   std::map<std::string, Tensor> state_tensors() const;
-  void pull_state();  // the backend's state → the host copies (no-op on host memory)
-  void push_state();  // the host copies → the backend (no-op on host memory)
+  // Makes `shard_state` (state_tensors()'s names and sizes, e.g. written by a restore) the live
+  // state: on a backend of its own memory it is copied there; on host memory the views of the
+  // live state need nothing, other tensors are copied in.
+  void set_state(const std::map<std::string, Tensor>& shard_state);
   const Backend& backend() const { return *be_; }
   int64_t step_count() const { return step_count_; }
   // Copies state from whole-buffer tensors ([total_floats], e.g. assembled from a checkpoint of
   // any world size): this rank keeps its range (and sends it to the backend). Names and sizes
   // must match.
   void load_state(const std::map<std::string, Tensor>& state, int64_t step_count);
-  // For a restore that wrote the shard's state in place (through state_tensors()'s views).
+  // For a restore that set the shard's state (set_state).
   void set_step_count(int64_t step_count);
 
   const OptimConfig& config() const { return config_; }
@@ -126,7 +128,7 @@ class Optimizer {
   const Backend* be_ = nullptr;
   ShardLayout shard_;
   MuonPlan muon_;
-  Tensor exp_avg_, exp_avg_sq_;  // host memory: the state itself, or the backend's copy of it
+  Tensor exp_avg_, exp_avg_sq_;  // on host memory the state itself (none off the host)
   int64_t step_count_ = 0;
   // In the backend's memory (host memory: the tensors and vectors themselves).
   BackendBuffer dev_state_, dev_work_;  // [m | v] and [direction | owned] off the host

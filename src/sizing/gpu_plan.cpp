@@ -146,8 +146,7 @@ std::string format_gpu_memory_plan(const ModelConfig& c, const GpuPlanRequest& r
   text_row("free of the device", free_cell[0], free_cell[1]);
   out += "  in host memory, per rank:\n";
   row("parameters' fp32 copy (weights)", [](const TrainMemory& t) { return t.host_params; });
-  row("optimizer state's copy (range)", [](const TrainMemory& t) { return t.host_optimizer; });
-  row("checkpoint snapshot (while a save is written)",
+  row("checkpoint snapshot + pinned staging (a save)",
       [](const TrainMemory& t) { return t.host_snapshot; });
   const std::vector<int64_t> largest = largest_micro_batches(c, seq, r.world, o, gpus);
   const std::string largest_label =

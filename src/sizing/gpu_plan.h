@@ -3,7 +3,7 @@
 // matrices' gradients; the fp32 master weights and optimizer state of the rank's range only),
 // with the memory options a run chooses (train/train_memory.h): activations in fp32 or bf16,
 // recompute none / selective / full, ZeRO-1 or ZeRO-2. What sits in host memory beside the GPU
-// (the parameters' fp32 copies, the optimizer state's copy, a checkpoint's snapshot) is counted
+// (the parameters' fp32 copies, a checkpoint's snapshot and its pinned staging) is counted
 // apart.
 #pragma once
 

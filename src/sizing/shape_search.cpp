@@ -114,9 +114,12 @@ Candidate evaluate_config(const ModelConfig& c, const SizeGoal& goal, const Hard
   k.seq = seq;
   k.info = compute_model_info(c, seq);
   const double limit = memory_limit(p, goal);
+  MemoryOptions options{value_bytes(p), value_bytes(p), value_bytes(p)};
+  options.recompute = goal.recompute;
+  // A GPU holds the parameters and activations; the host its copies and a checkpoint's snapshot.
+  options.device = p.device != ProfileDevice::kCpu;
   for (int64_t mb = 1; mb <= 64; mb *= 2)
-    if (double(train_memory(c, mb, seq, goal.world, p.runtime_bytes, value_bytes(p)).total()) <=
-        limit)
+    if (double(train_memory(c, mb, seq, goal.world, p.runtime_bytes, options).total()) <= limit)
       k.max_micro_batch = mb;
   k.micro_batch = goal.micro_batch > 0 ? goal.micro_batch : std::max<int64_t>(1, k.max_micro_batch);
   if (goal.micro_batch == 0 && goal.global_batch > 0) {
@@ -127,7 +130,7 @@ Candidate evaluate_config(const ModelConfig& c, const SizeGoal& goal, const Hard
       k.micro_batch /= 2;
   }
   k.global_batch = goal.global_batch > 0 ? goal.global_batch : k.micro_batch * goal.world;
-  k.memory = train_memory(c, k.micro_batch, seq, goal.world, p.runtime_bytes, value_bytes(p));
+  k.memory = train_memory(c, k.micro_batch, seq, goal.world, p.runtime_bytes, options);
   if (k.max_micro_batch == 0)
     k.note = "does not fit: " + format_bytes(double(k.memory.total())) + " at micro-batch 1 > " +
              format_bytes(limit) + " per rank";
@@ -140,6 +143,7 @@ Candidate evaluate_config(const ModelConfig& c, const SizeGoal& goal, const Hard
   plan.global_batch = k.global_batch;
   plan.world = goal.world;
   plan.ranks_per_machine = goal.ranks_per_machine;
+  plan.recompute = goal.recompute;
   k.step = predict_step(c, plan, p);
   const double tokens = double(k.global_batch) * double(seq);
   k.tokens_per_s = tokens / k.step.total();

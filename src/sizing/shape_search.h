@@ -10,6 +10,7 @@
 
 #include "model/config.h"
 #include "model/model_info.h"
+#include "model/recompute.h"
 #include "sizing/hardware_profile.h"
 #include "sizing/step_model.h"
 #include "train/train_memory.h"
@@ -29,6 +30,7 @@ struct SizeGoal {
   int64_t seq = 0;            // 0: 4096 on a GPU, 256 on a CPU
   int64_t global_batch = 0;   // sequences per step (0: one micro-batch per rank)
   int64_t micro_batch = 0;    // 0: the largest that fits (a power of two, at most 64)
+  RecomputePlan recompute{};  // train.recompute: the activations kept, the forward work repeated
 };
 
 struct Candidate {

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "model/model_gemms.h"
+#include "model/model_info.h"
 #include "model/params.h"
 #include "optim/muon_plan.h"
 #include "optim/shard_layout.h"
@@ -47,6 +48,15 @@ StepTime predict_step(const ModelConfig& c, const TrainPlan& plan, const Hardwar
       mb *
       (w.act_bytes * r.ns_per_act_byte + w.scores * r.ns_per_score + w.logits * r.ns_per_logit) *
       1e-9;
+  if (!(plan.recompute == RecomputePlan())) {
+    const ModelInfo info = compute_model_info(c, plan.seq);
+    t.gemm *=
+        1.0 + recompute_flops_per_token(c, plan.seq, plan.recompute) / info.train_flops_per_token;
+    const double remade =
+        double(activation_bytes(c, plan.micro_batch, plan.seq)) -
+        double(activation_bytes(c, plan.micro_batch, plan.seq, {}, plan.recompute));
+    t.other += mb * remade / 3.0 * r.ns_per_act_byte * 1e-9;
+  }
 
   // Optimizer: Newton–Schulz is spread over the ranks by the Muon plan (balanced to 5 %).
   double ns = 0;

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "model/config.h"
+#include "model/recompute.h"
 #include "sizing/hardware_profile.h"
 
 namespace zaya {
@@ -27,6 +28,10 @@ struct TrainPlan {
   int world = 1;
   int ranks_per_machine = 0;  // CPU: ranks sharing the machine's cores (0: all of `world`)
   int ns_steps = 5;           // Newton–Schulz iterations (optim default)
+  // train.recompute: the products it repeats (model_info.h's recompute_flops_per_token) add to
+  // the products' time in proportion; the non-GEMM work it repeats, the buffers it makes again,
+  // at the forward's third of the measured fwd+bwd rate per activation byte.
+  RecomputePlan recompute{};
 };
 
 struct StepTime {

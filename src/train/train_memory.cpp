@@ -266,8 +266,9 @@ TrainMemory train_memory(const ModelConfig& c, int64_t micro_batch, int64_t seq,
     // ParameterPlacement's host ParamStore: its weights (its gradients' pages are given back
     // while the device holds its own, ParameterPlacement::set_resident).
     m.host_params = 4 * P;
-    m.host_optimizer = 2 * 4 * layout.chunk();  // Optimizer's host copies of m and v
-    m.host_snapshot = snapshot;
+    // The snapshot's m and v are copied out of the device for it (Optimizer::state_tensors),
+    // through two pinned 16 MiB chunks (backend/cuda/device.cu).
+    m.host_snapshot = snapshot + (int64_t(32) << 20);
   } else {
     m.checkpoint = snapshot;
   }

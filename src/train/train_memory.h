@@ -63,13 +63,13 @@ struct TrainMemory {
                             // only: 0 with a device, where it is host_snapshot)
   int64_t runtime = 0;      // the process without a model: code, libraries, thread stacks, BLAS
   // In host memory beside a device (all 0 with the CPU backend, where the above are the host's).
-  int64_t host_params = 0;     // the host's copy of every parameter's fp32 weight
-  int64_t host_optimizer = 0;  // the optimizer state's host copy (AdamW m, v of the range)
-  int64_t host_snapshot = 0;   // a checkpoint's snapshot of the range while it is written
+  int64_t host_params = 0;    // the host's copy of every parameter's fp32 weight
+  int64_t host_snapshot = 0;  // a checkpoint's snapshot of the range while it is written (the
+                              // optimizer state's only host copy), and the copies' pinned staging
   int64_t total() const {
     return weights + gradients + optimizer + muon + zero1 + activations + checkpoint + runtime;
   }
-  int64_t host_total() const { return host_params + host_optimizer + host_snapshot; }
+  int64_t host_total() const { return host_params + host_snapshot; }
 };
 
 // The memory of one rank out of `world` at `micro_batch` × `seq`; `runtime` comes from the

@@ -439,7 +439,6 @@ void TrainingRun::checkpoint(bool last, bool stop) {
     st.seed = tc_.seed;
     st.config = p_.root;
     update_->pull_weights();  // the host copies the checkpoint is written from
-    update_->optimizer().pull_state();
     checkpoints_->save(model_.params(), update_->optimizer(), *balancer_, st);
   }
 }

@@ -91,14 +91,16 @@ PY
       within small-selective-z2-bf16-2
 fi
 # bf16 activation storage (--activation-storage bf16, model/stored_activations.h): the same
-# configs at 1 rank, and at 2 ranks with ZeRO-2; under none and selective recompute the small
+# configs at 1 and 2 ranks, and at 2 ranks with ZeRO-2; under none and selective recompute the small
 # model's peak is below fp32 storage's (under full recompute nothing is stored in bf16).
 for rc in none selective full; do
   for name in "tiny-$rc" "wide-$rc" "small-$rc"; do
     cp "$WORK/$name.json" "$WORK/$name-act16.json"
-    run "$name-act16" 1 --activation-storage bf16 \
-      && check "$name with bf16 activations: peak device memory within 10 % of the plan" \
-        within "$name-act16-1"
+    for np in "${ranks[@]}"; do
+      run "$name-act16" "$np" --activation-storage bf16 \
+        && check "$name with bf16 activations at $np rank(s): peak device memory within 10 % of the plan" \
+          within "$name-act16-$np"
+    done
   done
   [[ $rc == full ]] && continue
   check "small, recompute $rc: bf16 activations' peak below fp32's" \

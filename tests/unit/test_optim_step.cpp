@@ -217,7 +217,8 @@ TEST(Optimizer, RejectsNonMatrixMuonTensors) {
 
 // The optimizer on a backend of its own memory (the CPU ops behind every copy a GPU takes):
 // its state lives there, and four steps of AdamW and Muon with clipping must give the host
-// optimizer's weights and state bitwise, through pull_state; load_state reaches the backend.
+// optimizer's weights and state bitwise (state_tensors copies it out of the backend's memory);
+// load_state reaches the backend.
 TEST(Optimizer, OnABackendOfItsOwnMemoryItIsBitwiseTheHostOptimizer) {
   size_t total = 0;
   const auto specs = flat_layout({{{6, 4}, OptimGroup::Muon},
@@ -248,7 +249,6 @@ TEST(Optimizer, OnABackendOfItsOwnMemoryItIsBitwiseTheHostOptimizer) {
   std::vector<float> got(total);
   be.to_host(got.data(), dw.floats(), sizeof(float) * total);
   EXPECT_EQ(got, w);
-  device.pull_state();
   for (const char* name : {"exp_avg", "exp_avg_sq"}) {
     const Tensor x = host.state_tensors().at(name), y = device.state_tensors().at(name);
     EXPECT_EQ(0, std::memcmp(x.raw(), y.raw(), sizeof(float) * total)) << name;
@@ -293,6 +293,41 @@ TEST(OptimizerNewtonSchulz, CallsStayWithinTheLargestMatrixsWorkspace) {
   }
   EXPECT_EQ(matrices, 51);
   EXPECT_EQ(opt.newton_schulz_calls().size(), 1u + 10u);
+}
+
+// Off the host the optimizer keeps no host copy of its state (a checkpoint's snapshot is the only
+// one): each state_tensors() call copies it out of the backend's memory, a change to a copy
+// reaches the optimizer only through set_state, and set_state's values are what the next copy
+// reads.
+TEST(Optimizer, OffTheHostItsStateIsCopiedOutAndSentBack) {
+  size_t total = 0;
+  const auto specs = flat_layout({{{6, 4}, OptimGroup::Muon}, {{10}, OptimGroup::AdamW}}, total);
+  const Backend& be = cpu_as_device_backend();
+  Optimizer device(specs, total, OptimConfig{}, nullptr, &be);
+  BackendBuffer dw(be, sizeof(float) * total), dg(be, sizeof(float) * total);
+  std::vector<float> w(total), g(total);
+  fill_normal(w, 60, 0.5f);
+  fill_normal(g, 61, 1.0f);
+  be.to_device(dw.floats(), w.data(), sizeof(float) * total);
+  be.to_device(dg.floats(), g.data(), sizeof(float) * total);
+  device.step(dw.floats(), dg.floats(), 0.01);
+  auto a = device.state_tensors();
+  const auto b = device.state_tensors();
+  for (const char* name : {"exp_avg", "exp_avg_sq"}) {
+    EXPECT_NE(a.at(name).raw(), b.at(name).raw()) << name << ": a copy per call";
+    EXPECT_EQ(0, std::memcmp(a.at(name).raw(), b.at(name).raw(), sizeof(float) * total)) << name;
+  }
+  float* m = a.at("exp_avg").data<float>();
+  ASSERT_NE(m[0], 0.0f);
+  for (size_t i = 0; i < total; ++i) m[i] = float(i) + 0.25f;
+  EXPECT_EQ(0, std::memcmp(device.state_tensors().at("exp_avg").raw(), b.at("exp_avg").raw(),
+                           sizeof(float) * total))
+      << "a changed copy leaves the optimizer's state alone";
+  device.set_state(a);
+  const auto c = device.state_tensors();
+  EXPECT_EQ(0, std::memcmp(c.at("exp_avg").raw(), m, sizeof(float) * total));
+  EXPECT_EQ(0,
+            std::memcmp(c.at("exp_avg_sq").raw(), b.at("exp_avg_sq").raw(), sizeof(float) * total));
 }
 
 }  // namespace

@@ -179,11 +179,16 @@ TEST(TrainMemory, GpuPlanForZaya1Base) {
       one.find("fewest ranks for micro-batch 1                              64               2"),
       std::string::npos)
       << one;
-  // The snapshot (3 × 4 bytes × the range: all 8,840,489,464 values at 1 rank) is the host's.
+  // The snapshot (3 × 4 bytes × the range: every value of the flat layout at 1 rank) and the
+  // two 16 MiB pinned chunks its copies go through are the host's; the host keeps no other copy
+  // of the optimizer state, and of the parameters their weights alone.
   const TrainMemory m = train_memory(c, 1, 4096, 1, runtime, built);
+  const int64_t flat = int64_t(ParamRegistry(c).total_floats());
+  EXPECT_GE(flat, int64_t(8840489464));
   EXPECT_EQ(m.checkpoint, 0);
-  EXPECT_GE(m.host_snapshot, int64_t(12) * 8840489464);
-  EXPECT_EQ(m.host_params, int64_t(4 * ParamRegistry(c).total_floats()));  // weights alone
+  EXPECT_EQ(m.host_snapshot, 12 * flat + 32 * 1024 * 1024);
+  EXPECT_EQ(m.host_params, 4 * flat);
+  EXPECT_EQ(m.host_total(), 16 * flat + 32 * 1024 * 1024);
   // fp32 gradients: weights, gradients and activations alone exceed an H100's 90 %.
   MemoryOptions fp32_gradients = built;
   fp32_gradients.gradients = 4;

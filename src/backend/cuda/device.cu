@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -173,12 +174,89 @@ void scratch_give(void* p, size_t bytes) noexcept {
 }
 #endif
 
+namespace {
+
+// Large copies between the host and the device go through two pinned host buffers, a chunk at a
+// time: the DMA engines copy only from page-locked memory, so the driver stages a copy from
+// pageable memory itself, piece by piece and without overlap. Here the transfer of one chunk
+// overlaps the host's copy of the other, and the pinned memory stays bounded (two chunks,
+// whatever the buffer's size) where pinning a checkpoint's whole snapshot would lock gigabytes.
+// The checkpoints' copies of the weights and the optimizer state take this path.
+constexpr size_t kStagingChunk = size_t(16) << 20;
+constexpr size_t kStagedFrom = size_t(4) << 20;  // smaller copies: one cudaMemcpy
+
+struct PinnedStaging {
+  std::mutex mutex;  // one staged copy at a time (the buffers are shared)
+  void* chunk[2] = {nullptr, nullptr};
+  cudaEvent_t done[2] = {nullptr, nullptr};  // the last transfer from or into each chunk
+  void ensure() {
+    if (chunk[0] != nullptr) return;
+    for (int k = 0; k < 2; ++k) {
+      ZAYA_CUDA_CHECK(cudaHostAlloc(&chunk[k], kStagingChunk, cudaHostAllocDefault));
+      ZAYA_CUDA_CHECK(cudaEventCreateWithFlags(&done[k], cudaEventDisableTiming));
+    }
+  }
+};
+
+// Made at the first large copy and kept for the process: freeing pinned memory at exit would race
+// the runtime's own teardown, and the system takes it back with the process.
+PinnedStaging& pinned_staging() {
+  static PinnedStaging* staging = new PinnedStaging;
+  return *staging;
+}
+
+size_t chunk_bytes(size_t total, size_t i) {
+  return std::min(kStagingChunk, total - i * kStagingChunk);
+}
+
+}  // namespace
+
+// On the legacy default stream, as the kernels and cudaMemcpy are: ordered after every kernel
+// launched before, and complete on return, as cudaMemcpy's copies are.
 void copy_to_device(void* dst, const void* src, size_t bytes) {
-  ZAYA_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+  if (bytes < kStagedFrom) {
+    ZAYA_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+    return;
+  }
+  PinnedStaging& s = pinned_staging();
+  const std::lock_guard<std::mutex> lock(s.mutex);
+  s.ensure();
+  const size_t chunks = (bytes + kStagingChunk - 1) / kStagingChunk;
+  for (size_t i = 0; i < chunks; ++i) {
+    const int k = int(i % 2);
+    if (i >= 2) ZAYA_CUDA_CHECK(cudaEventSynchronize(s.done[k]));  // chunk i−2 has left it
+    std::memcpy(s.chunk[k], static_cast<const char*>(src) + i * kStagingChunk,
+                chunk_bytes(bytes, i));
+    ZAYA_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(dst) + i * kStagingChunk, s.chunk[k],
+                                    chunk_bytes(bytes, i), cudaMemcpyHostToDevice, 0));
+    ZAYA_CUDA_CHECK(cudaEventRecord(s.done[k], 0));
+  }
+  for (int k = 0; k < 2; ++k) ZAYA_CUDA_CHECK(cudaEventSynchronize(s.done[k]));
 }
 
 void copy_to_host(void* dst, const void* src, size_t bytes) {
-  ZAYA_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+  if (bytes < kStagedFrom) {
+    ZAYA_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+    return;
+  }
+  PinnedStaging& s = pinned_staging();
+  const std::lock_guard<std::mutex> lock(s.mutex);
+  s.ensure();
+  const size_t chunks = (bytes + kStagingChunk - 1) / kStagingChunk;
+  auto start = [&](size_t i) {  // chunk i into its pinned buffer
+    const int k = int(i % 2);
+    ZAYA_CUDA_CHECK(cudaMemcpyAsync(s.chunk[k], static_cast<const char*>(src) + i * kStagingChunk,
+                                    chunk_bytes(bytes, i), cudaMemcpyDeviceToHost, 0));
+    ZAYA_CUDA_CHECK(cudaEventRecord(s.done[k], 0));
+  };
+  start(0);
+  if (chunks > 1) start(1);
+  for (size_t i = 0; i < chunks; ++i) {
+    const int k = int(i % 2);
+    ZAYA_CUDA_CHECK(cudaEventSynchronize(s.done[k]));
+    std::memcpy(static_cast<char*>(dst) + i * kStagingChunk, s.chunk[k], chunk_bytes(bytes, i));
+    if (i + 2 < chunks) start(i + 2);  // into the buffer just emptied
+  }
 }
 
 void copy_on_device(void* dst, const void* src, size_t bytes) {

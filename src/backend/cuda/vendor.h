@@ -47,6 +47,9 @@
 #define cudaStreamWaitEvent hipStreamWaitEvent
 #define cudaStreamSynchronize hipStreamSynchronize
 #define cudaStreamDestroy hipStreamDestroy
+#define cudaHostAlloc hipHostMalloc
+#define cudaHostAllocDefault hipHostMallocDefault
+#define cudaFreeHost hipHostFree
 // CDNA GPUs (MI300X) run 64-lane wavefronts.
 #define ZAYA_WARP_SIZE 64
 #define ZAYA_SHFL_XOR(value, lane_mask) __shfl_xor(value, lane_mask)

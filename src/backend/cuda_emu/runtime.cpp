@@ -3,6 +3,7 @@
 // launch too), so streams and events only keep the host's clock.
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 
@@ -92,6 +93,15 @@ cudaError_t cudaMalloc(void** p, size_t bytes) {
 cudaError_t cudaFree(void* p) {
   if (p == nullptr) return cudaSuccess;
   return zaya::emu::device_release(p) ? cudaSuccess : cudaErrorInvalidValue;
+}
+cudaError_t cudaHostAlloc(void** p, size_t bytes, unsigned flags) {
+  if (p == nullptr || flags != cudaHostAllocDefault) return cudaErrorInvalidValue;
+  *p = std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
+  return *p != nullptr ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+cudaError_t cudaFreeHost(void* p) {
+  std::free(p);
+  return cudaSuccess;
 }
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
   return checked_copy(dst, src, bytes, kind);
