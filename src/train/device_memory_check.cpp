@@ -15,7 +15,8 @@ int64_t plan_total(const DeviceMemoryRun& run, int64_t micro_batch, int64_t seq,
       .total();
 }
 
-// "activations bf16, recompute selective, ZeRO-2" for each option that fits.
+// "--activation-storage bf16, train.recompute "selective", train.zero_stage 2" for each option
+// that fits: the settings as a run sets them.
 std::string options_that_fit(const DeviceMemoryRun& run, int64_t seq) {
   std::string fits;
   for (const int act : {4, 2})
@@ -24,9 +25,9 @@ std::string options_that_fit(const DeviceMemoryRun& run, int64_t seq) {
         MemoryOptions o = run.options;
         o.activations = act, o.recompute = rc, o.zero_stage = zero;
         if (plan_total(run, run.micro_batch, seq, o) > run.memory) continue;
-        fits += std::string(fits.empty() ? "" : "; ") + "activations " +
-                (act == 2 ? "bf16" : "fp32") + ", recompute " + recompute_name(rc) + ", ZeRO-" +
-                std::to_string(zero);
+        fits += std::string(fits.empty() ? "" : "; ") + "--activation-storage " +
+                (act == 2 ? "bf16" : "fp32") + ", train.recompute \"" + recompute_name(rc) +
+                "\", train.zero_stage " + std::to_string(zero);
       }
   return fits.empty() ? "none at this micro-batch and world size" : fits;
 }
