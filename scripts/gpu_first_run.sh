@@ -16,12 +16,14 @@
 # fails prints facts.txt and stops within about two minutes, leaving the session time for a fixed
 # second try.
 # Usage: bash scripts/gpu_first_run.sh [--out DIR] [--budget SECONDS] [--gates-only]
-#          [--part all|profile|tests|bench] [suite options...]
+#          [--part all|profile|tests|bench|memory] [suite options...]
 #   (default: $OUT, 540 s in all; the suite's options, e.g. --demo-steps, pass through;
 #   --gates-only stops after the gates, as the rehearsal's planted faults do; --part profile is
 #   the second session's run: the op tests, then where a step's time goes, then the benchmark,
 #   writing facts.txt, summary.txt, preflight.log, gpu_ops.log, profile-step.tsv,
-#   profile-optimizer.tsv, bench.log and bench-results.tar)
+#   profile-optimizer.tsv, bench.log and bench-results.tar; --part memory is issue 41's check,
+#   the first --bench config's device peaks against the plan: facts.txt, summary.txt,
+#   preflight.log, gpu_memory.log)
 # Test hook: ZAYA_FIRST_RUN_PATH=DIRS replaces PATH (the rehearsal hides xz or gzip with it).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1

@@ -6,8 +6,9 @@
 # folders down). Before it, a fault planted in each gate must stop the command at that gate with
 # its cause named, within two minutes (or be repaired by it, where the gate repairs: the run
 # bits, a /tmp that runs no programs, no xz or gzip). Only the sizes are smaller, as the suite's
-# own parameters: the emulator runs kernels a thousand times slower than a GPU. Then a later
-# session's call, `--part profile`, with its op profiles checked. Then, where this
+# own parameters: the emulator runs kernels a thousand times slower than a GPU. Then the memory
+# part (`--part memory`, the plan against the device's count), and a later session's call,
+# `--part profile`, with its op profiles checked. Then, where this
 # build has the CUDA target, the CUDA bundle's preflight: the CUDA runtime and cuBLASLt found by
 # search and every binary's libraries resolved.
 # Usage: scripts/gpu_rehearsal.sh [--build DIR] [--work DIR]   (about 10 minutes on 2 cores)
@@ -125,6 +126,16 @@ check "the first run: zaya's figures and PyTorch eager's" test $? -eq 0
 check "the first run: the machine's facts came first" grep -q "^-- GPU, driver, compute capability" "$REH/out/facts.txt"
 echo "  (exit $r)"
 check "the first run: the output folder fits what the device tool brings back" outputs_fit "$REH/out"
+
+# The memory part: the plan against the device's count (the tiny config here, the depth-8 one
+# on a GPU).
+(cd "$REH/tree" && OUT=$REH/memory-out bash scripts/gpu_first_run.sh --part memory --budget 300 \
+  --bench configs/tiny.json:1:64:2) > "$REH/memory.log" 2>&1
+cat "$REH/memory-out/summary.txt"
+check "the memory run: its three runs' peaks within 10 % of the plan" \
+  test "$(grep -c '^ok   .*within 0.10 of the plan' "$REH/memory-out/gpu_memory.log")" -eq 3
+check "the memory run: the output folder fits what the device tool brings back" \
+  outputs_fit "$REH/memory-out"
 
 # A later session's call: the profile part (the op tests filtered to the bf16 ones on the emulator).
 (cd "$REH/tree" && OUT=$REH/profile-out bash scripts/gpu_first_run.sh --part profile --budget 700 \

@@ -10,19 +10,22 @@
 #   profile gpu.ops, then the first --bench config's step and optimizer under the op profile
 #           (ZAYA_CUDA_OP_PROFILE: profile-step.tsv, profile-optimizer.tsv), then `bench` on that
 #           config in what is left (zaya's figures, then PyTorch eager)
+#   memory  tests/gpu/gpu_memory_plan.sh: the first --bench config (the depth-8 one) at its
+#           sequence length trained 2 steps under fp32 and bf16 activations, each run's device
+#           peak against its memory plan (gpu_memory.log)
 # Each step runs under `timeout` (its own share of --budget, so that a hang in one leaves the
 # others their time) with its log in the output folder ($OUT on
 # the GPU machine, which the device tool brings back; at most 8 files there), and a line in
 # summary.txt. The device is the bundle's (cuda, or cuda-emu in the rehearsal).
-# Usage: bash scripts/gpu_suite.sh tests|bench|all|profile [--out DIR] [--budget SECONDS] [--demo-steps N]
+# Usage: bash scripts/gpu_suite.sh tests|bench|all|profile|memory [--out DIR] [--budget SECONDS] [--demo-steps N]
 #          [--demo-batch SEQUENCES] [--gtest-filter PATTERN] [--bench CONFIG:BATCH:SEQ:STEPS]... [--no-compile]
 # Exits non-zero if any step failed, was skipped or ran out of time.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
 PART=${1:-}
-case $PART in tests | bench | all | profile) shift ;; *)
-  echo "gpu_suite.sh: the first argument is the part, tests, bench, all or profile (got '$PART')" >&2; exit 2 ;;
+case $PART in tests | bench | all | profile | memory) shift ;; *)
+  echo "gpu_suite.sh: the first argument is the part, tests, bench, all, profile or memory (got '$PART')" >&2; exit 2 ;;
 esac
 OUTDIR=${OUT:-$ROOT/gpu-out}
 BUDGET=560
@@ -105,6 +108,13 @@ if [[ $PART == profile ]]; then
     grep -E '^(  setup|zaya \()' "$OUTDIR/bench.log" | tail -2
     head -12 "$OUTDIR/profile-$what.tsv" 2> /dev/null
   done
+fi
+if [[ $PART == memory ]]; then  # the first --bench config at its sequence length
+  IFS=: read -r config batch seq steps <<< "${BENCHES[0]}"
+  step gpu.memory_plan $BUDGET "$OUTDIR/gpu_memory.log" bash tests/gpu/gpu_memory_plan.sh \
+    "$ZAYA_GPU_BIN/zaya" "$ROOT" "$WORK/memory" "$ZAYA_GPU_DEVICE" "$config" "$seq"
+  grep -E '^(ok|FAIL|  plan)' "$OUTDIR/gpu_memory.log"
+  exit $rc
 fi
 if [[ $PART == tests || $PART == all ]]; then
   step gpu.ops $CAP_OPS "$OUTDIR/gpu_ops.log" "$ZAYA_GPU_BIN/$tests_bin" --gtest_filter="$GTEST_FILTER"
