@@ -100,6 +100,51 @@ BENCHMARK(BM_RowsMatmul)
     ->Args({16, 256, 320})
     ->UseRealTime();
 
+// The decode step's attention over a paged cache (kv_attention_partials) at the small config's
+// shapes: 16 rows of `context` positions, 4 query heads over 2 key heads of 32, blocks of 16
+// positions laid out as the decoder's pool lays them out (4 attention stages interleaved, each
+// row's blocks scattered). Pools taken in turn pass 64 MB, so the cache is read from memory, as in
+// a decode step, where the experts' weights pass through the caches between attention stages.
+void BM_KvAttention(benchmark::State& state) {
+  const int n = 16, nq = 4, nk = 2, d = 32, bs = 16, stages = 4;
+  const int context = int(state.range(0)), per_row = (context + bs - 1) / bs;
+  const int Dk = nk * d, blocks = n * per_row;
+  const size_t pool_floats = size_t(blocks) * stages * 2 * bs * Dk;
+  const size_t copies = std::max<size_t>(1, (size_t(64) << 20) / (sizeof(float) * pool_floats));
+  const auto pool = random_vector(copies * pool_floats), q = random_vector(size_t(n) * nq * d);
+  std::vector<int32_t> table(size_t(n) * per_row), counts(size_t(n) * per_row);
+  std::mt19937 g(2);
+  std::vector<int32_t> order(static_cast<size_t>(blocks));
+  for (int i = 0; i < blocks; ++i) order[size_t(i)] = i;
+  std::shuffle(order.begin(), order.end(), g);
+  for (int r = 0; r < n; ++r)
+    for (int i = 0; i < per_row; ++i) {
+      table[size_t(r * per_row + i)] = order[size_t(r * per_row + i)];
+      counts[size_t(r * per_row + i)] = std::min(bs, context - i * bs);
+    }
+  std::vector<float> mx(size_t(n) * nq), sum(size_t(n) * nq), out(size_t(n) * nq * d);
+  std::vector<float> scores(size_t(n) * nq * per_row * bs);
+  const zaya::CpuBackend be;
+  size_t turn = 0;
+  for (auto _ : state) {
+    zaya::PagedKv kv;
+    const size_t stage = turn % stages, copy = turn++ % copies;
+    kv.keys = pool.data() + copy * pool_floats + stage * 2 * bs * Dk;
+    kv.block_stride = int64_t(stages) * 2 * bs * Dk;
+    kv.values_offset = int64_t(bs) * Dk;
+    kv.blocks = table.data();
+    kv.counts = counts.data();
+    kv.max_blocks = per_row;
+    kv.block_size = bs;
+    be.kv_attention_partials(mx.data(), sum.data(), out.data(), scores.data(), q.data(), kv, n, nq,
+                             nk, d);
+  }
+  state.counters["cache B/s"] = benchmark::Counter(double(n) * context * 2 * Dk * sizeof(float),
+                                                   benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(be.name());
+}
+BENCHMARK(BM_KvAttention)->Arg(144)->Arg(1024)->UseRealTime();
+
 }  // namespace
 
 BENCHMARK_MAIN();

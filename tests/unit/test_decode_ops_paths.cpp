@@ -5,9 +5,11 @@
 // multiple of the lanes and not (12: the tails), contexts of 0, 5 and 37 positions over blocks of
 // 16 in scrambled order.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
@@ -133,6 +135,7 @@ TEST(DecodeOpsPaths, ConvIsTheScalarLoopOnEveryPath) {
 
 struct AttentionCase {
   int nq, nk, d;
+  float q_scale = 1.0f;  // large: scores far below the max, where fast_exp's clamp gives 0
 };
 
 TEST(DecodeOpsPaths, AttentionIsTheScalarLoopOnEveryPath) {
@@ -141,10 +144,12 @@ TEST(DecodeOpsPaths, AttentionIsTheScalarLoopOnEveryPath) {
   const std::vector<int32_t> blocks = {0, 0, 0, 5, 0, 0, 4, 1, 3};
   const std::vector<int32_t> counts = {0, 0, 0, 5, 0, 0, 16, 16, 5};
   for (const AttentionCase c :
-       {AttentionCase{4, 2, 32}, AttentionCase{4, 2, 12}, AttentionCase{2, 1, 40}}) {
+       {AttentionCase{4, 2, 32}, AttentionCase{4, 2, 12}, AttentionCase{2, 1, 40},
+        AttentionCase{3, 1, 16}, AttentionCase{2, 2, 8}, AttentionCase{6, 2, 32, 30.0f}}) {
     const int Dk = c.nk * c.d, Dq = c.nq * c.d, g = c.nq / c.nk, items = n * c.nq;
     const std::vector<float> cache = test::normal_floats(size_t(pool) * 2 * block_size * Dk, 11);
-    const std::vector<float> q = test::normal_floats(size_t(n) * Dq, 12);
+    std::vector<float> q = test::normal_floats(size_t(n) * Dq, 12);
+    for (float& v : q) v *= c.q_scale;
     PagedKv kv;
     kv.keys = cache.data();
     kv.block_stride = int64_t(2) * block_size * Dk;
@@ -157,6 +162,7 @@ TEST(DecodeOpsPaths, AttentionIsTheScalarLoopOnEveryPath) {
     const float scale = float(1.0 / std::sqrt(double(c.d)));
     const size_t count = static_cast<size_t>(items);
     std::vector<float> want_max(count), want_sum(count), want_out(count * size_t(c.d));
+    int clamped = 0;  // terms fast_exp gives as 0
     for (int item = 0; item < items; ++item) {
       const int r = item / c.nq, h = item % c.nq, j = h / g;
       std::vector<const float*> keys, values;
@@ -176,6 +182,7 @@ TEST(DecodeOpsPaths, AttentionIsTheScalarLoopOnEveryPath) {
       float mx = -INFINITY, total = 0.0f;
       for (const float sc : score) mx = std::max(mx, sc);
       for (float& sc : score) total += sc = cpu::fast_exp(sc - mx);
+      for (const float sc : score) clamped += sc == 0.0f;
       want_max[size_t(item)] = keys.empty() ? -INFINITY : mx;
       want_sum[size_t(item)] = total;
       for (int x = 0; x < c.d; ++x) {
@@ -201,15 +208,24 @@ TEST(DecodeOpsPaths, AttentionIsTheScalarLoopOnEveryPath) {
       }
     }
     ASSERT_EQ(want_max[0], -INFINITY);  // the empty row
-    for (const VectorPath path : paths_this_cpu_runs()) {
-      std::vector<float> mx(size_t(items), 7.0f), sum(size_t(items), 7.0f),
-          out(size_t(items) * c.d, 7.0f), scores(size_t(items) * max_blocks * block_size, 7.0f);
-      cpu_backend(path).kv_attention_partials(mx.data(), sum.data(), out.data(), scores.data(),
-                                              q.data(), kv, n, c.nq, c.nk, c.d);
-      ASSERT_EQ(mx, want_max) << vector_path_name(path) << ", d " << c.d;
-      ASSERT_EQ(sum, want_sum) << vector_path_name(path) << ", d " << c.d;
-      ASSERT_EQ(out, want_out) << vector_path_name(path) << ", d " << c.d;
-    }
+    ASSERT_EQ(clamped > 0, c.q_scale > 1.0f) << clamped << " terms below exp's range";
+    // At 1, 2 and 7 threads: the op groups query heads into work items by the thread count (pairs
+    // of a key head's heads, or single heads where rows are few), which must not change a bit.
+    const int saved = omp_get_max_threads();
+    for (const VectorPath path : paths_this_cpu_runs())
+      for (const int threads : {1, 2, 7}) {
+        omp_set_num_threads(threads);
+        std::vector<float> mx(size_t(items), 7.0f), sum(size_t(items), 7.0f),
+            out(size_t(items) * c.d, 7.0f), scores(size_t(items) * max_blocks * block_size, 7.0f);
+        cpu_backend(path).kv_attention_partials(mx.data(), sum.data(), out.data(), scores.data(),
+                                                q.data(), kv, n, c.nq, c.nk, c.d);
+        const std::string where = std::string(vector_path_name(path)) + ", d " +
+                                  std::to_string(c.d) + ", " + std::to_string(threads) + " threads";
+        EXPECT_EQ(mx, want_max) << where;
+        EXPECT_EQ(sum, want_sum) << where;
+        EXPECT_EQ(out, want_out) << where;
+      }
+    omp_set_num_threads(saved);
   }
 }
 

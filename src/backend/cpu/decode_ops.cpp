@@ -5,6 +5,8 @@
 #include <cstring>
 #include <vector>
 
+#include <omp.h>
+
 #include "backend/cpu/fast_exp.h"
 #include "backend/cpu/parallel_threshold.h"
 
@@ -21,21 +23,32 @@ typedef float Vec __attribute__((vector_size(kWidth * sizeof(float))));
 typedef float UnalignedVec
     __attribute__((vector_size(kWidth * sizeof(float)), aligned(4), may_alias));
 
+inline Vec splat(float f) {
+  Vec v;
+  for (int i = 0; i < kWidth; ++i) v[i] = f;
+  return v;
+}
+
+// fast_exp (fast_exp.h) of each lane: the same operations on each lane, so the same bits. Its
+// rint is 1.5·2^23 added and taken away, which rounds half to even as rint does in the default
+// rounding mode for the |x·log2 e| < 2^22 that the clamp leaves (the baseline has no vector
+// rounding instruction).
+inline Vec fast_exp_lanes(Vec x_in) {
+  typedef int32_t Ints __attribute__((vector_size(kWidth * sizeof(int32_t))));
+  const Vec x = x_in < splat(-87.0f) ? splat(-87.0f) : (x_in > splat(88.0f) ? splat(88.0f) : x_in);
+  const Vec magic = splat(12582912.0f);  // 1.5 · 2^23
+  const Vec n = (x * kExpLog2e + magic) - magic;
+  const Vec r = (x - n * kExpLn2High) - n * kExpLn2Low;
+  Vec p = splat(kExpFirst);
+  for (const float c : kExpSteps) p = p * r + c;
+  const Ints bits = (__builtin_convertvector(n, Ints) + 127) << 23;
+  const Vec scale = (Vec)bits;  // the same bytes
+  return x_in < splat(-87.0f) ? splat(0.0f) : p * scale;
+}
+
 // The slice of a head's values whose weighted sums are held in registers across positions.
 constexpr int kSlice = 32;
 constexpr int kSliceParts = kSlice / kWidth;
-// Positions ahead whose values a weighted sum asks for (see side_scores).
-constexpr int kValuesAhead = 8;
-
-// acc[x] += weight · v[x] for x < kSlice: the multiply, then the add, per lane (no fused
-// multiply-add: every path gives the bits of the scalar loop).
-inline void add_weighted(Vec (&acc)[kSliceParts], float weight, const float* v) {
-  Vec w;
-  for (int i = 0; i < kWidth; ++i) w[i] = weight;
-  for (int q = 0; q < kSliceParts; ++q)
-    acc[q] += w * *reinterpret_cast<const UnalignedVec*>(v + q * kWidth);
-}
-
 // The attention's scores: kSide positions side by side in the lanes of one vector, each lane the
 // same chain of additions over x as a lone score (8 lanes on the AVX2 and AVX-512 paths, 4 on the
 // baseline's 16-byte registers).
@@ -75,29 +88,197 @@ inline void transpose(SideVec (&m)[kSide]) {
 #endif
 }
 
-// The scores q · k_i of kSide keys (rows `key_stride` apart), each summed over x in order.
-inline SideVec side_scores(const float* q, const float* k, size_t key_stride, int d) {
-  // The keys two groups on: a row's keys come from memory every step (the experts' weights
-  // pass through the caches between steps), and the prefetchers do not follow d-float slices
-  // kv-head-count apart.
-  for (int i = 0; i < kSide; ++i)
-    for (int x = 0; x < d; x += 16)
-      __builtin_prefetch(k + (size_t(2 * kSide) + size_t(i)) * key_stride + size_t(x));
-  SideVec dot = {};
+// The scores q_h · k_i of kSide keys (rows `key_stride` apart) for HT query heads at once, each
+// summed over x in order: the heads share each tile's loads and transposes.
+template <int HT>
+inline void side_scores(SideVec (&dot)[HT], const float* const (&q)[HT], const float* k,
+                        size_t key_stride, int d) {
+  for (int h = 0; h < HT; ++h) dot[h] = SideVec{};
   int x = 0;
   for (; x + kSide <= d; x += kSide) {
     SideVec col[kSide];
     for (int i = 0; i < kSide; ++i)
       col[i] = *reinterpret_cast<const UnalignedSideVec*>(k + size_t(i) * key_stride + x);
     transpose(col);
-    for (int t = 0; t < kSide; ++t) dot += q[x + t] * col[t];
+    for (int t = 0; t < kSide; ++t)
+      for (int h = 0; h < HT; ++h) dot[h] += q[h][x + t] * col[t];
   }
   for (; x < d; ++x) {
     SideVec col;
     for (int i = 0; i < kSide; ++i) col[i] = k[size_t(i) * key_stride + x];
-    dot += q[x] * col;
+    for (int h = 0; h < HT; ++h) dot[h] += q[h][x] * col;
   }
-  return dot;
+}
+
+// Blocks ahead whose keys and values an item asks for while it scores a block. A row's blocks are
+// scattered in the pool, so the hardware's prefetchers cannot find the next one; asked for whole
+// (every key head's keys, then the values), line after line, the hardware streams them. (Asked
+// for as one key head's rows, half of each position's lines, the attention read its cache at a
+// quarter of the bandwidth: most of a batch-16 decode step's attention time.)
+constexpr int kKvBlocksAhead = 1;
+
+// Query heads an attention item takes together (of one key head): they share the loads and
+// transposes of its keys and the loads of its values. Two heads' value sums of a slice are 8 ymm
+// registers on AVX2.
+constexpr int kHeadsTogether = 2;
+
+struct AttentionShape {
+  int nq, nk, d;
+  float scale;
+  size_t score_stride;  // floats of `scores` per (row, query head)
+};
+
+// A row's blocks of cached positions, in position order.
+struct RowCache {
+  const PagedKv& kv;
+  const int32_t* blocks;
+  const int32_t* counts;
+  int held_blocks = 0;
+  size_t held = 0;  // positions
+  RowCache(const PagedKv& kv_in, int r)
+      : kv(kv_in),
+        blocks(kv_in.blocks + size_t(r) * kv_in.max_blocks),
+        counts(kv_in.counts + size_t(r) * kv_in.max_blocks) {
+    while (held_blocks < kv.max_blocks && counts[held_blocks] > 0)
+      held += size_t(counts[held_blocks++]);
+  }
+  const float* keys(int i) const { return kv.keys + size_t(blocks[i]) * size_t(kv.block_stride); }
+  const float* values(int i) const { return keys(i) + kv.values_offset; }
+};
+
+// Query heads h0 .. h0 + HT of row r, of one key head.
+template <int HT>
+struct HeadGroup {
+  const float* q[HT];
+  float* score[HT];
+  size_t item[HT];
+  int j;  // the key head
+  HeadGroup(const float* q_all, float* scores, const AttentionShape& a, int r, int h0)
+      : j(h0 / (a.nq / a.nk)) {
+    for (int h = 0; h < HT; ++h) {
+      item[h] = size_t(r) * a.nq + size_t(h0 + h);
+      q[h] = q_all + item[h] * a.d;
+      score[h] = scores + item[h] * a.score_stride;
+    }
+  }
+};
+
+// The group's scores of `count` positions whose keys start at `keys` (all key heads'), stored
+// from position `first` of the row on.
+template <int HT>
+void score_positions(const HeadGroup<HT>& g, const AttentionShape& a, const float* keys, int count,
+                     size_t first) {
+  const int d = a.d, Dk = a.nk * a.d;
+  const float* k0 = keys + size_t(g.j) * d;
+  int p = 0;
+  for (; p + kSide <= count; p += kSide) {
+    SideVec dot[HT];
+    side_scores<HT>(dot, g.q, k0 + size_t(p) * Dk, size_t(Dk), d);
+    for (int h = 0; h < HT; ++h)
+      for (int l = 0; l < kSide; ++l) g.score[h][first + size_t(p + l)] = dot[h][l] * a.scale;
+  }
+  for (; p < count; ++p)
+    for (int h = 0; h < HT; ++h) {
+      const float* k = k0 + size_t(p) * Dk;
+      float dot = 0.0f;
+      for (int x = 0; x < d; ++x) dot += g.q[h][x] * k[x];
+      g.score[h][first + size_t(p)] = dot * a.scale;
+    }
+}
+
+// Max, exponentials (in place of the scores) and their sum, each head's in position order.
+template <int HT>
+void softmax_terms(const HeadGroup<HT>& g, size_t held, float* max, float* sum) {
+  float mx[HT], total[HT];
+  for (int h = 0; h < HT; ++h) mx[h] = -INFINITY;
+  for (size_t p = 0; p < held; ++p)
+    for (int h = 0; h < HT; ++h) mx[h] = std::max(mx[h], g.score[h][p]);
+  for (int h = 0; h < HT; ++h) {
+    float* sc = g.score[h];
+    size_t p = 0;
+    for (; p + kWidth <= held; p += kWidth) {
+      const Vec e = fast_exp_lanes(*reinterpret_cast<const UnalignedVec*>(sc + p) - mx[h]);
+      std::memcpy(sc + p, &e, sizeof e);
+    }
+    for (; p < held; ++p) sc[p] = fast_exp(sc[p] - mx[h]);
+    total[h] = 0.0f;
+  }
+  for (size_t p = 0; p < held; ++p)
+    for (int h = 0; h < HT; ++h) total[h] += g.score[h][p];
+  for (int h = 0; h < HT; ++h) {
+    max[g.item[h]] = mx[h];
+    sum[g.item[h]] = total[h];
+  }
+}
+
+// out_h[x] = Σ score_h · v[x] over the positions in order. The sums of a slice of x are held in
+// local arrays across all positions, which the compiler keeps in registers (summed into out in
+// place, each position's additions waited on the previous one's store).
+template <int HT>
+void weighted_values(const HeadGroup<HT>& g, const AttentionShape& a, const RowCache& row,
+                     float* out) {
+  const int d = a.d, Dk = a.nk * a.d;
+  for (int x0 = 0; x0 < d; x0 += kSlice) {
+    const int width = std::min(kSlice, d - x0);
+    Vec acc[HT][kSliceParts] = {};
+    float tail[HT][kSlice] = {};
+    size_t p = 0;
+    for (int i = 0; i < row.held_blocks; ++i) {
+      const float* v = row.values(i) + size_t(g.j) * d + x0;
+      for (int c = 0; c < row.counts[i]; ++c, ++p, v += Dk) {
+        if (width == kSlice) {
+          for (int q = 0; q < kSliceParts; ++q) {
+            const Vec vq = *reinterpret_cast<const UnalignedVec*>(v + q * kWidth);
+            for (int h = 0; h < HT; ++h) acc[h][q] += vq * g.score[h][p];
+          }
+        } else {
+          for (int h = 0; h < HT; ++h)
+            for (int x = 0; x < width; ++x) tail[h][x] += g.score[h][p] * v[x];
+        }
+      }
+    }
+    for (int h = 0; h < HT; ++h) {
+      float* o = out + g.item[h] * d + x0;
+      if (width == kSlice) {
+        std::memcpy(o, acc[h], sizeof acc[h]);
+      } else {
+        std::copy(tail[h], tail[h] + width, o);
+      }
+    }
+  }
+}
+
+// The partials of query heads h0 .. h0 + HT of row r, of one key head: its keys' scores block by
+// block, then the softmax terms and the weighted values.
+template <int HT>
+void attend_group(float* max, float* sum, float* out, float* scores, const float* q,
+                  const PagedKv& kv, const AttentionShape& a, int r, int h0) {
+  const RowCache row(kv, r);
+  const HeadGroup<HT> g(q, scores, a, r, h0);
+  const int Dk = a.nk * a.d;
+  if (row.held == 0) {
+    for (int h = 0; h < HT; ++h) {
+      std::fill(out + g.item[h] * a.d, out + g.item[h] * a.d + a.d, 0.0f);
+      max[g.item[h]] = -INFINITY;
+      sum[g.item[h]] = 0.0f;
+    }
+    return;
+  }
+  const auto ask_for = [&](int i) {
+    if (i >= row.held_blocks) return;
+    const char* from = reinterpret_cast<const char*>(row.keys(i));
+    const char* to = reinterpret_cast<const char*>(row.values(i) + size_t(row.counts[i]) * Dk);
+    for (; from < to; from += 64) __builtin_prefetch(from);
+  };
+  for (int i = 0; i < kKvBlocksAhead; ++i) ask_for(i);
+  size_t first = 0;
+  for (int i = 0; i < row.held_blocks; ++i) {
+    ask_for(i + kKvBlocksAhead);
+    score_positions(g, a, row.keys(i), row.counts[i], first);
+    first += size_t(row.counts[i]);
+  }
+  softmax_terms(g, row.held, max, sum);
+  weighted_values(g, a, row, out);
 }
 
 }  // namespace
@@ -199,89 +380,39 @@ void cca_decode_advance(float* window, float* v_prev, float* kv, const int64_t* 
 
 void kv_attention_partials(float* max, float* sum, float* out, float* scores, const float* q,
                            const PagedKv& kv, int n, int nq, int nk, int d) {
-  const int g = nq / nk, Dk = nk * d, Dq = nq * d, bs = kv.block_size;
-  const float scale = float(1.0 / std::sqrt(double(d)));
-  const size_t stride = size_t(kv.max_blocks) * bs;
-  // The blocks a row reads, in position order: fn(block, positions in it).
-  const auto for_each_held = [&](int r, auto&& fn) {
-    for (int i = 0; i < kv.max_blocks; ++i) {
-      const int count = kv.counts[size_t(r) * kv.max_blocks + i];
-      if (count <= 0) break;
-      fn(kv.blocks[size_t(r) * kv.max_blocks + i], count);
-    }
-  };
-  // One (row, query head) per work item: each is computed by the same code whatever the batch.
-  // Small steps (short contexts of a small model) on one thread (see rows_matmul_forward).
+  const int g = nq / nk;
+  AttentionShape a;
+  a.nq = nq;
+  a.nk = nk;
+  a.d = d;
+  a.scale = float(1.0 / std::sqrt(double(d)));
+  a.score_stride = size_t(kv.max_blocks) * kv.block_size;
   int64_t held = 0;
-  for (int r = 0; r < n; ++r) for_each_held(r, [&](int, int count) { held += count; });
-#pragma omp parallel for schedule(dynamic, 1) if (worth_threads(held * nq * d, int64_t(1) << 16))
-  for (int item = 0; item < n * nq; ++item) {
-    const int r = item / nq, h = item % nq, j = h / g;
-    const float* qh = q + size_t(r) * Dq + size_t(h) * d;
-    float* o = out + size_t(item) * d;
-    // Scores of every held position, in position order, then max, exponentials and the sum.
-    float* score = scores + size_t(item) * stride;
-    size_t held = 0;
-    for_each_held(r, [&](int32_t block, int count) {
-      const float* keys = kv.keys + size_t(block) * size_t(kv.block_stride);
-      // Each score is one sum over x in order, whose additions wait on each other: kSide
-      // positions' sums side by side, in the lanes of a vector, keep the adders busy (one at a
-      // time, a score cost d add latencies; this was a quarter of a batch-16 decode step of the
-      // small config, and a quarter again with the lanes summed as scalars).
-      int p = 0;
-      for (; p + kSide <= count; p += kSide) {
-        const SideVec dot = side_scores(qh, keys + size_t(p) * Dk + size_t(j) * d, size_t(Dk), d);
-        for (int i = 0; i < kSide; ++i) score[held++] = dot[i] * scale;
-      }
-      for (; p < count; ++p) {
-        const float* k = keys + size_t(p) * Dk + size_t(j) * d;
-        float dot = 0.0f;
-        for (int x = 0; x < d; ++x) dot += qh[x] * k[x];
-        score[held++] = dot * scale;
-      }
-    });
-    if (held == 0) {
-      std::fill(o, o + d, 0.0f);
-      max[item] = -INFINITY;
-      sum[item] = 0.0f;
-      continue;
+  for (int r = 0; r < n; ++r)
+    for (int i = 0; i < kv.max_blocks && kv.counts[size_t(r) * kv.max_blocks + i] > 0; ++i)
+      held += kv.counts[size_t(r) * kv.max_blocks + i];
+  // Work items: `together` query heads of one key head of one row (the last of a key head's alone
+  // where g is odd). Each is computed by the same code whatever the batch, and a head's arithmetic
+  // does not depend on the heads beside it, so neither choice below changes a bit.
+  // - Pairs of heads share their key head's loads; single heads make more items where a few rows
+  //   would leave threads idle.
+  // - With rows enough for every thread, a row's items are one chunk of the dynamic schedule: one
+  //   thread reads a row's blocks once (the other key heads' lines come with each block).
+  // Small steps (short contexts of a small model) on one thread (see rows_matmul_forward).
+  const int threads = omp_get_max_threads();
+  const int together = int64_t(n) * nk * 2 >= 2 * int64_t(threads) ? kHeadsTogether : 1;
+  const int per_key_head = (g + together - 1) / together, per_row = nk * per_key_head;
+  const int chunk = n >= 2 * threads ? per_row : 1;
+#pragma omp parallel for schedule(dynamic, \
+                                  chunk) if (worth_threads(held * nq * d, int64_t(1) << 16))
+  for (int item = 0; item < n * per_row; ++item) {
+    const int r = item / per_row, j = item % per_row / per_key_head;
+    const int h0 = j * g + item % per_key_head * together;
+    if (together == kHeadsTogether && h0 + kHeadsTogether <= (j + 1) * g) {
+      attend_group<kHeadsTogether>(max, sum, out, scores, q, kv, a, r, h0);
+    } else {
+      attend_group<1>(max, sum, out, scores, q, kv, a, r, h0);
     }
-    float mx = -INFINITY;
-    for (size_t p = 0; p < held; ++p) mx = std::max(mx, score[p]);
-    float total = 0.0f;
-    for (size_t p = 0; p < held; ++p) total += score[p] = fast_exp(score[p] - mx);
-    // o[x] sums score · v[x] over the positions in order. The sums of a slice of x are held in a
-    // local array across all positions, which the compiler keeps in registers; summed into o in
-    // place, each position's additions waited on the previous one's store.
-    for (int x0 = 0; x0 < d; x0 += kSlice) {
-      const int width = std::min(kSlice, d - x0);
-      Vec acc[kSliceParts] = {};
-      float tail[kSlice] = {};
-      const float* weight = score;
-      // A plain loop, not for_each_held: captured by a lambda, acc would live on the stack.
-      for (int i = 0; i < kv.max_blocks; ++i) {
-        const int count = kv.counts[size_t(r) * kv.max_blocks + i];
-        if (count <= 0) break;
-        const float* v =
-            kv.keys + size_t(kv.blocks[size_t(r) * kv.max_blocks + i]) * size_t(kv.block_stride) +
-            size_t(kv.values_offset) + size_t(j) * d + x0;
-        for (int p = 0; p < count; ++p, ++weight, v += Dk) {
-          if (width == kSlice) {
-            __builtin_prefetch(v + size_t(kValuesAhead) * size_t(Dk));
-            add_weighted(acc, *weight, v);
-          } else {
-            for (int x = 0; x < width; ++x) tail[x] += *weight * v[x];
-          }
-        }
-      }
-      if (width == kSlice) {
-        std::memcpy(o + x0, acc, sizeof acc);
-      } else {
-        std::copy(tail, tail + width, o + x0);
-      }
-    }
-    max[item] = mx;
-    sum[item] = total;
   }
 }
 
