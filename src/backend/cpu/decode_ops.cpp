@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include <omp.h>
@@ -292,14 +293,18 @@ void cca_decode_conv(float* z_out, const float* proj, const float* window, const
   // that one tap of kSide channels is one vector, [ch / kSide][j][tap][ch % kSide]. Channel
   // blocks must not straddle head groups; where d is not a multiple of kSide they run alone.
   const bool sided = d % kSide == 0;
-  std::vector<float> sided_w(sided ? size_t(C) * d * 2 : 0);
+  // (Uninitialised buffers: their value-initialisation was a memset of every element per call.)
+  const auto sided_w = std::make_unique_for_overwrite<float[]>(sided ? size_t(C) * d * 2 : 0);
   if (sided)
-    for (int ch = 0; ch < C; ++ch)
+    for (int c0 = 0; c0 < C; c0 += kSide)
       for (int jt = 0; jt < 2 * d; ++jt)
-        sided_w[(size_t(ch / kSide) * 2 * d + size_t(jt)) * kSide + size_t(ch % kSide)] =
-            s.conv1_w[size_t(ch) * 2 * d + size_t(jt)];
-        // Small steps on one thread (see rows_matmul_forward): about 2d + 6 multiply-adds a
-        // channel.
+        for (int l = 0; l < kSide; ++l)
+          sided_w[(size_t(c0) * 2 * d + size_t(jt) * kSide) + size_t(l)] =
+              s.conv1_w[size_t(c0 + l) * 2 * d + size_t(jt)];
+  // The depthwise rows a[t], a[t+1] of every row: one allocation a call, not one a row.
+  const auto a_rows = std::make_unique_for_overwrite<float[]>(size_t(s.n) * 2 * C);
+  // Small steps on one thread (see rows_matmul_forward): about 2d + 6 multiply-adds a
+  // channel.
 #pragma omp parallel for schedule(static) if (worth_threads(int64_t(s.n) * C * d, int64_t(1) << 16))
   for (int r = 0; r < s.n; ++r) {
     const float* u = proj + size_t(r) * P;  // q0 ‖ k0: this position's row of the conv input
@@ -308,8 +313,7 @@ void cca_decode_conv(float* z_out, const float* proj, const float* window, const
     float* z = z_out + size_t(r) * C;
     // Depthwise conv rows a[t] (from u[t-2], u[t-1]) and a[t+1] (from u[t-1], u[t]), then the
     // grouped conv z[t] = W0·a[t] + W1·a[t+1] + bias per head group.
-    std::vector<float> a(size_t(2) * C);
-    float* a0 = a.data();
+    float* a0 = a_rows.get() + size_t(r) * 2 * C;
     float* a1 = a0 + C;
     for (int ch = 0; ch < C; ++ch) {
       const float w0 = s.conv0_w[2 * ch], w1 = s.conv0_w[2 * ch + 1];
@@ -319,7 +323,7 @@ void cca_decode_conv(float* z_out, const float* proj, const float* window, const
     if (sided) {
       for (int c0 = 0; c0 < C; c0 += kSide) {
         const int g0 = c0 / d * d;
-        const float* wb = sided_w.data() + size_t(c0) * 2 * d;
+        const float* wb = sided_w.get() + size_t(c0) * 2 * d;
         SideVec s0 = {}, s1 = {};
         for (int j = 0; j < d; ++j) {
           s0 += *reinterpret_cast<const UnalignedSideVec*>(wb + size_t(2 * j) * kSide) * a0[g0 + j];
