@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "backend/cpu/attention.h"
@@ -104,13 +105,16 @@ BENCHMARK(BM_RowsMatmul)
 // shapes: 16 rows of `context` positions, 4 query heads over 2 key heads of 32, blocks of 16
 // positions laid out as the decoder's pool lays them out (4 attention stages interleaved, each
 // row's blocks scattered). Pools taken in turn pass 64 MB, so the cache is read from memory, as in
-// a decode step, where the experts' weights pass through the caches between attention stages.
+// a decode step, where the experts' weights pass through the caches between attention stages;
+// with a second argument of 1, one pool, read from the caches (the kernel's own speed).
 void BM_KvAttention(benchmark::State& state) {
   const int n = 16, nq = 4, nk = 2, d = 32, bs = 16, stages = 4;
   const int context = int(state.range(0)), per_row = (context + bs - 1) / bs;
   const int Dk = nk * d, blocks = n * per_row;
   const size_t pool_floats = size_t(blocks) * stages * 2 * bs * Dk;
-  const size_t copies = std::max<size_t>(1, (size_t(64) << 20) / (sizeof(float) * pool_floats));
+  const bool in_cache = state.range(1) != 0;  // one pool, read from the caches after the first call
+  const size_t copies =
+      in_cache ? 1 : std::max<size_t>(1, (size_t(64) << 20) / (sizeof(float) * pool_floats));
   const auto pool = random_vector(copies * pool_floats), q = random_vector(size_t(n) * nq * d);
   std::vector<int32_t> table(size_t(n) * per_row), counts(size_t(n) * per_row);
   std::mt19937 g(2);
@@ -143,8 +147,57 @@ void BM_KvAttention(benchmark::State& state) {
                                                    benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(be.name());
 }
-BENCHMARK(BM_KvAttention)->Arg(144)->Arg(1024)->UseRealTime();
+BENCHMARK(BM_KvAttention)->Args({144, 0})->Args({144, 1})->Args({1024, 0})->UseRealTime();
 
 }  // namespace
 
 BENCHMARK_MAIN();
+
+// The decode step's row-wise ops at batch 16 of the small config, in cache: the residual merge
+// and RMSNorm over the hidden size, SwiGLU over an expert's rows, GELU over the router's. These
+// run on the calling thread (below worth_threads) hundreds of times a step, so a call's fixed
+// cost shows here.
+void BM_DecodeRowOps(benchmark::State& state) {
+  const int n = 16, e = 256, router = 64;
+  const zaya::CpuBackend be;
+  const auto in = random_vector(size_t(n) * e * 2), other = random_vector(size_t(n) * e);
+  const auto w = random_vector(size_t(e) * 4);
+  std::vector<float> out(size_t(n) * e * 2);
+  const char* names[] = {"residual_merge", "rmsnorm", "swiglu", "gelu"};
+  const int op = int(state.range(0));
+  for (auto _ : state) {
+    if (op == 0)
+      be.residual_merge_forward(out.data(), in.data(), w.data(), w.data() + e, other.data(),
+                                w.data() + 2 * e, w.data() + 3 * e, n, e);
+    if (op == 1) be.rmsnorm_forward(out.data(), nullptr, in.data(), w.data(), n, e, 1e-5f);
+    if (op == 2) be.swiglu_forward(out.data(), in.data(), n, e);
+    if (op == 3) be.gelu_forward(out.data(), in.data(), long(n) * router);
+  }
+  state.SetLabel(std::string(names[op]) + ", " + be.name());
+}
+BENCHMARK(BM_DecodeRowOps)->DenseRange(0, 3)->UseRealTime();
+
+// CCA's decode convolution (cca_decode_conv) at batch 16 of the small config: 4 query and 2 key
+// heads of 32, each row's state a row of a 64-slot window.
+void BM_CcaDecodeConv(benchmark::State& state) {
+  const int n = 16, nq = 4, nk = 2, d = 32, C = (nq + nk) * d, P = C + nk * d, slots = 64;
+  const auto proj = random_vector(size_t(n) * P), window = random_vector(size_t(slots) * 2 * C);
+  const auto conv0_w = random_vector(size_t(C) * 2), conv0_b = random_vector(size_t(C));
+  const auto conv1_w = random_vector(size_t(C) * 2 * d), conv1_b = random_vector(size_t(C));
+  std::vector<int32_t> slot(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) slot[size_t(r)] = (7 * r + 3) % slots;
+  zaya::CcaDecodeStep s;
+  s.n = n;
+  s.nq = nq;
+  s.nk = nk;
+  s.d = d;
+  s.conv0_w = conv0_w.data();
+  s.conv0_b = conv0_b.data();
+  s.conv1_w = conv1_w.data();
+  s.conv1_b = conv1_b.data();
+  std::vector<float> z(size_t(n) * C);
+  const zaya::CpuBackend be;
+  for (auto _ : state) be.cca_decode_conv(z.data(), proj.data(), window.data(), slot.data(), s);
+  state.SetLabel(be.name());
+}
+BENCHMARK(BM_CcaDecodeConv)->UseRealTime();

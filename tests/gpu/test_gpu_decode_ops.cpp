@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "backend/cpu/cca_decode_ops.h"
 #include "backend/cpu/decode_ops.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/rowwise.h"

@@ -72,7 +72,10 @@ std::vector<float> scalar_conv(const std::vector<float>& proj, const std::vector
 }
 
 TEST(DecodeOpsPaths, ConvIsTheScalarLoopOnEveryPath) {
-  for (const ConvCase c : {ConvCase{5, 4, 2, 32}, ConvCase{3, 4, 2, 12}, ConvCase{2, 2, 2, 8}}) {
+  // 47 rows: enough work for the threads (whole head groups each), rows in fours and a remainder
+  // of 3; 5 and 16: in fours (and one alone), on the calling thread.
+  for (const ConvCase c : {ConvCase{5, 4, 2, 32}, ConvCase{3, 4, 2, 12}, ConvCase{2, 2, 2, 8},
+                           ConvCase{47, 4, 2, 32}, ConvCase{16, 6, 2, 16}}) {
     const int C = (c.nq + c.nk) * c.d, P = C + c.nk * c.d, slots_total = 7;
     const std::vector<float> proj = test::normal_floats(size_t(c.n) * P, 1);
     const std::vector<float> window = test::normal_floats(size_t(slots_total) * 2 * C, 2);
@@ -92,11 +95,16 @@ TEST(DecodeOpsPaths, ConvIsTheScalarLoopOnEveryPath) {
     s.conv1_w = conv1_w.data();
     s.conv1_b = conv1_b.data();
     const std::vector<float> want = scalar_conv(proj, window, slots, s);
-    for (const VectorPath path : paths_this_cpu_runs()) {
-      std::vector<float> got(want.size(), -1.0f);
-      cpu_backend(path).cca_decode_conv(got.data(), proj.data(), window.data(), slots.data(), s);
-      ASSERT_EQ(got, want) << vector_path_name(path) << ", d " << c.d;
-    }
+    const int saved = omp_get_max_threads();
+    for (const VectorPath path : paths_this_cpu_runs())
+      for (const int threads : {1, 2, 7}) {
+        omp_set_num_threads(threads);
+        std::vector<float> got(want.size(), -1.0f);
+        cpu_backend(path).cca_decode_conv(got.data(), proj.data(), window.data(), slots.data(), s);
+        omp_set_num_threads(saved);
+        ASSERT_EQ(got, want) << vector_path_name(path) << ", d " << c.d << ", " << c.n << " rows, "
+                             << threads << " threads";
+      }
     // The loop is the convolution: against float64, each output within d + 8 roundings of the
     // sum of its terms' magnitudes.
     const int g = c.nq / c.nk, Dq = c.nq * c.d;

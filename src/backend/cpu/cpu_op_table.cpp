@@ -3,6 +3,7 @@
 #include "backend/cpu/activation.h"
 #include "backend/cpu/attention.h"
 #include "backend/cpu/bf16_ops.h"
+#include "backend/cpu/cca_decode_ops.h"
 #include "backend/cpu/conv.h"
 #include "backend/cpu/decode_ops.h"
 #include "backend/cpu/lm_head_loss.h"

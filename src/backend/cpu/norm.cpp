@@ -38,47 +38,49 @@ void row_sums(double* sums, int count, int c, F&& f) {
 void rmsnorm_forward(float* out, float* rstd, const float* in, const float* w, int n, int c,
                      float eps) {
   const int blocks = (n + kRows - 1) / kRows;
-#pragma omp parallel for schedule(static) if (worth_threads(int64_t(n) * c))
-  for (int b = 0; b < blocks; ++b) {
-    const int i0 = b * kRows, count = std::min(kRows, n - i0);
-    const float* x0 = in + size_t(i0) * c;
-    double ss[kRows];
-    row_sums(ss, count, c, [&](int i, int j) {
-      const float x = x0[size_t(i) * c + j];
-      return double(x) * x;
-    });
-    for (int i = 0; i < count; ++i) {
-      const float* x = x0 + size_t(i) * c;
-      float* y = out + size_t(i0 + i) * c;
-      const float r = float(1.0 / std::sqrt(ss[i] / c + eps));
-      for (int j = 0; j < c; ++j) y[j] = x[j] * r * w[j];
-      if (rstd) rstd[i0 + i] = r;
+  for_ranges(blocks, worth_threads(int64_t(n) * c), [&](int64_t first, int64_t last) {
+    for (int b = int(first); b < int(last); ++b) {
+      const int i0 = b * kRows, count = std::min(kRows, n - i0);
+      const float* x0 = in + size_t(i0) * c;
+      double ss[kRows];
+      row_sums(ss, count, c, [&](int i, int j) {
+        const float x = x0[size_t(i) * c + j];
+        return double(x) * x;
+      });
+      for (int i = 0; i < count; ++i) {
+        const float* x = x0 + size_t(i) * c;
+        float* y = out + size_t(i0 + i) * c;
+        const float r = float(1.0 / std::sqrt(ss[i] / c + eps));
+        for (int j = 0; j < c; ++j) y[j] = x[j] * r * w[j];
+        if (rstd) rstd[i0 + i] = r;
+      }
     }
-  }
+  });
 }
 
 void rmsnorm_backward(float* din, float* dw, const float* dout, const float* in, const float* w,
                       const float* rstd, int n, int c) {
   if (din) {
     const int blocks = (n + kRows - 1) / kRows;
-#pragma omp parallel for schedule(static) if (worth_threads(int64_t(n) * c))
-    for (int b = 0; b < blocks; ++b) {
-      const int i0 = b * kRows, count = std::min(kRows, n - i0);
-      const float* x0 = in + size_t(i0) * c;
-      const float* dy0 = dout + size_t(i0) * c;
-      double dots[kRows];  // Σ dy·w·x
-      row_sums(dots, count, c, [&](int i, int j) {
-        return double(dy0[size_t(i) * c + j]) * w[j] * x0[size_t(i) * c + j];
-      });
-      for (int i = 0; i < count; ++i) {
-        const float* x = x0 + size_t(i) * c;
-        const float* dy = dy0 + size_t(i) * c;
-        const double r = rstd[i0 + i];
-        const double coef = r * r * r * dots[i] / c;
-        float* dx = din + size_t(i0 + i) * c;
-        for (int j = 0; j < c; ++j) dx[j] += float(r * dy[j] * w[j] - coef * x[j]);
+    for_ranges(blocks, worth_threads(int64_t(n) * c), [&](int64_t first, int64_t last) {
+      for (int b = int(first); b < int(last); ++b) {
+        const int i0 = b * kRows, count = std::min(kRows, n - i0);
+        const float* x0 = in + size_t(i0) * c;
+        const float* dy0 = dout + size_t(i0) * c;
+        double dots[kRows];  // Σ dy·w·x
+        row_sums(dots, count, c, [&](int i, int j) {
+          return double(dy0[size_t(i) * c + j]) * w[j] * x0[size_t(i) * c + j];
+        });
+        for (int i = 0; i < count; ++i) {
+          const float* x = x0 + size_t(i) * c;
+          const float* dy = dy0 + size_t(i) * c;
+          const double r = rstd[i0 + i];
+          const double coef = r * r * r * dots[i] / c;
+          float* dx = din + size_t(i0 + i) * c;
+          for (int j = 0; j < c; ++j) dx[j] += float(r * dy[j] * w[j] - coef * x[j]);
+        }
       }
-    }
+    });
   }
   if (dw) {
     std::vector<double> sum(c);
@@ -90,17 +92,18 @@ void rmsnorm_backward(float* din, float* dw, const float* dout, const float* in,
 void l2norm_forward(float* out, float* inv_norm, const float* in, const float* temp, int n,
                     int heads, int d) {
   const double sqrt_d = std::sqrt(double(d));
-#pragma omp parallel for schedule(static) if (worth_threads(int64_t(n) * heads * d))
-  for (int i = 0; i < n * heads; ++i) {
-    const int h = i % heads;
-    const float* x = in + size_t(i) * d;
-    double ss = 0.0;
-    for (int j = 0; j < d; ++j) ss += double(x[j]) * x[j];
-    const double inv = 1.0 / std::sqrt(ss);
-    const float s = float(sqrt_d * inv * (temp ? temp[h] : 1.0f));
-    for (int j = 0; j < d; ++j) out[size_t(i) * d + j] = x[j] * s;
-    inv_norm[i] = float(inv);
-  }
+  for_ranges(n * heads, worth_threads(int64_t(n) * heads * d), [&](int64_t first, int64_t last) {
+    for (int i = int(first); i < int(last); ++i) {
+      const int h = i % heads;
+      const float* x = in + size_t(i) * d;
+      double ss = 0.0;
+      for (int j = 0; j < d; ++j) ss += double(x[j]) * x[j];
+      const double inv = 1.0 / std::sqrt(ss);
+      const float s = float(sqrt_d * inv * (temp ? temp[h] : 1.0f));
+      for (int j = 0; j < d; ++j) out[size_t(i) * d + j] = x[j] * s;
+      inv_norm[i] = float(inv);
+    }
+  });
 }
 
 void l2norm_backward(float* din, float* dtemp, const float* dout, const float* in,
@@ -108,21 +111,22 @@ void l2norm_backward(float* din, float* dtemp, const float* dout, const float* i
   const double sqrt_d = std::sqrt(double(d));
   // dtemp partial sums per row, reduced afterwards in row order (deterministic).
   std::vector<double> tsum(dtemp ? size_t(n) * heads : 0);
-#pragma omp parallel for schedule(static) if (worth_threads(int64_t(n) * heads * d))
-  for (int i = 0; i < n * heads; ++i) {
-    const int h = i % heads;
-    const float* x = in + size_t(i) * d;
-    const float* dy = dout + size_t(i) * d;
-    const double inv = inv_norm[i];
-    double dot = 0.0;  // x̂·dy
-    for (int j = 0; j < d; ++j) dot += double(x[j]) * inv * dy[j];
-    if (dtemp) tsum[i] = sqrt_d * dot;
-    if (din) {
-      const double s = sqrt_d * (temp ? temp[h] : 1.0f);
-      float* dx = din + size_t(i) * d;
-      for (int j = 0; j < d; ++j) dx[j] += float(s * inv * (dy[j] - x[j] * inv * dot));
+  for_ranges(n * heads, worth_threads(int64_t(n) * heads * d), [&](int64_t first, int64_t last) {
+    for (int i = int(first); i < int(last); ++i) {
+      const int h = i % heads;
+      const float* x = in + size_t(i) * d;
+      const float* dy = dout + size_t(i) * d;
+      const double inv = inv_norm[i];
+      double dot = 0.0;  // x̂·dy
+      for (int j = 0; j < d; ++j) dot += double(x[j]) * inv * dy[j];
+      if (dtemp) tsum[i] = sqrt_d * dot;
+      if (din) {
+        const double s = sqrt_d * (temp ? temp[h] : 1.0f);
+        float* dx = din + size_t(i) * d;
+        for (int j = 0; j < d; ++j) dx[j] += float(s * inv * (dy[j] - x[j] * inv * dot));
+      }
     }
-  }
+  });
   if (dtemp) {
     for (int h = 0; h < heads; ++h) {
       double s = 0.0;

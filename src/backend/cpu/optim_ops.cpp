@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "backend/cpu/parallel_threshold.h"
 #include "backend/newton_schulz.h"
 
 ZAYA_CPU_TARGET_BEGIN
@@ -34,8 +35,9 @@ void scale_segments(float* x, const OptimSegment* segments, int count, float s) 
   for (int k = 0; k < count; ++k) {
     float* p = x + segments[k].begin;
     const int64_t n = segments[k].n;
-#pragma omp parallel for schedule(static) if (n >= kParallelMin)
-    for (int64_t i = 0; i < n; ++i) p[i] *= s;
+    for_ranges(n, worth_threads(n, kParallelMin), [&](int64_t first, int64_t last) {
+      for (int64_t i = first; i < last; ++i) p[i] *= s;
+    });
   }
 }
 
@@ -48,12 +50,13 @@ void adamw_update(float* w, const float* g, float* m, float* v, const OptimSegme
     const float* gs = g + at;
     float* ms = m + at;
     float* vs = v + at;
-#pragma omp parallel for schedule(static) if (n >= kParallelMin)
-    for (int64_t i = 0; i < n; ++i) {
-      ms[i] = c.beta1 * ms[i] + c.one_minus_beta1 * gs[i];
-      vs[i] = c.beta2 * vs[i] + c.one_minus_beta2 * gs[i] * gs[i];
-      ws[i] = ws[i] * keep - c.step_size * ms[i] / (std::sqrt(vs[i]) * c.inv_sqrt_bc2 + c.eps);
-    }
+    for_ranges(n, worth_threads(n, kParallelMin), [&](int64_t first, int64_t last) {
+      for (int64_t i = first; i < last; ++i) {
+        ms[i] = c.beta1 * ms[i] + c.one_minus_beta1 * gs[i];
+        vs[i] = c.beta2 * vs[i] + c.one_minus_beta2 * gs[i] * gs[i];
+        ws[i] = ws[i] * keep - c.step_size * ms[i] / (std::sqrt(vs[i]) * c.inv_sqrt_bc2 + c.eps);
+      }
+    });
   }
 }
 
@@ -64,11 +67,12 @@ void muon_momentum(float* buf, float* d, const float* g, const OptimSegment* seg
     float* b = buf + at;
     float* ds = d + at;
     const float* gs = g + at;
-#pragma omp parallel for schedule(static) if (n >= kParallelMin)
-    for (int64_t i = 0; i < n; ++i) {
-      b[i] = beta * b[i] + one_minus_beta * gs[i];
-      ds[i] = nesterov ? one_minus_beta * gs[i] + beta * b[i] : b[i];
-    }
+    for_ranges(n, worth_threads(n, kParallelMin), [&](int64_t first, int64_t last) {
+      for (int64_t i = first; i < last; ++i) {
+        b[i] = beta * b[i] + one_minus_beta * gs[i];
+        ds[i] = nesterov ? one_minus_beta * gs[i] + beta * b[i] : b[i];
+      }
+    });
   }
 }
 
@@ -78,8 +82,9 @@ void decay_and_step(float* w, const float* d, const OptimSegment* segments, int 
     const float keep = segments[k].keep, step = segments[k].step;
     float* ws = w + at;
     const float* ds = d + at;
-#pragma omp parallel for schedule(static) if (n >= kParallelMin)
-    for (int64_t i = 0; i < n; ++i) ws[i] = ws[i] * keep - step * ds[i];
+    for_ranges(n, worth_threads(n, kParallelMin), [&](int64_t first, int64_t last) {
+      for (int64_t i = first; i < last; ++i) ws[i] = ws[i] * keep - step * ds[i];
+    });
   }
 }
 

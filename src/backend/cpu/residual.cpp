@@ -13,28 +13,32 @@ ZAYA_CPU_PATH_BEGIN
 
 void residual_merge_forward(float* out, const float* h, const float* hb, const float* hs,
                             const float* r, const float* rb, const float* rs, int n, int c) {
-#pragma omp parallel for schedule(static) if (worth_threads(int64_t(n) * c))
-  for (int i = 0; i < n; ++i) {
-    const size_t o = size_t(i) * c;
-    for (int j = 0; j < c; ++j) {
-      float v = (h[o + j] + hb[j]) * hs[j];
-      if (r) v += (r[o + j] + rb[j]) * rs[j];
-      out[o + j] = v;
+  for_ranges(n, worth_threads(int64_t(n) * c), [&](int64_t first, int64_t last) {
+    for (int i = int(first); i < int(last); ++i) {
+      const size_t o = size_t(i) * c;
+      // The test on r outside the loop over j, which is then vectorised.
+      if (r) {
+        for (int j = 0; j < c; ++j)
+          out[o + j] = (h[o + j] + hb[j]) * hs[j] + (r[o + j] + rb[j]) * rs[j];
+      } else {
+        for (int j = 0; j < c; ++j) out[o + j] = (h[o + j] + hb[j]) * hs[j];
+      }
     }
-  }
+  });
 }
 
 void residual_merge_backward(float* dh, float* dhb, float* dhs, float* dr, float* drb, float* drs,
                              const float* dout, const float* h, const float* hb, const float* hs,
                              const float* r, const float* rb, const float* rs, int n, int c) {
-#pragma omp parallel for schedule(static) if (worth_threads(int64_t(n) * c))
-  for (int i = 0; i < n; ++i) {
-    const size_t o = size_t(i) * c;
-    for (int j = 0; j < c; ++j) {
-      if (dh) dh[o + j] += dout[o + j] * hs[j];
-      if (dr && r) dr[o + j] += dout[o + j] * rs[j];
+  for_ranges(n, worth_threads(int64_t(n) * c), [&](int64_t first, int64_t last) {
+    for (int i = int(first); i < int(last); ++i) {
+      const size_t o = size_t(i) * c;
+      for (int j = 0; j < c; ++j) {
+        if (dh) dh[o + j] += dout[o + j] * hs[j];
+        if (dr && r) dr[o + j] += dout[o + j] * rs[j];
+      }
     }
-  }
+  });
   // Per-channel parameter gradients: dhb = hs ⊙ Σ dout, dhs = Σ dout ⊙ (h + hb), same for r.
   std::vector<double> sum(c), dot(c);
   column_dot(sum.data(), dout, nullptr, nullptr, nullptr, n, c);

@@ -12,10 +12,11 @@ void rope_apply(float* x, const float* cos_t, const float* sin_t, int batch, int
                 int d, int rot, bool inverse) {
   const int half = rot / 2;
   const float sign = inverse ? -1.0f : 1.0f;
-#pragma omp parallel for collapse(2) \
-    schedule(static) if (worth_threads(int64_t(batch) * seq * heads * rot))
-  for (int b = 0; b < batch; ++b) {
-    for (int s = 0; s < seq; ++s) {
+  // One range item per (sequence, position) row of heads.
+  const int64_t rows = int64_t(batch) * seq;
+  for_ranges(rows, worth_threads(rows * heads * rot), [&](int64_t first, int64_t last) {
+    for (int64_t row = first; row < last; ++row) {
+      const int64_t b = row / seq, s = row % seq;
       const float* c = cos_t + size_t(s) * half;
       const float* sn = sin_t + size_t(s) * half;
       for (int h = 0; h < heads; ++h) {
@@ -27,7 +28,7 @@ void rope_apply(float* x, const float* cos_t, const float* sin_t, int batch, int
         }
       }
     }
-  }
+  });
 }
 
 ZAYA_CPU_PATH_END

@@ -215,8 +215,11 @@ void rows_matmul_forward(float* out, const float* in, const float* w, const floa
   // Below about 256k multiply-adds (tens of microseconds on one core) waking the other threads
   // costs more than it saves: with OMP_WAIT_POLICY=passive each region is a futex round trip per
   // thread, and a small model's decode step is hundreds of such regions.
-#pragma omp parallel for schedule(static) if (worth_threads(int64_t(n) * k * m, int64_t(1) << 18))
-  for (int blk = 0; blk < blocks; ++blk) rows_block(out, in, w, bias, n, k, m, blk);
+  for_ranges(blocks, worth_threads(int64_t(n) * k * m, int64_t(1) << 18),
+             [&](int64_t first, int64_t last) {
+               for (int blk = int(first); blk < int(last); ++blk)
+                 rows_block(out, in, w, bias, n, k, m, blk);
+             });
 }
 
 void grouped_rows_matmul_forward(float* out, const float* in, const float* const* weights,
@@ -229,12 +232,14 @@ void grouped_rows_matmul_forward(float* out, const float* in, const float* const
   const int units = int(busy.size()) * blocks;  // (group, block) pairs
   const int64_t rows = int64_t(offsets[groups]) - offsets[0];
   const size_t K = size_t(k), M = size_t(m);
-#pragma omp parallel for schedule(static) if (worth_threads(rows * k * m, int64_t(1) << 18))
-  for (int u = 0; u < units; ++u) {
-    const int g = busy[size_t(u / blocks)], first = offsets[g];
-    rows_block(out + size_t(first) * M, in + size_t(first) * K, weights[g], nullptr,
-               offsets[g + 1] - first, k, m, u % blocks);
-  }
+  for_ranges(units, worth_threads(rows * k * m, int64_t(1) << 18),
+             [&](int64_t first, int64_t last) {
+               for (int u = int(first); u < int(last); ++u) {
+                 const int g = busy[size_t(u / blocks)], row0 = offsets[g];
+                 rows_block(out + size_t(row0) * M, in + size_t(row0) * K, weights[g], nullptr,
+                            offsets[g + 1] - row0, k, m, u % blocks);
+               }
+             });
 }
 
 ZAYA_CPU_PATH_END
