@@ -146,6 +146,20 @@ struct AttentionCase {
   float q_scale = 1.0f;  // large: scores far below the max, where fast_exp's clamp gives 0
 };
 
+// A cache whose blocks hold [block_size, Dk] keys, then as many values.
+PagedKv paged_kv(const std::vector<float>& cache, const std::vector<int32_t>& blocks,
+                 const std::vector<int32_t>& counts, int max_blocks, int block_size, int Dk) {
+  PagedKv kv;
+  kv.keys = cache.data();
+  kv.block_stride = int64_t(2) * block_size * Dk;
+  kv.values_offset = int64_t(block_size) * Dk;
+  kv.blocks = blocks.data();
+  kv.counts = counts.data();
+  kv.max_blocks = max_blocks;
+  kv.block_size = block_size;
+  return kv;
+}
+
 TEST(DecodeOpsPaths, AttentionIsTheScalarLoopOnEveryPath) {
   // Row 0 holds no position, row 1 five in block 5, row 2 thirty-seven in blocks 4, 1, 3.
   const int n = 3, block_size = 16, max_blocks = 3, pool = 6;
@@ -158,14 +172,7 @@ TEST(DecodeOpsPaths, AttentionIsTheScalarLoopOnEveryPath) {
     const std::vector<float> cache = test::normal_floats(size_t(pool) * 2 * block_size * Dk, 11);
     std::vector<float> q = test::normal_floats(size_t(n) * Dq, 12);
     for (float& v : q) v *= c.q_scale;
-    PagedKv kv;
-    kv.keys = cache.data();
-    kv.block_stride = int64_t(2) * block_size * Dk;
-    kv.values_offset = int64_t(block_size) * Dk;
-    kv.blocks = blocks.data();
-    kv.counts = counts.data();
-    kv.max_blocks = max_blocks;
-    kv.block_size = block_size;
+    const PagedKv kv = paged_kv(cache, blocks, counts, max_blocks, block_size, Dk);
     // The loop the header states, and float64's softmax-weighted values beside it.
     const float scale = float(1.0 / std::sqrt(double(c.d)));
     const size_t count = static_cast<size_t>(items);
@@ -234,6 +241,54 @@ TEST(DecodeOpsPaths, AttentionIsTheScalarLoopOnEveryPath) {
         EXPECT_EQ(out, want_out) << where;
       }
     omp_set_num_threads(saved);
+  }
+}
+
+// Enough positions for the threads (the test above stays below the threshold): rows of 0 to 211
+// positions in scattered blocks, split among 2, 3 and 7 threads by their positions, give every
+// item the bits one thread gives it, on every path. With AttentionIsTheScalarLoopOnEveryPath (one
+// thread's items are the scalar loop), every thread count is the scalar loop.
+TEST(DecodeOpsPaths, AttentionSplitAmongThreadsIsOneThreadsBitwise) {
+  const int n = 9, nq = 4, nk = 2, d = 32, block_size = 16, max_blocks = 14;
+  const int Dk = nk * d, lengths[n] = {200, 0, 17, 211, 64, 3, 150, 96, 31};
+  std::vector<int32_t> blocks(size_t(n) * max_blocks, 0), counts(blocks.size(), 0);
+  int pool = 0;
+  int64_t held = 0;
+  for (int r = 0; r < n; ++r) {
+    held += lengths[r];
+    for (int i = 0; i * block_size < lengths[r]; ++i) {
+      blocks[size_t(r * max_blocks + i)] = (pool * 37) % 160;  // scattered, all distinct
+      counts[size_t(r * max_blocks + i)] = std::min(block_size, lengths[r] - i * block_size);
+      ++pool;
+    }
+  }
+  ASSERT_LE(pool, 160);
+  ASSERT_GE(held * nq * d, int64_t(1) << 16);  // the op's threshold for threads
+  const std::vector<float> cache = test::normal_floats(size_t(160) * 2 * block_size * Dk, 21);
+  const std::vector<float> q = test::normal_floats(size_t(n) * nq * d, 22);
+  const PagedKv kv = paged_kv(cache, blocks, counts, max_blocks, block_size, Dk);
+  const size_t items = size_t(n) * nq;
+  const int saved = omp_get_max_threads();
+  for (const VectorPath path : paths_this_cpu_runs()) {
+    std::vector<float> one_thread;
+    for (const int threads : {1, 2, 3, 7}) {
+      std::vector<float> mx(items, -1.0f), sum(items, -1.0f), out(items * d, -1.0f);
+      std::vector<float> scores(items * max_blocks * block_size);
+      omp_set_num_threads(threads);
+      cpu_backend(path).kv_attention_partials(mx.data(), sum.data(), out.data(), scores.data(),
+                                              q.data(), kv, n, nq, nk, d);
+      omp_set_num_threads(saved);
+      std::vector<float> all = mx;
+      all.insert(all.end(), sum.begin(), sum.end());
+      all.insert(all.end(), out.begin(), out.end());
+      if (threads == 1) {
+        one_thread = all;
+        continue;
+      }
+      ASSERT_EQ(all, one_thread) << vector_path_name(path) << ", " << threads << " threads";
+    }
+    // Every item written (the sentinel -1 is no sum of positive terms, nor row 1's 0).
+    for (size_t it = 0; it < items; ++it) ASSERT_NE(one_thread[items + it], -1.0f) << it;
   }
 }
 

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <memory>
 #include <vector>
 
 #include <omp.h>
@@ -302,22 +301,29 @@ void kv_attention_partials(float* max, float* sum, float* out, float* scores, co
   a.d = d;
   a.scale = float(1.0 / std::sqrt(double(d)));
   a.score_stride = size_t(kv.max_blocks) * kv.block_size;
+  std::vector<int64_t> row_held(static_cast<size_t>(n), 0);  // each row's cached positions
   int64_t held = 0;
-  for (int r = 0; r < n; ++r)
+  for (int r = 0; r < n; ++r) {
     for (int i = 0; i < kv.max_blocks && kv.counts[size_t(r) * kv.max_blocks + i] > 0; ++i)
-      held += kv.counts[size_t(r) * kv.max_blocks + i];
+      row_held[size_t(r)] += kv.counts[size_t(r) * kv.max_blocks + i];
+    held += row_held[size_t(r)];
+  }
   // Work items: `together` query heads of one key head of one row (the last of a key head's alone
   // where g is odd). Each is computed by the same code whatever the batch, and a head's arithmetic
   // does not depend on the heads beside it, so neither choice below changes a bit.
   // - Pairs of heads share their key head's loads; single heads make more items where a few rows
   //   would leave threads idle.
-  // - With rows enough for every thread, a row's items are one chunk of the dynamic schedule: one
-  //   thread reads a row's blocks once (the other key heads' lines come with each block).
+  // - With rows enough for every thread, a row's items are one unit of work: one thread reads a
+  //   row's blocks once (the other key heads' lines come with each block).
+  // - Each thread takes one contiguous range of units of about equal positions, computed alike by
+  //   every thread: no shared counter of a dynamic schedule, whose every take is a cache line's
+  //   trip between cores (units of one row each cost 4 µs of the 43 a batch-16 call of the small
+  //   model took on two cores, stop 54).
   // Small steps (short contexts of a small model) on one thread (see rows_matmul_forward).
   const int threads = omp_get_max_threads();
   const int together = int64_t(n) * nk * 2 >= 2 * int64_t(threads) ? kHeadsTogether : 1;
   const int per_key_head = (g + together - 1) / together, per_row = nk * per_key_head;
-  const int chunk = n >= 2 * threads ? per_row : 1;
+  const int unit_items = n >= 2 * threads ? per_row : 1;
   const auto attend_item = [&](int item) {
     const int r = item / per_row, j = item % per_row / per_key_head;
     const int h0 = j * g + item % per_key_head * together;
@@ -332,8 +338,21 @@ void kv_attention_partials(float* max, float* sum, float* out, float* scores, co
     for (int item = 0; item < items; ++item) attend_item(item);  // no region (for_ranges)
     return;
   }
-#pragma omp parallel for schedule(dynamic, chunk)
-  for (int item = 0; item < items; ++item) attend_item(item);
+  const int units = items / unit_items;
+  std::vector<int64_t> before(size_t(units) + 1, 0);  // positions of the units before each
+  for (int u = 0; u < units; ++u)
+    before[size_t(u) + 1] = before[size_t(u)] + row_held[size_t(u * unit_items / per_row)];
+#pragma omp parallel
+  {
+    // The units u with before[u] in [total·t / T, total·(t + 1) / T), the last thread's to the end.
+    const int64_t t = omp_get_thread_num(), T = omp_get_num_threads(), total = before.back();
+    const auto first_at = [&](int64_t positions) {
+      return int(std::lower_bound(before.begin(), before.end() - 1, positions) - before.begin());
+    };
+    const int first = first_at(total * t / T);
+    const int last = t + 1 == T ? units : first_at(total * (t + 1) / T);
+    for (int item = first * unit_items; item < last * unit_items; ++item) attend_item(item);
+  }
 }
 
 void kv_attention_normalize(float* att, const float* sum, const float* out, int items, int d) {
