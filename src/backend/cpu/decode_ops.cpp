@@ -146,6 +146,19 @@ struct RowCache {
   const float* values(int i) const { return keys(i) + kv.values_offset; }
 };
 
+// A row's whole cache (every block's keys and values) asked for into the second-level cache, as
+// the thread starts on the row before it: a block ahead (kKvBlocksAhead) is too short a distance
+// for a row's first blocks and, at the step's pace, for the others (BM_KvAttention from memory
+// 1.2x faster with this, stop 54). Not into the first level: a row's cache outgrows it.
+void ask_for_row(const PagedKv& kv, int r, int Dk) {
+  const RowCache row(kv, r);
+  for (int i = 0; i < row.held_blocks; ++i) {
+    const char* from = reinterpret_cast<const char*>(row.keys(i));
+    const char* to = reinterpret_cast<const char*>(row.values(i) + size_t(row.counts[i]) * Dk);
+    for (; from < to; from += 64) __builtin_prefetch(from, 0, 1);
+  }
+}
+
 // Query heads h0 .. h0 + HT of row r, of one key head.
 template <int HT>
 struct HeadGroup {
@@ -333,9 +346,16 @@ void kv_attention_partials(float* max, float* sum, float* out, float* scores, co
       attend_group<1>(max, sum, out, scores, q, kv, a, r, h0);
     }
   };
+  // Items [first, end) in order, each row's cache asked for as the row before it starts.
+  const auto attend_items = [&](int first, int end) {
+    for (int item = first; item < end; ++item) {
+      if (item % per_row == 0 && item + per_row < end) ask_for_row(kv, item / per_row + 1, nk * d);
+      attend_item(item);
+    }
+  };
   const int items = n * per_row;
   if (threads == 1 || !worth_threads(held * nq * d, int64_t(1) << 16)) {
-    for (int item = 0; item < items; ++item) attend_item(item);  // no region (for_ranges)
+    attend_items(0, items);  // no region (for_ranges)
     return;
   }
   const int units = items / unit_items;
@@ -351,7 +371,7 @@ void kv_attention_partials(float* max, float* sum, float* out, float* scores, co
     };
     const int first = first_at(total * t / T);
     const int last = t + 1 == T ? units : first_at(total * (t + 1) / T);
-    for (int item = first * unit_items; item < last * unit_items; ++item) attend_item(item);
+    attend_items(first * unit_items, last * unit_items);
   }
 }
 
