@@ -20,16 +20,6 @@
 namespace zaya {
 namespace {
 
-// At least the build's own level (the CPU runs the binary); on an AVX2 machine the release
-// build's baseline and avx2, with AVX-512 all three.
-std::vector<VectorPath> paths_this_cpu_runs() {
-  std::vector<VectorPath> runs;
-  for (const VectorPath p : built_vector_paths())
-    if (missing_cpu_features(p).empty()) runs.push_back(p);
-  EXPECT_FALSE(runs.empty()) << built_vector_paths_text();
-  return runs;
-}
-
 struct ConvCase {
   int n, nq, nk, d;
 };
@@ -96,7 +86,7 @@ TEST(DecodeOpsPaths, ConvIsTheScalarLoopOnEveryPath) {
     s.conv1_b = conv1_b.data();
     const std::vector<float> want = scalar_conv(proj, window, slots, s);
     const int saved = omp_get_max_threads();
-    for (const VectorPath path : paths_this_cpu_runs())
+    for (const VectorPath path : test::paths_this_cpu_runs())
       for (const int threads : {1, 2, 3}) {
         omp_set_num_threads(threads);
         std::vector<float> got(want.size(), -1.0f);
@@ -227,7 +217,7 @@ TEST(DecodeOpsPaths, AttentionIsTheScalarLoopOnEveryPath) {
     // At 1, 2 and 7 threads: the op groups query heads into work items by the thread count (pairs
     // of a key head's heads, or single heads where rows are few), which must not change a bit.
     const int saved = omp_get_max_threads();
-    for (const VectorPath path : paths_this_cpu_runs())
+    for (const VectorPath path : test::paths_this_cpu_runs())
       for (const int threads : {1, 2, 7}) {
         omp_set_num_threads(threads);
         std::vector<float> mx(size_t(items), 7.0f), sum(size_t(items), 7.0f),
@@ -271,7 +261,7 @@ TEST(DecodeOpsPaths, AttentionSplitAmongThreadsIsOneThreadsBitwise) {
   const PagedKv kv = paged_kv(cache, blocks, counts, max_blocks, block_size, Dk);
   const size_t items = size_t(n) * nq;
   const int saved = omp_get_max_threads();
-  for (const VectorPath path : paths_this_cpu_runs()) {
+  for (const VectorPath path : test::paths_this_cpu_runs()) {
     std::vector<float> one_thread;
     for (const int threads : {1, 2, 3}) {
       std::vector<float> mx(items, -1.0f), sum(items, -1.0f), out(items * d, -1.0f);

@@ -1,15 +1,18 @@
 // The decode products must give each row the same bits whatever else is in the call: the row
 // alone, among others, at another place, at another thread count. And they must be the product
-// (against float64).
+// (against float64), on every vector path the very loop rowwise.h states.
 #include <gtest/gtest.h>
 #include <omp.h>
 
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/rowwise.h"
+#include "backend/vector_path.h"
 #include "test_util.h"
 
 namespace zaya {
@@ -93,6 +96,61 @@ TEST(OpsRowwise, GroupedIsEachGroupsProductBitwise) {
     }
     omp_set_num_threads(saved);
   }
+}
+
+// One output element as rowwise.h states it, one lane at a time: lane j of 16 adds a[i]·b[i] for
+// i ≡ j (mod 16) in order of i (the last k mod 16 as one more step, zero-padded), then the tree
+// 16 → 8 → 4 → 2 → 1 in which lane j adds lane j + width.
+float scalar_fixed_order_dot(const float* a, const float* b, int k) {
+  float lane[16] = {};
+  for (int step = 0; step < (k + 15) / 16; ++step)
+    for (int j = 0; j < 16; ++j) {
+      const int i = 16 * step + j;
+      lane[j] += (i < k ? a[i] : 0.0f) * (i < k ? b[i] : 0.0f);
+    }
+  for (int width = 8; width >= 1; width /= 2)
+    for (int j = 0; j < width; ++j) lane[j] = lane[j] + lane[j + width];
+  return lane[0];
+}
+
+// The vector paths run tiles of rows and parts of the 16 lanes in whatever order suits their
+// registers (AVX2: 3 rows × 4 weight rows, one half of the lanes at a time): none of it may change
+// an addition. 1 to 7 rows, 16 and 37 (every remainder of the tiles), k with and without a tail,
+// m with and without a partial block of 4, one and two threads (k = 44: a tail reaching lanes 8 to
+// 11, the second part on the AVX2 path).
+TEST(OpsRowwise, EveryPathIsTheScalarLoop) {
+  const int saved = omp_get_max_threads();
+  for (const auto& [k, m] : {std::pair{256, 36}, std::pair{67, 29}, std::pair{16, 3},
+                             std::pair{1, 5}, std::pair{130, 9}, std::pair{44, 7}})
+    for (const int n : {1, 2, 3, 4, 5, 6, 7, 16, 37}) {
+      const std::vector<float> in = test::normal_floats(size_t(n) * k, uint32_t(k + n));
+      const std::vector<float> w = test::normal_floats(size_t(m) * k, uint32_t(m));
+      const std::vector<float> bias = test::normal_floats(size_t(m), 5);
+      std::vector<float> want(size_t(n) * m);
+      for (int r = 0; r < n; ++r)
+        for (int o = 0; o < m; ++o)
+          want[size_t(r) * m + o] =
+              scalar_fixed_order_dot(&in[size_t(r) * k], &w[size_t(o) * k], k) + bias[size_t(o)];
+      // The same rows as two groups of other weights' products: the grouped form's bits too.
+      const std::vector<int> offsets = {0, n / 2, n / 2, n};
+      const std::vector<const float*> weights = {w.data(), nullptr, w.data()};
+      for (const VectorPath path : test::paths_this_cpu_runs())
+        for (const int threads : {1, 2}) {
+          omp_set_num_threads(threads);
+          const std::string where = std::string(vector_path_name(path)) + ", " + std::to_string(n) +
+                                    " rows, k " + std::to_string(k) + ", m " + std::to_string(m) +
+                                    ", " + std::to_string(threads) + " threads";
+          std::vector<float> got(want.size(), -1.0f), grouped(want.size(), -1.0f);
+          cpu_backend(path).rows_matmul_forward(got.data(), in.data(), w.data(), bias.data(), n, k,
+                                                m);
+          ASSERT_EQ(got, want) << where;
+          cpu_backend(path).grouped_rows_matmul_forward(grouped.data(), in.data(), weights.data(),
+                                                        offsets.data(), 3, k, m);
+          for (size_t i = 0; i < want.size(); ++i)
+            ASSERT_EQ(grouped[i] + bias[i % size_t(m)], want[i]) << where << ", grouped " << i;
+        }
+    }
+  omp_set_num_threads(saved);
 }
 
 TEST(OpsRowwise, EmptyCallsWriteNothing) {

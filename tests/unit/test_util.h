@@ -1,8 +1,10 @@
 // Helpers shared by the unit tests: scratch directories, error capture, flat layouts, the tiny
-// config.
+// config, the CPU vector paths this machine runs.
 #pragma once
 
 #include <unistd.h>
+
+#include <gtest/gtest.h>
 
 #include <cmath>
 #include <filesystem>
@@ -12,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/vector_path.h"
 #include "core/error.h"
 #include "model/config.h"
 #include "model/params.h"
@@ -89,6 +92,16 @@ inline void randomise_weights(ParamStore& params, uint64_t seed, uint32_t stream
         p[k] = n(g) * 0.5f / std::sqrt(float(s.shape.back()));
     }
   }
+}
+
+// The CPU vector paths built into this binary that this machine runs: at least the build's own
+// level; on an AVX2 machine the release build's baseline and avx2, with AVX-512 all three.
+inline std::vector<VectorPath> paths_this_cpu_runs() {
+  std::vector<VectorPath> runs;
+  for (const VectorPath p : built_vector_paths())
+    if (missing_cpu_features(p).empty()) runs.push_back(p);
+  EXPECT_FALSE(runs.empty()) << built_vector_paths_text();
+  return runs;
 }
 
 }  // namespace zaya::test

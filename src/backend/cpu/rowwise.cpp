@@ -29,15 +29,6 @@ struct Lanes {
   Vec part[kParts];  // lanes [kWidth·p, kWidth·(p + 1))
 };
 
-inline void load(Lanes& v, const float* p) {
-  for (int i = 0; i < kParts; ++i)
-    v.part[i] = *reinterpret_cast<const UnalignedVec*>(p + i * kWidth);
-}
-
-inline void multiply_add(Lanes& acc, const Lanes& x, const Lanes& w) {
-  for (int i = 0; i < kParts; ++i) acc.part[i] += x.part[i] * w.part[i];
-}
-
 // The first two levels of the fixed pairwise tree 16 → 8 → 4 → 2 → 1 in which lane j adds lane
 // j + width: s8[j] = a[j] + a[j + 8], then s4[j] = s8[j] + s8[j + 4]. Each addition is the same
 // IEEE operation on the same two numbers on every path.
@@ -78,45 +69,55 @@ inline Lanes4 finish4(const Lanes* acc) {
   return (col0 + col2) + (col1 + col3);
 }
 
-// One 16-element step of R input rows × W weight rows: acc[r][q] += x_r · w_q, lane by lane.
+// One 16-element step of part p of R input rows × W weight rows: sum[r][q] += x_r · w_q over the
+// step's lanes [kWidth·p, kWidth·(p + 1)), lane by lane.
 template <int R, int W>
-inline void multiply_add_rows(Lanes (&acc)[R][W], const float* x, size_t x_stride, const float* w,
+inline void multiply_add_part(Vec (&sum)[R][W], const float* x, size_t x_stride, const float* w,
                               size_t w_stride) {
-  Lanes wv[W];
-  for (int q = 0; q < W; ++q) load(wv[q], w + q * w_stride);
+  Vec wv[W];
+  for (int q = 0; q < W; ++q) wv[q] = *reinterpret_cast<const UnalignedVec*>(w + q * w_stride);
   for (int r = 0; r < R; ++r) {
-    Lanes xv;
-    load(xv, x + r * x_stride);
-    for (int q = 0; q < W; ++q) multiply_add(acc[r][q], xv, wv[q]);
+    const Vec xv = *reinterpret_cast<const UnalignedVec*>(x + r * x_stride);
+    for (int q = 0; q < W; ++q) sum[r][q] += xv * wv[q];
   }
 }
 
 // R input rows × W weight rows: R·W independent sums (instruction-level parallelism), each one
-// the same sequence of vector operations as a lone fixed_order_dot.
+// the same sequence of operations on each lane as a lone fixed_order_dot. A lane's sum never
+// meets another lane's before finish(), so the parts of the 16 lanes are summed one after the
+// other, each over all of k: R·W registers at a time instead of R·W·kParts. With AVX2 that is
+// what lets 3 rows share each load of 4 weight vectors (12 sums and the weights in 16 ymm):
+// loads, two a cycle here, bound the one-row kernel (10 loads per 8 multiplications), and the
+// 3 × 4 tile takes 1.4x its multiply-adds a second on one core of the developer's Zen 5.
 template <int R, int W>
 inline void dots(float* out, size_t out_stride, const float* x, size_t x_stride, const float* w,
                  size_t w_stride, int k, const float* prefetch = nullptr) {
-  Lanes acc[R][W];
-  for (int r = 0; r < R; ++r)
-    for (int q = 0; q < W; ++q)
-      for (int i = 0; i < kParts; ++i) acc[r][q].part[i] = Vec{};
   const int full = k / kLanes * kLanes;
-  for (int i = 0; i < full; i += kLanes) {
-    if (prefetch)
-      for (int q = 0; q < W; ++q) __builtin_prefetch(prefetch + q * w_stride + i);
-    multiply_add_rows<R, W>(acc, x + i, x_stride, w + i, w_stride);
-  }
-  if (full < k) {
-    // The last k mod 16 elements, zero-padded (the padding adds 0·0 to the lanes it reaches) and
-    // taken by the same step as the others. Copied element by element: a call to memcpy here
-    // made GCC keep every accumulator in memory (a third of the AVX2 path's product time).
-    float x_tail[R][kLanes], w_tail[W][kLanes];
+  // The last k mod 16 elements, zero-padded (the padding adds 0·0 to the lanes it reaches) and
+  // taken by the same step as the others. Copied element by element: a call to memcpy here made
+  // GCC keep every accumulator in memory (a third of the AVX2 path's product time).
+  float x_tail[R][kLanes], w_tail[W][kLanes];
+  if (full < k)
     for (int j = 0; j < kLanes; ++j) {
       const bool inside = full + j < k;
       for (int r = 0; r < R; ++r) x_tail[r][j] = inside ? x[r * x_stride + full + j] : 0.0f;
       for (int q = 0; q < W; ++q) w_tail[q][j] = inside ? w[q * w_stride + full + j] : 0.0f;
     }
-    multiply_add_rows<R, W>(acc, &x_tail[0][0], kLanes, &w_tail[0][0], kLanes);
+  Lanes acc[R][W];
+  for (int p = 0; p < kParts; ++p) {
+    const int lane0 = p * kWidth;
+    Vec sum[R][W];
+    for (int r = 0; r < R; ++r)
+      for (int q = 0; q < W; ++q) sum[r][q] = Vec{};
+    for (int i = 0; i < full; i += kLanes) {
+      if (prefetch && p == 0)
+        for (int q = 0; q < W; ++q) __builtin_prefetch(prefetch + q * w_stride + i);
+      multiply_add_part<R, W>(sum, x + i + lane0, x_stride, w + i + lane0, w_stride);
+    }
+    if (full < k)
+      multiply_add_part<R, W>(sum, &x_tail[0][lane0], kLanes, &w_tail[0][lane0], kLanes);
+    for (int r = 0; r < R; ++r)
+      for (int q = 0; q < W; ++q) acc[r][q].part[p] = sum[r][q];
   }
   for (int r = 0; r < R; ++r) {
     if constexpr (W == 4) {
@@ -139,16 +140,15 @@ float fixed_order_dot(const float* a, const float* b, int k) {
 namespace {
 
 // Blocks of 4 weight rows are the unit of work (and of parallelism): a block stays in cache
-// while every input row passes over it, four rows at a time (16 independent sums). No choice here
+// while every input row passes over it, a tile of rows at a time. No choice here
 // changes the operations of any one output element, so a row's results are the same in every
 // call.
 constexpr int kW = 4;
-// Input rows a block takes at a time: their sums of 16 lanes stay in registers. 32 zmm hold 4 × 4
-// of them beside the weights. 16 ymm (two per sum) hold 2 rows × 2 weight rows (8 registers, 4
-// for the weights): 8 loads per 64 multiply-adds where 1 row × 4 weight rows takes 10, and half
-// the calls (4 rows' 16 sums would spill to memory at every step of k: 0.6x the AVX-512 path).
+// Input rows a block takes at a time: their sums stay in registers beside the block's weights.
+// 32 zmm hold 4 rows × 4 weight rows of 16-lane sums; 16 ymm (or xmm), one part of the lanes at a
+// time (dots), hold 3 × 4 and the 4 weight vectors.
 constexpr int kVectorFloatsInRegisters = ZAYA_CPU_VECTOR_REGISTERS * ZAYA_CPU_VECTOR_FLOATS;
-constexpr int kRowsPerBlock = kVectorFloatsInRegisters >= 512 ? 4 : 1;
+constexpr int kRowsPerTile = kVectorFloatsInRegisters >= 512 ? 4 : 3;
 constexpr int kBlocksAhead = 4;
 
 int weight_blocks(int m) {
@@ -169,28 +169,15 @@ void rows_block(float* out, const float* in, const float* w, const float* bias, 
     // streams, which are only 1 KB each at k = 256).
     const int ahead = n >= 4 ? 1 : kBlocksAhead;
     const float* prefetch = blk + ahead < blocks ? w + size_t(o0 + ahead * kW) * K : nullptr;
-    if constexpr (kRowsPerBlock == 4) {
-      if (r + 4 <= n) {
-        dots<4, kW>(out + size_t(r) * M + o0, M, in + size_t(r) * K, K, wb, K, k, prefetch);
-        r += 4;
-        prefetch = nullptr;
-      }
-      for (; r + 4 <= n; r += 4)
-        dots<4, kW>(out + size_t(r) * M + o0, M, in + size_t(r) * K, K, wb, K, k);
-      if (r + 2 <= n) {
-        dots<2, kW>(out + size_t(r) * M + o0, M, in + size_t(r) * K, K, wb, K, k, prefetch);
-        r += 2;
-        prefetch = nullptr;
-      }
+    for (; r + kRowsPerTile <= n; r += kRowsPerTile) {
+      dots<kRowsPerTile, kW>(out + size_t(r) * M + o0, M, in + size_t(r) * K, K, wb, K, k,
+                             prefetch);
+      prefetch = nullptr;
     }
-    if constexpr (kRowsPerBlock == 2) {
-      for (; r + 2 <= n; r += 2) {
-        float* o = out + size_t(r) * M + o0;
-        const float* x = in + size_t(r) * K;
-        dots<2, 2>(o, M, x, K, wb, K, k, prefetch);
-        dots<2, 2>(o + 2, M, x, K, wb + 2 * K, K, k, prefetch ? prefetch + 2 * K : nullptr);
-        prefetch = nullptr;
-      }
+    if (r + 2 <= n) {
+      dots<2, kW>(out + size_t(r) * M + o0, M, in + size_t(r) * K, K, wb, K, k, prefetch);
+      r += 2;
+      prefetch = nullptr;
     }
     for (; r < n; ++r) {
       dots<1, kW>(out + size_t(r) * M + o0, M, in + size_t(r) * K, K, wb, K, k, prefetch);
