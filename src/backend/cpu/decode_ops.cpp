@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include <omp.h>
@@ -146,18 +147,38 @@ struct RowCache {
   const float* values(int i) const { return keys(i) + kv.values_offset; }
 };
 
-// A row's whole cache (every block's keys and values) asked for into the second-level cache, as
-// the thread starts on the row before it: a block ahead (kKvBlocksAhead) is too short a distance
-// for a row's first blocks and, at the step's pace, for the others (BM_KvAttention from memory
-// 1.2x faster with this, stop 54). Not into the first level: a row's cache outgrows it.
-void ask_for_row(const PagedKv& kv, int r, int Dk) {
-  const RowCache row(kv, r);
-  for (int i = 0; i < row.held_blocks; ++i) {
-    const char* from = reinterpret_cast<const char*>(row.keys(i));
-    const char* to = reinterpret_cast<const char*>(row.values(i) + size_t(row.counts[i]) * Dk);
-    for (; from < to; from += 64) __builtin_prefetch(from, 0, 1);
+// The next row's cache asked for into the second-level cache a few lines at a time while the
+// thread computes this row, spread over its `ticks` calls of ask(): asked for all at once, the
+// requests fill the core's queue of misses and the row waits for them, so a row's reads and its
+// arithmetic took the sum of their times instead of the longer one.
+class RowAhead {
+ public:
+  RowAhead(const PagedKv& kv, int r, int Dk, int64_t ticks) : row_(kv, r), Dk_(Dk) {
+    int64_t lines = 0;
+    for (int i = 0; i < row_.held_blocks; ++i) lines += (block_bytes(i) + 63) / 64;
+    per_tick_ = int((lines + ticks - 1) / std::max<int64_t>(ticks, 1));
   }
-}
+  void ask() {
+    for (int n = 0; n < per_tick_ && block_ < row_.held_blocks; ++n) {
+      __builtin_prefetch(reinterpret_cast<const char*>(row_.keys(block_)) + offset_, 0, 1);
+      offset_ += 64;
+      if (offset_ >= block_bytes(block_)) {
+        ++block_;
+        offset_ = 0;
+      }
+    }
+  }
+
+ private:
+  // A block's keys and values, one run of memory.
+  int64_t block_bytes(int i) const {
+    return int64_t(row_.counts[i]) * Dk_ * 4 + row_.kv.values_offset * 4;
+  }
+  const RowCache row_;
+  const int Dk_;
+  int per_tick_ = 0, block_ = 0;
+  int64_t offset_ = 0;
+};
 
 // Query heads h0 .. h0 + HT of row r, of one key head.
 template <int HT>
@@ -229,7 +250,7 @@ void softmax_terms(const HeadGroup<HT>& g, size_t held, float* max, float* sum) 
 // place, each position's additions waited on the previous one's store).
 template <int HT>
 void weighted_values(const HeadGroup<HT>& g, const AttentionShape& a, const RowCache& row,
-                     float* out) {
+                     RowAhead* ahead, float* out) {
   const int d = a.d, Dk = a.nk * a.d;
   for (int x0 = 0; x0 < d; x0 += kSlice) {
     const int width = std::min(kSlice, d - x0);
@@ -237,6 +258,7 @@ void weighted_values(const HeadGroup<HT>& g, const AttentionShape& a, const RowC
     float tail[HT][kSlice] = {};
     size_t p = 0;
     for (int i = 0; i < row.held_blocks; ++i) {
+      if (ahead) ahead->ask();
       // The next block's values asked for while this one's are summed: the scores' pass asked
       // for them too, but a row's cache outgrows the first-level cache between the two passes
       // (BM_KvAttention from memory 1.15x faster with this, stop 54).
@@ -274,7 +296,7 @@ void weighted_values(const HeadGroup<HT>& g, const AttentionShape& a, const RowC
 // block, then the softmax terms and the weighted values.
 template <int HT>
 void attend_group(float* max, float* sum, float* out, float* scores, const float* q,
-                  const PagedKv& kv, const AttentionShape& a, int r, int h0) {
+                  const PagedKv& kv, const AttentionShape& a, int r, int h0, RowAhead* ahead) {
   const RowCache row(kv, r);
   const HeadGroup<HT> g(q, scores, a, r, h0);
   const int Dk = a.nk * a.d;
@@ -296,11 +318,12 @@ void attend_group(float* max, float* sum, float* out, float* scores, const float
   size_t first = 0;
   for (int i = 0; i < row.held_blocks; ++i) {
     ask_for(i + kKvBlocksAhead);
+    if (ahead) ahead->ask();
     score_positions(g, a, row.keys(i), row.counts[i], first);
     first += size_t(row.counts[i]);
   }
   softmax_terms(g, row.held, max, sum);
-  weighted_values(g, a, row, out);
+  weighted_values(g, a, row, ahead, out);
 }
 
 }  // namespace
@@ -337,20 +360,30 @@ void kv_attention_partials(float* max, float* sum, float* out, float* scores, co
   const int together = int64_t(n) * nk * 2 >= 2 * int64_t(threads) ? kHeadsTogether : 1;
   const int per_key_head = (g + together - 1) / together, per_row = nk * per_key_head;
   const int unit_items = n >= 2 * threads ? per_row : 1;
-  const auto attend_item = [&](int item) {
+  const auto attend_item = [&](int item, RowAhead* ahead) {
     const int r = item / per_row, j = item % per_row / per_key_head;
     const int h0 = j * g + item % per_key_head * together;
     if (together == kHeadsTogether && h0 + kHeadsTogether <= (j + 1) * g) {
-      attend_group<kHeadsTogether>(max, sum, out, scores, q, kv, a, r, h0);
+      attend_group<kHeadsTogether>(max, sum, out, scores, q, kv, a, r, h0, ahead);
     } else {
-      attend_group<1>(max, sum, out, scores, q, kv, a, r, h0);
+      attend_group<1>(max, sum, out, scores, q, kv, a, r, h0, ahead);
     }
   };
-  // Items [first, end) in order, each row's cache asked for as the row before it starts.
+  // Items [first, end) in order, each row's cache asked for while the row before it is computed
+  // (RowAhead: at each of its blocks of keys, and of values for each slice of d, of every item).
+  const int slices = (d + kSlice - 1) / kSlice;
   const auto attend_items = [&](int first, int end) {
+    std::optional<RowAhead> ahead;
     for (int item = first; item < end; ++item) {
-      if (item % per_row == 0 && item + per_row < end) ask_for_row(kv, item / per_row + 1, nk * d);
-      attend_item(item);
+      const int r = item / per_row;
+      if (item % per_row == 0 || item == first) {
+        ahead.reset();
+        if ((r + 1) * per_row < end) {
+          const int64_t blocks = (row_held[size_t(r)] + kv.block_size - 1) / kv.block_size;
+          ahead.emplace(kv, r + 1, nk * d, (per_row - item % per_row) * blocks * (1 + slices));
+        }
+      }
+      attend_item(item, ahead ? &*ahead : nullptr);
     }
   };
   const int items = n * per_row;
