@@ -156,16 +156,17 @@ class RowAhead {
   RowAhead(const PagedKv& kv, int r, int Dk, int64_t ticks) : row_(kv, r), Dk_(Dk) {
     int64_t lines = 0;
     for (int i = 0; i < row_.held_blocks; ++i) lines += (block_bytes(i) + 63) / 64;
-    per_tick_ = int((lines + ticks - 1) / std::max<int64_t>(ticks, 1));
+    per_tick_ = (lines + ticks - 1) / std::max<int64_t>(ticks, 1);
+    if (row_.held_blocks > 0) start_block(0);
   }
   void ask() {
-    for (int n = 0; n < per_tick_ && block_ < row_.held_blocks; ++n) {
-      __builtin_prefetch(reinterpret_cast<const char*>(row_.keys(block_)) + offset_, 0, 1);
-      offset_ += 64;
-      if (offset_ >= block_bytes(block_)) {
-        ++block_;
-        offset_ = 0;
-      }
+    int64_t left = per_tick_;
+    while (left > 0 && at_ < end_) {
+      const int64_t n = std::min(left, (end_ - at_ + 63) / 64);
+      for (int64_t i = 0; i < n; ++i) __builtin_prefetch(at_ + 64 * i, 0, 1);
+      left -= n;
+      at_ = end_ - at_ <= 64 * n ? end_ : at_ + 64 * n;
+      if (at_ == end_ && block_ + 1 < row_.held_blocks) start_block(block_ + 1);
     }
   }
 
@@ -174,10 +175,17 @@ class RowAhead {
   int64_t block_bytes(int i) const {
     return int64_t(row_.counts[i]) * Dk_ * 4 + row_.kv.values_offset * 4;
   }
+  void start_block(int i) {
+    block_ = i;
+    at_ = reinterpret_cast<const char*>(row_.keys(i));
+    end_ = at_ + block_bytes(i);
+  }
   const RowCache row_;
   const int Dk_;
-  int per_tick_ = 0, block_ = 0;
-  int64_t offset_ = 0;
+  int64_t per_tick_ = 0;
+  int block_ = 0;
+  const char* at_ = nullptr;  // the next line to ask for, in block_
+  const char* end_ = nullptr;
 };
 
 // Query heads h0 .. h0 + HT of row r, of one key head.
