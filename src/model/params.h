@@ -33,13 +33,16 @@ struct ParamSpec {
   bool trainable() const { return group != OptimGroup::Buffer; }
 };
 
-// Every tensor of the flat buffer starts at a multiple of this many floats (32 bytes; 16 in a bf16
-// copy), with zeros in the few floats of padding before it. Why: cuBLASLt chooses its kernel by
-// the operands' alignment, and a bf16 operand at an odd offset gets a slow kernel without vector
-// loads (the experts' weights followed the 17 balancing biases). The same choice is why a weight
+// Every tensor of the flat buffer starts at a multiple of this many floats (64 bytes, a cache
+// line; 32 bytes in a bf16 copy), with zeros in the few floats of padding before it. Why: a
+// 64-byte vector load of a weight that starts 32 bytes into a line touches two lines, and at 8
+// floats half of the small model's decode products read their weights that way (their AVX-512
+// kernel 3–4 % slower for it, docs/cpu-paths.md). And cuBLASLt chooses its kernel by the
+// operands' alignment: a bf16 operand at an odd offset gets a slow kernel without vector loads
+// (the experts' weights followed the 17 balancing biases). The same choice is why a weight
 // read from the model's bf16 copy gives the bits of the weight rounded into aligned scratch only
 // when the copy is aligned too. The padding belongs to no tensor: no gradient, no optimizer state.
-inline constexpr size_t kParamAlignFloats = 8;
+inline constexpr size_t kParamAlignFloats = 16;
 inline size_t aligned_param_offset(size_t offset) {
   return (offset + kParamAlignFloats - 1) / kParamAlignFloats * kParamAlignFloats;
 }

@@ -60,11 +60,11 @@ TEST(ParamRegistry, SixStageModelHoldsTheZyphraTensorList) {
   EXPECT_EQ(reg.get("model.layers.1.zaya_block.router.balancing_biases").group, OptimGroup::Buffer);
 }
 
-// Every tensor starts at a multiple of kParamAlignFloats (so a bf16 copy of a weight is 16-byte
-// aligned, as cuBLASLt's fast kernels need), except the CCA projections, which follow linear_q
-// directly to form one matrix; nothing overlaps and the padding stays under the alignment. Before
-// the alignment, ZAYA1-base's experts started one float past a multiple of 8 (the 17 balancing
-// biases), and the GPU's bf16 products read them through 2-byte aligned kernels.
+// Every tensor starts at a multiple of kParamAlignFloats (a cache line; a bf16 copy of a weight
+// 32-byte aligned, as cuBLASLt's fast kernels need), except the CCA projections, which follow
+// linear_q directly to form one matrix; nothing overlaps and the padding stays under the alignment.
+// Before the alignment, ZAYA1-base's experts started one float past a multiple of 8 (the 17
+// balancing biases), and the GPU's bf16 products read them through 2-byte aligned kernels.
 TEST(ParamRegistry, EveryTensorStartsAlignedExceptTheFusedProjections) {
   for (const char* name : {"tiny.json", "small.json", "zaya1-base.json"}) {
     const ParamRegistry reg(load_model_config(std::string(ZAYA_SOURCE_DIR "/configs/") + name));

@@ -191,9 +191,11 @@ TEST(SizeShapes, ReproducesZaya1BaseCounts) {
   EXPECT_GE(k.max_micro_batch, 1);  // fits a 192 GB MI300X under ZeRO-1 over 1024 ranks
   // bf16 for every value (the routing biases too), + 4 bytes for each of the 14,189,048 values
   // the bf16 weight storage keeps in fp32 (every tensor but the Muon matrices and the embedding),
-  // and the 520 floats of alignment padding between tensors (model/params.h), and the 2^22 floats
-  // of staging between the host and the storage (model/parameter_placement.h).
-  EXPECT_EQ(k.memory.weights, 2 * (8840488784 + 680 + 520) + 4 * 14189048 + 4 * (1 << 22));
+  // and the 1,160 floats of alignment padding between tensors (model/params.h: every tensor at a
+  // multiple of 16 floats; 14 after each of the 40 attention stages' 2 key temperatures, 15 after
+  // each of the 40 MoE stages' 17 balancing biases), and the 2^22 floats of staging between the
+  // host and the storage (model/parameter_placement.h).
+  EXPECT_EQ(k.memory.weights, 2 * (8840488784 + 680 + 1160) + 4 * 14189048 + 4 * (1 << 22));
 }
 
 // Non-embedding parameter counts of a ZAYA1 shape from the architecture itself, written out here
