@@ -3,6 +3,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <random>
 #include <string>
 #include <vector>
@@ -20,6 +21,14 @@ std::vector<float> random_vector(size_t n) {
   std::vector<float> v(n);
   for (auto& x : v) x = d(g);
   return v;
+}
+
+constexpr size_t kLineFloats = 64 / sizeof(float);
+
+// The first float of v at a 64-byte cache line (v holds kLineFloats spare floats for it).
+const float* at_a_line(const std::vector<float>& v) {
+  const size_t past = reinterpret_cast<uintptr_t>(v.data()) % 64 / sizeof(float);
+  return v.data() + (kLineFloats - past) % kLineFloats;
 }
 
 // Tokens × in → out, as in a linear layer; reports FLOP/s.
@@ -77,13 +86,18 @@ void BM_RowsMatmul(benchmark::State& state) {
   const zaya::CpuBackend be;
   // Enough copies of the weights to pass 64 MB, taken in turn: each call reads its weights from
   // memory, as a decode step does (the small model's 32 MB do not stay in this machine's cache).
+  // Each copy and the input start at a cache line, as the model's weights (model/params.h) and a
+  // decode step's activations do: 16 bytes past one (a std::vector's start) every second AVX2
+  // load and every AVX-512 load touch two lines, a fifth slower (docs/cpu-paths.md, stop 56).
   const size_t copies = std::max<size_t>(1, (size_t(64) << 20) / (sizeof(float) * m * k));
-  const auto in = random_vector(size_t(n) * k), w = random_vector(copies * m * k);
+  const size_t stride = (size_t(m) * k + kLineFloats - 1) / kLineFloats * kLineFloats;
+  const auto in = random_vector(size_t(n) * k + kLineFloats),
+             w = random_vector(copies * stride + kLineFloats);
   std::vector<float> out(size_t(n) * m);
   size_t turn = 0;
   for (auto _ : state) {
-    const float* wc = w.data() + (turn++ % copies) * size_t(m) * k;
-    be.rows_matmul_forward(out.data(), in.data(), wc, nullptr, n, k, m);
+    const float* wc = at_a_line(w) + (turn++ % copies) * stride;
+    be.rows_matmul_forward(out.data(), at_a_line(in), wc, nullptr, n, k, m);
   }
   state.counters["FLOP/s"] =
       benchmark::Counter(2.0 * n * k * m, benchmark::Counter::kIsIterationInvariantRate);
