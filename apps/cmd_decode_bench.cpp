@@ -85,6 +85,8 @@ Runner add_decode_bench_command(CLI::App& bench) {
                           {"prompt", opt.prompt},
                           {"new_tokens", opt.new_tokens},
                           {"bandwidth_gbs", r.bandwidth_gbs},
+                          {"bandwidth_before_gbs", r.bandwidth_before_gbs},
+                          {"bandwidth_after_gbs", r.bandwidth_after_gbs},
                           {"blas_kernels", blas_kernels()},
                           {"cache_bytes_per_token", r.cache_bytes_per_token},
                           {"gqa_cache_bytes_per_token", r.gqa_cache_bytes_per_token},

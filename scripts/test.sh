@@ -50,13 +50,13 @@ if grep -qw avx2 /proc/cpuinfo 2>/dev/null; then
   # The second pass runs what OpenBLAS's kernels could change. Left out: the supervisor drills
   # (aegis), the HTTP server (serve) and the run-safety script, which compare runs within one
   # pass; the tokenizers, the data pipeline, the communicators, the sizing arithmetic, the memory
-  # plan's byte counts, the refusals of bad input and the docs' and layers' checks, which call no
-  # GEMM or whose results no GEMM's rounding reaches; the emulated GPU's tests, held to the CPU
-  # within a tolerance, not bitwise.
-  echo "== tests (release, $other_name; without aegis, serve, run safety, tokenizers, data, comm, sizing, memory plan, bad input, gpu-emu, docs, layers)"
+  # plan's byte counts, the refusals of bad input, the decode bench's bookkeeping and the docs'
+  # and layers' checks, which call no GEMM or whose results no GEMM's rounding reaches; the
+  # emulated GPU's tests, held to the CPU within a tolerance, not bitwise.
+  echo "== tests (release, $other_name; without aegis, serve, run safety, tokenizers, data, comm, sizing, memory plan, bad input, decode bench, gpu-emu, docs, layers)"
   run_ctest build/ctest-release-other.log "${other[@]}" OMP_WAIT_POLICY=passive \
     ctest --preset default -j "$JOBS" -LE 'aegis|serve|docs|layers|gpu-emu|gpu-emu64' \
-    -E '^train\.run_safety\.|[Tt]okenizer|^data\.|^comm\.|^cli\.size$|^SizeShapes\.|^train\.device_memory_plan$|^cli\.(mpi_)?bad_input$|^cli\.bounded_inputs$'
+    -E '^train\.run_safety\.|[Tt]okenizer|^data\.|^comm\.|^cli\.size$|^SizeShapes\.|^train\.device_memory_plan$|^cli\.(mpi_)?bad_input$|^cli\.bounded_inputs$|^cli\.bench_decode$'
 else
   echo "== tests (release, $other_name): skipped, this CPU has no AVX2 for the Haswell kernels"
   skipped+=("release suite $other_name")

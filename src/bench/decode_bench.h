@@ -33,11 +33,15 @@ struct DecodeBenchRow {
 
 struct DecodeBenchResult {
   std::vector<DecodeBenchRow> rows;
-  double bandwidth_gbs = 0;  // STREAM triad at this process's thread count
+  // STREAM triad at this process's thread count, before and after the decodes; the bound takes
+  // the higher: other work on the machine moves the bandwidth (by a third on a shared host)
+  // while the decode's own steps hold still, so one measurement could set the bound too low.
+  double bandwidth_before_gbs = 0, bandwidth_after_gbs = 0;
+  double bandwidth_gbs = 0;  // the bound's: the higher of the two
   int64_t cache_bytes_per_token = 0, mha_cache_bytes_per_token = 0, gqa_cache_bytes_per_token = 0;
 };
 
-// The bandwidth measurement and one line per batch size go to `out`.
+// The bandwidth measurements and one line per batch size go to `out`.
 DecodeBenchResult run_decode_bench(const ModelConfig& config, const DecodeBenchOptions& opt,
                                    std::FILE* out);
 

@@ -48,16 +48,18 @@ std::vector<MembwRow> run_membw_bench(const MembwOptions& opt, std::FILE* out) {
   auto b = std::make_unique_for_overwrite<double[]>(size_t(n));
   auto c = std::make_unique_for_overwrite<double[]>(size_t(n));
   const int saved = omp_get_max_threads();
-  std::fprintf(out, "STREAM kernels, %lld doubles per array (%.1f MiB each), best of %d runs\n",
-               (long long)n, double(n) * 8 / 1048576, opt.times - 1);
-  const long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  if (llc > 0 && n * 8 < 4 * int64_t(llc))
-    std::fprintf(out,
-                 "note: the arrays are smaller than 4 x the last-level cache (%.1f MiB): these "
-                 "rates are partly the cache's, not memory's (STREAM's rule)\n",
-                 double(llc) / 1048576);
-  std::fprintf(out, "%8s %10s %10s %10s %10s   (GB/s)\n", "threads", "copy", "scale", "add",
-               "triad");
+  if (out) {
+    std::fprintf(out, "STREAM kernels, %lld doubles per array (%.1f MiB each), best of %d runs\n",
+                 (long long)n, double(n) * 8 / 1048576, opt.times - 1);
+    const long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (llc > 0 && n * 8 < 4 * int64_t(llc))
+      std::fprintf(out,
+                   "note: the arrays are smaller than 4 x the last-level cache (%.1f MiB): these "
+                   "rates are partly the cache's, not memory's (STREAM's rule)\n",
+                   double(llc) / 1048576);
+    std::fprintf(out, "%8s %10s %10s %10s %10s   (GB/s)\n", "threads", "copy", "scale", "add",
+                 "triad");
+  }
   std::vector<MembwRow> rows;
   for (const int t : threads) {
     omp_set_num_threads(t);
@@ -113,7 +115,8 @@ std::vector<MembwRow> run_membw_bench(const MembwOptions& opt, std::FILE* out) {
     const double bytes[4] = {16.0 * n, 16.0 * n, 24.0 * n, 24.0 * n};
     MembwRow r{t, bytes[0] / best[0] * 1e-9, bytes[1] / best[1] * 1e-9, bytes[2] / best[2] * 1e-9,
                bytes[3] / best[3] * 1e-9};
-    std::fprintf(out, "%8d %10.2f %10.2f %10.2f %10.2f\n", t, r.copy, r.scale, r.add, r.triad);
+    if (out)
+      std::fprintf(out, "%8d %10.2f %10.2f %10.2f %10.2f\n", t, r.copy, r.scale, r.add, r.triad);
     rows.push_back(r);
   }
   omp_set_num_threads(saved);

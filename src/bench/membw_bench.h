@@ -21,6 +21,7 @@ struct MembwRow {
   double copy = 0, scale = 0, add = 0, triad = 0;  // GB/s (1e9 bytes per second)
 };
 
+// The table goes to `out` (nullptr: nowhere).
 std::vector<MembwRow> run_membw_bench(const MembwOptions& opt, std::FILE* out);
 
 }  // namespace zaya
